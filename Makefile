@@ -1,0 +1,35 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run    install into .venv if needed, then start the app on the embedded offline Hub
+#   make test   install into .venv if needed, then run the whole test suite
+# Everything else here is what those two need.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test install bench clean-venv check-python
+
+run: install
+	$(PY) app.py
+
+test: install
+	$(PY) -m pytest
+
+install: $(STAMP)
+
+# nmmo==2.1.2 declares Requires-Python <3.11 but runs on 3.11 (see requirements.txt), so
+# pip needs --ignore-requires-python; a requirements file cannot carry that flag.
+# nmmo pins numpy==1.23.3, which has wheels for Python 3.8-3.11 only.
+$(STAMP): requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 11) else "NMMO Arena needs Python 3.10 or 3.11 (nmmo 2.x pins numpy 1.23.3); found %d.%d. Run: make PYTHON=python3.11 ..." % v)'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --ignore-requires-python -r requirements-dev.txt
+	touch $@
+
+bench: install
+	$(PY) -m bench.match_speed
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,204 @@
+"""Cost of the match runner against nmmo's own loop, peak memory, and scaling with workers.
+
+    python -m bench.match_speed [--horizon 1024] [--repeats 3] [--seed 1]
+
+1. **Runner vs bare loop.** The same full-size match (PvE stage 1 built-ins, 16x8 agents,
+   same map, seed and per-team RNG streams) played twice: by `run_match`, and by a bare
+   loop of nmmo's `Env` whose scripted agents run inside `env.step()`, with no contract,
+   no checking and no scoring. Both play the identical game (the bench checks it), so the
+   ratio of their wall times is the runner's overhead alone. Target: at most 1.05x.
+2. **Peak memory** of a process that plays one full match through the runner (RSS high-water
+   mark, measured in a fresh process). Target: at most 1 GB.
+3. **Matches per hour** with 1 and 2 workers: two copies of the same match on a pool of
+   worker processes started (and warmed) before timing. Target: 2 workers at least 1.8x
+   the throughput of 1.
+
+Each measurement runs in a fresh process; the order alternates over repeats and the best
+of each is kept, since this machine is shared and noisy (runs of the same match vary by
+10% in wall time). The CPU-time ratio is printed beside the wall-time ratio: it is the
+steadier of the two on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+from nmmo.entity.entity import EntityState
+
+from matchmaking import game
+from matchmaking.builtin import BUILTINS
+from matchmaking.config import MatchConfig
+from matchmaking.match import MatchSpec, policies_for, run_match, team_seed
+from matchmaking.policy import PolicyRef, builtin
+from matchmaking.progress import TravelTracker, team_progress
+from matchmaking.pve import stage_opponents
+
+
+def stage1_lineup() -> tuple[PolicyRef, ...]:
+    """PvE stage 1 with a Combat team as the 16th: built-ins only, so both loops can play it."""
+    return policies_for(builtin("combat"), [builtin(n) for n in stage_opponents(1)])
+
+
+def bare_match(spec: MatchSpec, *, track: bool = False) -> dict[str, object]:
+    """Play `spec` (built-ins only) with nmmo's own scripted hook: no runner at all.
+
+    Agents get the same classes and per-team RNG streams as the runner's built-in teams,
+    so the game is identical to `run_match(spec)`'s. Returns the wall time, ticks, and
+    the event log; with `track`, also each team's raw progress and survivors (measured
+    outside the timing's purpose: use it to compare games, not to time them).
+    """
+    from nmmo.core.game_api import TeamBattle
+    from nmmo.lib import seeding
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    config = spec.config
+    map_id = game.map_id_for_seed(spec.seed, config.map_pool)
+    nmmo_config = game.nmmo_config(config, map_dir=game.ensure_map(map_id, config))
+    classes = []
+    for ref in spec.policies:
+        agents = BUILTINS[ref.builtin_name]
+        classes += [agents[m % len(agents)] for m in range(config.team_size)]
+    nmmo_config.set("PLAYERS", classes)
+    import nmmo
+
+    env = nmmo.Env(nmmo_config)
+    env.reset(seed=spec.seed, map_id=1, game=TeamBattle(env))
+    for team_id, agent_ids in game.team_agent_ids(config).items():
+        rng, _ = seeding.np_random(team_seed(spec.seed, team_id))
+        for agent_id in agent_ids:
+            env.realm.players[agent_id].agent.set_rng(rng)
+    travel = TravelTracker(config.num_agents) if track else None
+    if travel:
+        travel.start(EntityState.Query.table(env.realm.datastore))
+    ticks = 0
+    for tick in range(1, config.horizon + 1):
+        env.step({})
+        if travel:
+            travel.update(EntityState.Query.table(env.realm.datastore))
+        ticks = tick
+        if not env.realm.players:
+            break
+    out: dict[str, object] = {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu_started,
+        "ticks": ticks,
+        "events": env.realm.event_log.get_data(),
+    }
+    if travel:
+        teams = game.team_agent_ids(config)
+        out["progress"] = team_progress(out["events"], teams, travel.farthest)
+        out["alive"] = {t: sum(a in env.realm.players for a in ids) for t, ids in teams.items()}
+    return out
+
+
+def _timed_runner(spec: MatchSpec) -> dict[str, object]:
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = run_match(spec)
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu_started,
+        "ticks": result.ticks,
+        "result": result,
+    }
+
+
+def _in_fresh_process(target, spec: MatchSpec) -> dict[str, object]:
+    """Run `target(spec)` in a new process; add its peak RSS (MB)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_measure, (target, spec))
+
+
+def _measure(target, spec: MatchSpec) -> dict[str, object]:
+    out = target(spec)
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if "events" in out:
+        out["events"] = np.asarray(out["events"]).tolist()
+    if "result" in out:
+        out["result"] = out["result"].to_dict()
+    return out
+
+
+def _warm_up(_: int) -> None:
+    """Import the engine in a pool worker before timing starts."""
+    import matchmaking.match  # noqa: F401
+
+    time.sleep(0.5)  # long enough that every worker takes one warm-up task
+
+
+def throughput(spec: MatchSpec, *, workers: int, matches: int = 2) -> float:
+    """Matches per hour in steady state: `matches` copies of the same game on a warmed pool
+    of `workers` processes (equal games, so idle workers measure scaling, not luck)."""
+    specs = [replace(spec, match_id=f"bench-{i}") for i in range(matches)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_warm_up, range(workers)))
+        started = time.perf_counter()
+        finished = sum(result.ticks > 0 for result in pool.map(run_match, specs))
+        return finished * 3600 / (time.perf_counter() - started)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Runner overhead, peak memory and worker scaling.")
+    parser.add_argument("--horizon", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+
+    config = MatchConfig(horizon=args.horizon)
+    spec = MatchSpec(seed=args.seed, policies=stage1_lineup(), config=config)
+    game.ensure_map(game.map_id_for_seed(spec.seed, config.map_pool), config)  # not timed
+
+    bare, runner = [], []
+    for repeat in range(args.repeats):
+        order = [(bare_match, bare), (_timed_runner, runner)]
+        for target, bucket in order if repeat % 2 == 0 else reversed(order):
+            bucket.append(_in_fresh_process(target, spec))
+            last = bucket[-1]
+            print(f"  {target.__name__}: {last['seconds']:.1f} s wall, {last['cpu_seconds']:.1f} s CPU, {last['ticks']} ticks", file=sys.stderr)
+    same_game = bare[0]["ticks"] == runner[0]["ticks"]
+    best_bare = min(b["seconds"] for b in bare)
+    best_runner = min(r["seconds"] for r in runner)
+    cpu_bare = min(b["cpu_seconds"] for b in bare)
+    cpu_runner = min(r["cpu_seconds"] for r in runner)
+
+    one = throughput(spec, workers=1)
+    two = throughput(spec, workers=2)
+
+    figures = {
+        "horizon": args.horizon,
+        "ticks": runner[0]["ticks"],
+        "same_game": same_game,
+        "bare_loop_s": round(best_bare, 2),
+        "runner_s": round(best_runner, 2),
+        "runner_over_bare": round(best_runner / best_bare, 3),
+        "bare_loop_cpu_s": round(cpu_bare, 2),
+        "runner_cpu_s": round(cpu_runner, 2),
+        "runner_over_bare_cpu": round(cpu_runner / cpu_bare, 3),
+        "runner_peak_rss_mb": round(max(r["peak_rss_mb"] for r in runner), 1),
+        "bare_peak_rss_mb": round(max(b["peak_rss_mb"] for b in bare), 1),
+        "matches_per_hour_1_worker": round(one, 1),
+        "matches_per_hour_2_workers": round(two, 1),
+        "scaling_2_over_1": round(two / one, 3),
+    }
+    print(f"full match ({figures['ticks']} ticks, identical game in both loops: {same_game})")
+    print(f"  bare nmmo loop     {figures['bare_loop_s']:8.2f} s wall {figures['bare_loop_cpu_s']:8.2f} s CPU")
+    print(f"  arena runner       {figures['runner_s']:8.2f} s wall {figures['runner_cpu_s']:8.2f} s CPU")
+    print(f"  runner / bare      {figures['runner_over_bare']:8.3f}x wall {figures['runner_over_bare_cpu']:7.3f}x CPU (target <= 1.05)")
+    print(f"  peak RSS, runner   {figures['runner_peak_rss_mb']:8.1f} MB (target <= 1024; bare loop {figures['bare_peak_rss_mb']} MB)")
+    print(f"  matches/hour       1 worker {one:.1f}, 2 workers {two:.1f}: {figures['scaling_2_over_1']:.2f}x (target >= 1.8)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

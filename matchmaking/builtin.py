@@ -1,0 +1,134 @@
+"""Built-in teams: nmmo's scripted baselines behind the same contract as a submission.
+
+A built-in team is a `Team` like any other (`__init__(team_id, env_config)`, `act`,
+`reset`), so built-in and submitted teams mix freely in a match and a participant can
+read these as example policies. Each member is one of nmmo's scripted agents
+(`scripted/baselines.py`); they expect nmmo's `Observation` object rather than the
+per-agent dict, so the team rebuilds one from the dict each tick and turns the agent's
+answer (keyed by nmmo's action classes) back into the contract's string/index format.
+
+nmmo 2.1.2's `Meander` crashes and its plain `Combat`/`Gather` lack a weapon or tool,
+so the Combat team is made of the Melee, Range and Mage subclasses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import nmmo
+from nmmo.core.observation import Observation
+from nmmo.entity.entity import EntityState
+from nmmo.lib import seeding
+from nmmo.systems.item import ItemState
+from scripted import baselines
+
+from matchmaking.config import MatchConfig
+from matchmaking.game import nmmo_config
+
+_INDEX_TYPES = (int, np.integer)
+_ENTITY_ID = EntityState.State.attr_name_to_col["id"]
+_ITEM_ID = ItemState.State.attr_name_to_col["id"]
+
+#: Name -> the scripted agent class of each member, cycled over the team.
+BUILTINS: dict[str, tuple[type[baselines.Scripted], ...]] = {
+    "random": (baselines.Random,),
+    "forage": (baselines.Forage,),
+    "combat": (baselines.Melee, baselines.Range, baselines.Mage),
+    "melee": (baselines.Melee,),
+    "range": (baselines.Range,),
+    "mage": (baselines.Mage,),
+}
+
+#: One line per built-in, for listings.
+DESCRIPTIONS: dict[str, str] = {
+    "random": "nmmo's Random baseline: every member moves in a random direction.",
+    "forage": "nmmo's Forage baseline: eats and drinks when low, otherwise explores toward the centre.",
+    "combat": "nmmo's Combat baselines (Melee, Range, Mage members): forage, trade, equip, attack weak targets, evade.",
+    "melee": "nmmo's Melee baseline on every member.",
+    "range": "nmmo's Range baseline on every member.",
+    "mage": "nmmo's Mage baseline on every member.",
+}
+
+
+def _present_rows(table: np.ndarray, id_col: int) -> np.ndarray:
+    """The rows of an observation table that hold something, as a view.
+
+    nmmo fills these tables from the top and pads the rest with zeros (id 0), so the
+    present rows are a prefix: counting them avoids copying the table every tick.
+    """
+    return table[: np.count_nonzero(table[:, id_col])]
+
+
+def _to_contract(actions: Mapping[Any, Mapping[Any, Any]]) -> dict[str, dict[str, int]]:
+    """nmmo's class-keyed action dict -> the contract's `{"Move": {"Direction": 2}}`."""
+    converted: dict[str, dict[str, int]] = {}
+    for action, args in actions.items():
+        converted_args = {}
+        for arg, value in args.items():
+            # indices (Target, InventoryItem, Price, ...) stay; choices (North, Mage) become their index
+            converted_args[arg.__name__] = int(value) if isinstance(value, _INDEX_TYPES) else arg.edges.index(value)
+        converted[action.__name__] = converted_args
+    return converted
+
+
+class ScriptedTeam:
+    """A team of nmmo scripted agents, seen through the team-policy contract.
+
+    Args:
+        team_id (`int`): the team's slot in the match.
+        env_config (`dict`): from `matchmaking.game.env_config`; its `seed` seeds the team.
+        agents (`tuple[type]`): scripted agent class of each member, cycled.
+    """
+
+    def __init__(self, team_id: int, env_config: Mapping[str, Any], agents: tuple[type, ...]):
+        self.team_id = team_id
+        self.team_size = int(env_config["team_size"])
+        self.seed = int(env_config["seed"])
+        match = MatchConfig(
+            num_teams=int(env_config["num_teams"]),
+            team_size=self.team_size,
+            horizon=int(env_config["horizon"]),
+        )
+        self.config = nmmo_config(match)
+        nmmo.Action.hook(self.config)  # sets up Price and Token choices, as nmmo's Realm does
+        self.first_agent_id = team_id * self.team_size + 1
+        self.agent_classes = [agents[m % len(agents)] for m in range(self.team_size)]
+        self.reset()
+
+    def reset(self) -> None:
+        """New agents (they keep per-episode state such as their spawn) and a reseeded RNG."""
+        rng, _ = seeding.np_random(self.seed)
+        self.agents = []
+        self.observations = []
+        for member, cls in enumerate(self.agent_classes):
+            agent = cls(self.config, self.first_agent_id + member)
+            agent.set_rng(rng)
+            self.agents.append(agent)
+            self.observations.append(Observation(self.config, self.first_agent_id + member).reset(None))
+
+    def act(self, observations: Mapping[int, Mapping[str, Any]]) -> dict[int, dict[str, dict[str, int]]]:
+        actions = {}
+        for member, obs in observations.items():
+            ob = self.observations[member]
+            ob.update(
+                int(obs["CurrentTick"]),
+                obs["Tile"],
+                _present_rows(obs["Entity"], _ENTITY_ID),
+                inventory=_present_rows(obs["Inventory"], _ITEM_ID),
+                market=_present_rows(obs["Market"], _ITEM_ID),
+                comm=_present_rows(obs["Communication"], _ENTITY_ID),
+            )
+            actions[member] = _to_contract(self.agents[member](ob))
+        return actions
+
+
+def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], ScriptedTeam]:
+    """A `Team`-like constructor for built-in `name` (see `BUILTINS`)."""
+    agents = BUILTINS[name]
+
+    def make(team_id: int, env_config: Mapping[str, Any]) -> ScriptedTeam:
+        return ScriptedTeam(team_id, env_config, agents)
+
+    make.__name__ = f"builtin:{name}"
+    return make

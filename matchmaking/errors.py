@@ -1,0 +1,32 @@
+"""Errors of the Arena, named after what went wrong, each saying what to do next.
+
+They subclass the nearest builtin so callers can catch them broadly (`ValueError`,
+`LookupError`, `RuntimeError`) or precisely.
+"""
+
+from __future__ import annotations
+
+
+class ArenaError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class PolicyNotFoundError(ArenaError, LookupError):
+    """A policy reference names nothing: no such folder, built-in or `policy.py`."""
+
+
+class PolicyLoadError(ArenaError, ImportError):
+    """A policy's `policy.py` failed to import or does not define the contract's `Team`."""
+
+
+class InvalidPolicySpecError(ArenaError, ValueError):
+    """A policy reference string is malformed (neither `builtin:NAME` nor a folder)."""
+
+
+class MatchSetupError(ArenaError, ValueError):
+    """A match cannot start as asked: wrong number of teams, a bad seed, ..."""
+
+
+class MatchFailedError(ArenaError, RuntimeError):
+    """The game engine itself failed during a match (never a policy's fault: those are
+    recorded as faults and the match plays on)."""

@@ -1,0 +1,133 @@
+"""Neural MMO set-up for an Arena match: its nmmo config, its map, its environment.
+
+Everything here that touches nmmo's configuration is in this module, so that the runner,
+the built-in teams and the sandbox all build the same game. Matches are nmmo 2.x's
+`Medium` config with `AllGameSystems` (128x128 playable map, 128 NPCs) under the
+`TeamBattle` game, which spawns each team together on one of the map's edges.
+
+Maps are generated once per map id and cached: nmmo would otherwise regenerate every map
+each time an `Env` is built (about 0.3 s each, and into the working directory).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import nmmo
+from nmmo.core.config import AllGameSystems, Medium
+from nmmo.core.game_api import TeamBattle
+from nmmo.core.terrain import MapGenerator, Save
+
+from matchmaking.config import ARENA_VERSION, MatchConfig
+from matchmaking.contract import ActionSpace
+
+NMMO_VERSION: str = nmmo.__version__
+
+# Distinguishes the map-choice stream from the other streams drawn from a match seed.
+_MAP_STREAM = 0x6D6170  # "map"
+
+
+class ArenaNmmoConfig(Medium, AllGameSystems):
+    """nmmo's Medium config with every game system: the IJCAI-sized free-for-all."""
+
+
+def nmmo_config(match: MatchConfig, *, map_dir: Path | None = None) -> ArenaNmmoConfig:
+    """A fresh nmmo config for a match (nmmo's `Env` keeps a reference and freezes it).
+
+    Args:
+        match (`MatchConfig`): teams, sizes and horizon.
+        map_dir (`Path`, *optional*): folder holding `map1/` from `ensure_map`; the env
+            then loads that map instead of generating maps.
+    """
+    config = ArenaNmmoConfig()
+    config.set("PLAYER_N", match.num_agents)
+    config.set("TEAMS", team_agent_ids(match))
+    config.set("HORIZON", match.horizon)
+    # Agents are driven by the runner, never by nmmo's own scripted hook inside env.step().
+    config.set("PLAYERS", [nmmo.Agent])
+    if map_dir is not None:
+        config.set("PATH_MAPS", str(map_dir))
+        config.set("MAP_N", 1)
+        config.set("MAP_FORCE_GENERATION", False)
+    return config
+
+
+def team_agent_ids(match: MatchConfig) -> dict[int, list[int]]:
+    """nmmo agent ids of each team: team `t`'s member `m` is agent `t * team_size + m + 1`."""
+    size = match.team_size
+    return {team: list(range(team * size + 1, (team + 1) * size + 1)) for team in range(match.num_teams)}
+
+
+def map_id_for_seed(seed: int, map_pool: int) -> int:
+    """The map a seed plays on, 1..`map_pool`: same seed, same map."""
+    state = np.random.SeedSequence([seed, _MAP_STREAM]).generate_state(1)[0]
+    return 1 + int(state) % map_pool
+
+
+def ensure_map(map_id: int, match: MatchConfig) -> Path:
+    """Generate map `map_id` of the pool once; return the folder nmmo loads it from.
+
+    The map depends only on its id, the pool size and the nmmo version. Concurrent
+    workers may generate the same map: each writes a private folder and renames it into
+    place, so a reader never sees half a map.
+    """
+    if not 1 <= map_id <= match.map_pool:
+        raise ValueError(f"`map_id` must be between 1 and {match.map_pool}, got {map_id}.")
+    folder = match.cache_dir / "maps" / f"nmmo-{NMMO_VERSION}-pool{match.map_pool}" / str(map_id)
+    if (folder / "map1" / "map.npy").is_file() and (folder / "map1" / "fractal.npy").is_file():
+        return folder
+    config = ArenaNmmoConfig()
+    config.set("MAP_N", match.map_pool)  # nmmo varies terrain scale across the pool
+    terrain, tiles = MapGenerator(config).generate_map(map_id - 1, np.random.default_rng(map_id))
+    staging = folder.parent / f".{map_id}.{uuid.uuid4().hex}"
+    (staging / "map1").mkdir(parents=True)
+    Save.as_numpy(tiles, str(staging / "map1"))
+    Save.fractal(terrain, str(staging / "map1"))
+    try:
+        os.rename(staging, folder)
+    except OSError:  # another worker won the race: its map is identical
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def make_env(match: MatchConfig, map_id: int) -> nmmo.Env:
+    """A new nmmo environment for a match on map `map_id` (not yet reset)."""
+    return nmmo.Env(nmmo_config(match, map_dir=ensure_map(map_id, match)))
+
+
+def reset_env(env: nmmo.Env, seed: int) -> dict[int, dict[str, Any]]:
+    """Reset for a team battle: the seed fixes spawn sides and NPCs. Returns observations."""
+    observations, _ = env.reset(seed=seed, map_id=1, game=TeamBattle(env))
+    return observations
+
+
+def action_space(env: nmmo.Env) -> ActionSpace:
+    """Action name -> argument name -> number of choices, read from the env's own space."""
+    space = env.action_space(env.possible_agents[0])
+    return {name: {arg: int(sub.n) for arg, sub in args.items()} for name, args in space.items()}
+
+
+def env_config(match: MatchConfig, *, team_id: int, seed: int) -> dict[str, Any]:
+    """The `env_config` dict a team receives: plain data, safe to send to another process.
+
+    Keys: `team_id`, `num_teams`, `team_size`, `horizon`, `seed` (derive your own RNG
+    from it for reproducible matches), `nmmo_version`, `arena_version`, and `nmmo`: every
+    scalar setting of the nmmo config (e.g. `PLAYER_VISION_RADIUS`, `MAP_SIZE`).
+    """
+    scalars = (bool, int, float, str, type(None))
+    settings = {k: v for k, v in nmmo_config(match).original.items() if isinstance(v, scalars)}
+    return {
+        "team_id": team_id,
+        "num_teams": match.num_teams,
+        "team_size": match.team_size,
+        "horizon": match.horizon,
+        "seed": seed,
+        "nmmo_version": NMMO_VERSION,
+        "arena_version": ARENA_VERSION,
+        "nmmo": settings,
+    }

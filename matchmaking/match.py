@@ -1,0 +1,240 @@
+"""The match runner: one Neural MMO free-for-all between team policies, scored.
+
+`run_match(spec)` builds the map and environment from the spec's seed, starts one host per
+team, then for every tick gives each team its alive members' observations, checks the
+answers against the action space and steps the game. At the end it reads each team's
+progress, scores it (`matchmaking.scoring`) and returns a `MatchResult`. The same spec
+gives the same result: the seed fixes the map, spawn order, NPCs and built-in teams'
+randomness.
+
+Team failures never end a match (see `matchmaking.teams`); only a failure of the game
+engine itself raises `MatchFailedError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from nmmo.entity.entity import EntityState
+
+from matchmaking import game
+from matchmaking.config import ARENA_VERSION, MatchConfig
+from matchmaking.contract import check_actions
+from matchmaking.errors import MatchFailedError, MatchSetupError
+from matchmaking.policy import PolicyRef, team_factory
+from matchmaking.progress import TravelTracker, team_progress
+from matchmaking.records import Fault, FaultKind, MatchResult, TaskResult, TeamResult
+from matchmaking.scoring import RULES, achievement, competition_ranks
+from matchmaking.teams import InProcessTeam, TeamHost
+
+#: Builds the host of one team: `(policy, team_id, env_config, config) -> TeamHost`.
+HostFactory = Callable[[PolicyRef, int, dict[str, Any], MatchConfig], TeamHost]
+
+# Distinguishes the per-team seed stream from the other streams drawn from a match seed.
+_TEAM_STREAM = 0x7465616D  # "team"
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """Everything that determines a match's outcome.
+
+    Attributes:
+        seed (`int`): non-negative; fixes map, spawn order, NPCs and built-in randomness.
+        policies (`tuple[PolicyRef, ...]`): who plays each slot, `config.num_teams` of them.
+        config (`MatchConfig`): rules and limits.
+        track (`str`): why it is played: `local`, `pve` or `pvp`.
+        stage (`int`): PvE stage, 0 outside PvE.
+        match_id (`str`, *optional*): defaults to a hash of everything above.
+    """
+
+    seed: int
+    policies: tuple[PolicyRef, ...]
+    config: MatchConfig = field(default_factory=MatchConfig)
+    track: str = "local"
+    stage: int = 0
+    match_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise MatchSetupError(f"`seed` must be a non-negative integer, got {self.seed!r}.")
+        if len(self.policies) != self.config.num_teams:
+            raise MatchSetupError(
+                f"A match needs one policy per team: {self.config.num_teams} expected, "
+                f"{len(self.policies)} given."
+            )
+        if not self.match_id:
+            object.__setattr__(self, "match_id", self._derived_id())
+
+    def _derived_id(self) -> str:
+        c = self.config
+        key = {
+            "seed": self.seed,
+            "policies": [(p.policy_id, p.revision) for p in self.policies],
+            "rules": [c.num_teams, c.team_size, c.horizon, c.map_pool],
+            "track": self.track,
+            "stage": self.stage,
+        }
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def team_seed(match_seed: int, team_id: int) -> int:
+    """The seed a team receives in `env_config["seed"]`: independent across slots."""
+    return int(np.random.SeedSequence([match_seed, team_id, _TEAM_STREAM]).generate_state(1)[0])
+
+
+def in_process_host(ref: PolicyRef, team_id: int, env_config: dict[str, Any], config: MatchConfig) -> TeamHost:
+    """Host every team in the match's own process (built-ins, trusted local folders)."""
+
+    def factory(tid: int, cfg: dict[str, Any]) -> Any:
+        return team_factory(ref)(tid, cfg)  # loading errors surface as INIT faults
+
+    return InProcessTeam(factory, team_id=team_id, env_config=env_config, config=config)
+
+
+class _FaultLog:
+    """Per team: every fault counted by kind, the first ones kept in full."""
+
+    def __init__(self, num_teams: int, keep: int):
+        self.keep = keep
+        self.counts: list[dict[str, int]] = [{} for _ in range(num_teams)]
+        self.kept: list[list[Fault]] = [[] for _ in range(num_teams)]
+
+    def add(self, team: int, fault: Fault) -> None:
+        self.counts[team][fault.kind.value] = self.counts[team].get(fault.kind.value, 0) + 1
+        if len(self.kept[team]) < self.keep:
+            self.kept[team].append(fault)
+
+
+def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -> MatchResult:
+    """Play one match to its horizon (or until every agent is dead) and score it.
+
+    Args:
+        spec (`MatchSpec`): seed, policies and rules.
+        host_factory (`HostFactory`, *optional*): how each team is hosted; in-process by
+            default, `matchmaking.sandbox.sandboxed_host` for untrusted policies.
+
+    Returns:
+        `MatchResult`: the record of the match, faults included.
+
+    Raises:
+        `MatchFailedError`: the game engine itself failed.
+
+    Example:
+        >>> from matchmaking.policy import builtin
+        >>> spec = MatchSpec(seed=1, policies=(builtin("forage"),) * 16, config=MatchConfig(horizon=8))
+        >>> run_match(spec).ticks
+        8
+    """
+    config = spec.config
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    map_id = game.map_id_for_seed(spec.seed, config.map_pool)
+    teams = game.team_agent_ids(config)
+    faults = _FaultLog(config.num_teams, config.max_faults_recorded)
+    hosts: list[TeamHost] = []
+    try:
+        # TRY NOT TO MODIFY: set-up order fixes what the seed determines
+        env = game.make_env(config, map_id)
+        observations = game.reset_env(env, spec.seed)
+        space = game.action_space(env)
+        for team_id, ref in enumerate(spec.policies):
+            env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
+            hosts.append(host_factory(ref, team_id, env_config, config))
+        for team_id, host in enumerate(hosts):
+            fault = host.start()
+            if fault is not None:
+                faults.add(team_id, fault)
+        travel = TravelTracker(config.num_agents)
+        travel.start(EntityState.Query.table(env.realm.datastore))
+
+        # ALGO LOGIC: the game loop
+        ticks = 0
+        for tick in range(1, config.horizon + 1):
+            alive = env.realm.players
+            actions: dict[int, dict[str, dict[str, int]]] = {}
+            for team_id, host in enumerate(hosts):
+                agent_ids = teams[team_id]
+                team_obs = {m: observations[a] for m, a in enumerate(agent_ids) if a in alive}
+                if not team_obs:
+                    continue
+                answer = host.act(tick, team_obs)
+                if answer.fault is not None:
+                    faults.add(team_id, answer.fault)
+                    continue
+                checked = check_actions(
+                    answer.actions, alive_members=team_obs.keys(), team_size=config.team_size, space=space
+                )
+                if checked.problems:
+                    faults.add(team_id, Fault(tick, FaultKind.INVALID, checked.summary()[: config.fault_message_chars]))
+                for member, action in checked.actions.items():
+                    actions[agent_ids[member]] = action
+            observations, *_ = env.step(actions)
+            travel.update(EntityState.Query.table(env.realm.datastore))
+            ticks = tick
+            if not env.realm.players:
+                break
+
+        progress = team_progress(
+            env.realm.event_log.get_data(),
+            teams,
+            travel.farthest,
+            base_level=env.config.PROGRESSION_BASE_LEVEL,
+        )
+        alive_at_end = {team_id: sum(a in env.realm.players for a in agent_ids) for team_id, agent_ids in teams.items()}
+    except Exception as exc:  # only engine failures reach here: team failures are faults
+        raise MatchFailedError(f"Match {spec.match_id} (seed {spec.seed}) failed in the game engine: {exc!r}") from exc
+    finally:
+        for host in hosts:
+            host.close()
+
+    # ALGO LOGIC: score and rank
+    scores = {team_id: achievement(progress[team_id]) for team_id in teams}
+    ranks = competition_ranks([scores[t].total for t in teams])
+    results = []
+    for team_id, ref in enumerate(spec.policies):
+        score = scores[team_id]
+        results.append(
+            TeamResult(
+                slot=team_id,
+                policy_id=ref.policy_id,
+                revision=ref.revision,
+                achievement=score.total,
+                rank=ranks[team_id],
+                tasks={
+                    task.value: TaskResult(value=progress[team_id].value(task), points=score.points[task])
+                    for task in RULES
+                },
+                alive=alive_at_end[team_id],
+                player_kills=progress[team_id].eliminate,
+                deaths=config.team_size - alive_at_end[team_id],
+                fault_counts=faults.counts[team_id],
+                faults=tuple(faults.kept[team_id]),
+            )
+        )
+    return MatchResult(
+        match_id=spec.match_id,
+        seed=spec.seed,
+        map_id=map_id,
+        horizon=config.horizon,
+        ticks=ticks,
+        nmmo_version=game.NMMO_VERSION,
+        arena_version=ARENA_VERSION,
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 3),
+        teams=tuple(results),
+        track=spec.track,
+        stage=spec.stage,
+    )
+
+
+def policies_for(target: PolicyRef, opponents: Sequence[PolicyRef], *, slot: int = 0) -> tuple[PolicyRef, ...]:
+    """A match line-up: `target` at `slot`, the opponents in order around it."""
+    lineup = list(opponents)
+    lineup.insert(slot, target)
+    return tuple(lineup)

@@ -1,0 +1,204 @@
+"""The match result record: the one schema every match is written in.
+
+A `MatchResult` is what the runner returns, what `python -m matchmaking.evaluate --json`
+prints, and (flattened to one row per team) what the match-history dataset stores. Its
+fields, with units and meaning, are listed in the README under "Match record". Records are
+frozen and versioned: a reader checks `schema_version` before trusting a field.
+
+Only the standard library here: the leaderboard reads these records without nmmo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Mapping
+
+from matchmaking.scoring import Task
+
+#: Bumped whenever a field is added, removed or changes meaning.
+SCHEMA_VERSION = 1
+
+
+class FaultKind(str, Enum):
+    """The closed set of ways a team can fail during a match.
+
+    Whatever a policy does wrong maps to one of these; its agents idle for that tick (for
+    INIT, CRASH and MEMORY: for the rest of the match) and the match plays on.
+    """
+
+    INIT = "INIT"
+    """The team could not be built: `policy.py` failed to import or `Team(...)` raised."""
+    ERROR = "ERROR"
+    """`act()` raised an exception."""
+    INVALID = "INVALID"
+    """`act()` returned something that is not a valid action dict (wrong type, unknown
+    member, action or argument, index out of range)."""
+    TIMEOUT = "TIMEOUT"
+    """`act()` answered after the step deadline, or not at all."""
+    CRASH = "CRASH"
+    """The team's process died or exited."""
+    MEMORY = "MEMORY"
+    """The team's process exceeded its memory limit."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One failure of a team at one tick."""
+
+    tick: int
+    kind: FaultKind
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tick": self.tick, "kind": self.kind.value, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Fault":
+        return cls(tick=int(data["tick"]), kind=FaultKind(data["kind"]), message=str(data["message"]))
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task of one team: the raw value measured and the points it earned."""
+
+    value: int
+    points: int
+
+
+@dataclass(frozen=True)
+class TeamResult:
+    """How one team did in one match."""
+
+    slot: int
+    """Team index in the match, 0-15; also its nmmo team id."""
+    policy_id: str
+    """Who played: `builtin:NAME`, `local:NAME` or a Hub repo id."""
+    revision: str
+    """Exact version played: a commit sha for Hub repos, a content hash for folders."""
+    achievement: int
+    """Sum of the four tasks' points, 0-84."""
+    rank: int
+    """1 is best; teams with equal Achievement share a rank."""
+    tasks: Mapping[str, TaskResult]
+    """Per task (`travel`, `forage`, `equipment`, `eliminate`): raw value and points."""
+    alive: int
+    """Members alive at the end of the match."""
+    player_kills: int
+    """Players of other teams killed by this team's members."""
+    deaths: int
+    """Members that died during the match."""
+    fault_counts: Mapping[str, int] = field(default_factory=dict)
+    """Number of faults of each kind (all of them, even past `faults`' cap)."""
+    faults: tuple[Fault, ...] = ()
+    """The first faults in full (capped by `MatchConfig.max_faults_recorded`)."""
+
+    @property
+    def won(self) -> bool:
+        """Top of the match (ties at the top included)."""
+        return self.rank == 1
+
+    @property
+    def total_faults(self) -> int:
+        return sum(self.fault_counts.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tasks"] = {name: asdict(task) for name, task in self.tasks.items()}
+        data["fault_counts"] = dict(self.fault_counts)
+        data["faults"] = [fault.to_dict() for fault in self.faults]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TeamResult":
+        return cls(
+            slot=int(data["slot"]),
+            policy_id=str(data["policy_id"]),
+            revision=str(data["revision"]),
+            achievement=int(data["achievement"]),
+            rank=int(data["rank"]),
+            tasks={
+                name: TaskResult(value=int(t["value"]), points=int(t["points"]))
+                for name, t in data["tasks"].items()
+            },
+            alive=int(data["alive"]),
+            player_kills=int(data["player_kills"]),
+            deaths=int(data["deaths"]),
+            fault_counts={str(k): int(v) for k, v in data.get("fault_counts", {}).items()},
+            faults=tuple(Fault.from_dict(f) for f in data.get("faults", ())),
+        )
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """One played match: its conditions and every team's result."""
+
+    match_id: str
+    """Unique id of the match; derived from its spec, so a replayed spec gets the same id."""
+    seed: int
+    """Seed of the map choice, spawn order and built-in teams' randomness."""
+    map_id: int
+    """Map played, 1..`map_pool`; the same id is the same map for the same nmmo version."""
+    horizon: int
+    """Ticks the match was set to last."""
+    ticks: int
+    """Ticks actually played (fewer than `horizon` only if every agent died)."""
+    nmmo_version: str
+    arena_version: str
+    started_at: str
+    """UTC start time, ISO 8601."""
+    duration_s: float
+    """Wall time of the match, set-up included."""
+    teams: tuple[TeamResult, ...]
+    """One per team, in slot order."""
+    track: str = "local"
+    """Why it was played: `local` (evaluation tool), `pve` or `pvp`."""
+    stage: int = 0
+    """PvE stage (1-3); 0 outside PvE."""
+    schema_version: int = SCHEMA_VERSION
+
+    def team(self, policy_id: str) -> TeamResult:
+        """The first team played by `policy_id`."""
+        for team in self.teams:
+            if team.policy_id == policy_id:
+                return team
+        raise KeyError(f"Policy {policy_id!r} did not play in match {self.match_id}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["teams"] = [team.to_dict() for team in self.teams]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "MatchResult":
+        version = int(data.get("schema_version", 0))
+        if version != SCHEMA_VERSION:
+            raise ValueError(
+                f"Match record has schema version {version}, this code reads {SCHEMA_VERSION}: "
+                "upgrade the project or convert the record."
+            )
+        return cls(
+            match_id=str(data["match_id"]),
+            seed=int(data["seed"]),
+            map_id=int(data["map_id"]),
+            horizon=int(data["horizon"]),
+            ticks=int(data["ticks"]),
+            nmmo_version=str(data["nmmo_version"]),
+            arena_version=str(data["arena_version"]),
+            started_at=str(data["started_at"]),
+            duration_s=float(data["duration_s"]),
+            teams=tuple(TeamResult.from_dict(t) for t in data["teams"]),
+            track=str(data.get("track", "local")),
+            stage=int(data.get("stage", 0)),
+        )
+
+    def outcome(self) -> dict[str, Any]:
+        """The record without wall-clock fields: equal for equal seeds and policies."""
+        data = self.to_dict()
+        for key in ("started_at", "duration_s"):
+            data.pop(key)
+        return data
+
+
+#: Names of the tasks in record order, for code that builds columns.
+TASK_NAMES: tuple[str, ...] = tuple(task.value for task in Task)

@@ -1,0 +1,6 @@
+"""Test policy: defines no Team class."""
+
+
+class Agent:
+    def act(self, observations):
+        return {}

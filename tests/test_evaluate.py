@@ -1,0 +1,64 @@
+"""The participants' evaluation tool, end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from matchmaking.records import MatchResult
+from tests_support import EXAMPLES, TESTS, policy_dir
+
+ROOT = TESTS.parent
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "matchmaking.evaluate", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_json_report_of_a_policy_folder_with_two_workers():
+    run = evaluate(str(EXAMPLES / "explorer"), "--matches", "3", "--horizon", "24", "--workers", "2", "--seed", "7", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)  # stdout holds exactly one JSON object
+    assert set(report) >= {"top1_ratio", "mean_achievement", "per_task", "matches"}
+    assert set(report["per_task"]) == {"travel", "forage", "equipment", "eliminate"}
+    records = [MatchResult.from_dict(m) for m in report["matches"]]
+    assert [r.seed for r in records] == [7, 8, 9]
+    assert all(r.ticks == 24 and len(r.teams) == 16 for r in records)
+    mine = [r.team("local:explorer") for r in records]
+    assert report["top1_ratio"] == sum(t.rank == 1 for t in mine) / 3
+    assert abs(report["mean_achievement"] - sum(t.achievement for t in mine) / 3) < 1e-9
+    assert "match" in run.stderr  # the progress bar goes to stderr
+
+
+def test_text_report_shows_faults_of_a_failing_policy():
+    run = evaluate(str(policy_dir("raise_every_tick")), "--matches", "1", "--horizon", "8", "--workers", "1")
+    assert run.returncode == 0, run.stderr
+    assert "Top1Ratio" in run.stdout and "Achievement" in run.stdout
+    assert "ERROR x8" in run.stdout
+    assert "first fault at tick 1: ERROR: RuntimeError: deliberate failure on call 1" in run.stdout
+
+
+def test_builtin_target_and_json_faults():
+    run = evaluate("builtin:forage", "--matches", "1", "--horizon", "8", "--workers", "1", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["policy_id"] == "builtin:forage"
+    assert report["matches"][0]["teams"][0]["fault_counts"] == {}
+
+
+def test_bad_targets_are_refused_with_a_reason():
+    missing = evaluate("no/such/folder")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    no_policy = evaluate(str(TESTS))
+    assert no_policy.returncode == 2 and "has no policy.py" in no_policy.stderr
+    unknown = evaluate("builtin:nobody")
+    assert unknown.returncode == 2 and "Available: builtin:random" in unknown.stderr
+    bad_count = evaluate("builtin:forage", "--matches", "0")
+    assert bad_count.returncode == 2 and "--matches must be at least 1" in bad_count.stderr
