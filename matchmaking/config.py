@@ -46,17 +46,41 @@ class MatchConfig:
     and map pool play on the same map."""
 
     step_timeout_s: float = 0.6
-    """Wall time a team may take to answer one tick. A later answer is dropped (the team's
-    agents idle that tick) and recorded as a TIMEOUT fault."""
+    """CPU time a team may spend answering one tick (the IJCAI budget). CPU rather than wall
+    time, so that a team is not punished for sharing a busy machine. A later answer is
+    dropped (the team's agents idle that tick) and recorded as a TIMEOUT fault."""
+
+    step_wall_timeout_s: float = 2.0
+    """Wall time the runner waits for an answer: catches teams that sleep, block or hang,
+    which use no CPU. Generous, because 16 teams share the machine's cores."""
+
+    max_timeouts: int = 5
+    """Times in one match the runner may wait out `step_wall_timeout_s` for a sandboxed
+    team before it stops the team for the rest of the match (a slow team must not hold
+    the match up; ticks on which the team is still busy with an earlier one cost no wait
+    and do not count, though its agents idle and each is a TIMEOUT fault)."""
+
+    hang_timeout_s: float = 10.0
+    """A sandboxed team still busy with one tick after this long is stopped: it hangs."""
 
     init_timeout_s: float = 60.0
-    """Wall time a team may take to be constructed (imports, loading weights)."""
+    """Wall time a team may take to be built (imports, loading weights)."""
 
     memory_limit_mb: int = 1024
-    """Address space a sandboxed team process may use (enforced by the sandbox)."""
+    """Memory a sandboxed team may allocate on top of the interpreter and NumPy/nmmo."""
 
     cpu_limit: int = 1
-    """CPU cores a sandboxed team process may use (enforced by the sandbox)."""
+    """CPU cores a sandboxed team may run on."""
+
+    max_processes: int = 16
+    """Processes and threads a sandboxed team may have (stops fork bombs)."""
+
+    max_file_mb: int = 64
+    """Largest file a sandboxed team may write (in its private working folder)."""
+
+    output_tail_chars: int = 2000
+    """Characters of a sandboxed team's own output (prints, tracebacks) kept for diagnosis;
+    the rest is read and thrown away, so printing megabytes harms nobody."""
 
     max_faults_recorded: int = 50
     """Faults kept with full detail per team and match; all are still counted by kind."""
@@ -81,8 +105,9 @@ class MatchConfig:
             raise ValueError(f"`horizon` must be between 1 and 1024 ticks, got {self.horizon}.")
         if self.map_pool < 1:
             raise ValueError(f"`map_pool` must be at least 1, got {self.map_pool}.")
-        if self.step_timeout_s <= 0 or self.init_timeout_s <= 0:
-            raise ValueError("`step_timeout_s` and `init_timeout_s` must be positive.")
+        for name in ("step_timeout_s", "step_wall_timeout_s", "init_timeout_s", "hang_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")
 
     @property
     def num_agents(self) -> int:

@@ -6,7 +6,8 @@ Usage::
                                           [--workers W] [--json]
 
 TARGET is a folder holding `policy.py` or `builtin:NAME`. Each match puts TARGET's team
-against 3 Combat, 5 Forage and 7 Random teams; match `i` uses seed `S + i`, so a run is
+against 3 Combat, 5 Forage and 7 Random teams, a folder's team isolated in its own sandboxed
+process exactly as on the Arena (`matchmaking.sandbox`); match `i` uses seed `S + i`, so a run is
 reproducible. The report gives Top1Ratio, mean Achievement and mean points per task;
 `--json` prints one JSON object on stdout instead (progress stays on stderr), with every
 match's full record.
@@ -28,6 +29,7 @@ from matchmaking.match import MatchSpec, policies_for
 from matchmaking.policy import PolicyRef, builtin, parse_target
 from matchmaking.pve import PolicySummary, stage_opponents, summarize
 from matchmaking.records import TASK_NAMES, MatchResult
+from matchmaking.sandbox import protect_process, sandboxed_host
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,10 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+    protect_process()
     results: list[MatchResult] = []
     failures: list[str] = []
     with tqdm(total=len(specs), desc=f"{target.policy_id} vs PvE stage 1", unit="match", file=sys.stderr) as bar:
-        for outcome in run_matches(specs, workers=args.workers):
+        for outcome in run_matches(specs, workers=args.workers, host_factory=sandboxed_host):
             if outcome.result is not None:
                 results.append(outcome.result)
             else:

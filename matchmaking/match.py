@@ -31,10 +31,11 @@ from matchmaking.policy import PolicyRef, team_factory
 from matchmaking.progress import TravelTracker, team_progress
 from matchmaking.records import Fault, FaultKind, MatchResult, TaskResult, TeamResult
 from matchmaking.scoring import RULES, achievement, competition_ranks
-from matchmaking.teams import InProcessTeam, TeamHost
+from matchmaking.sandbox_protocol import ObservationLayout
+from matchmaking.teams import InProcessTeam, TeamHost, TeamSlot
 
-#: Builds the host of one team: `(policy, team_id, env_config, config) -> TeamHost`.
-HostFactory = Callable[[PolicyRef, int, dict[str, Any], MatchConfig], TeamHost]
+#: Builds the host of one team: `(policy, slot) -> TeamHost`.
+HostFactory = Callable[[PolicyRef, TeamSlot], TeamHost]
 
 # Distinguishes the per-team seed stream from the other streams drawn from a match seed.
 _TEAM_STREAM = 0x7465616D  # "team"
@@ -88,13 +89,13 @@ def team_seed(match_seed: int, team_id: int) -> int:
     return int(np.random.SeedSequence([match_seed, team_id, _TEAM_STREAM]).generate_state(1)[0])
 
 
-def in_process_host(ref: PolicyRef, team_id: int, env_config: dict[str, Any], config: MatchConfig) -> TeamHost:
-    """Host every team in the match's own process (built-ins, trusted local folders)."""
+def in_process_host(ref: PolicyRef, slot: TeamSlot) -> TeamHost:
+    """Host every team in the match's own process (trusted code only)."""
 
     def factory(tid: int, cfg: dict[str, Any]) -> Any:
         return team_factory(ref)(tid, cfg)  # loading errors surface as INIT faults
 
-    return InProcessTeam(factory, team_id=team_id, env_config=env_config, config=config)
+    return InProcessTeam(factory, slot)
 
 
 class _FaultLog:
@@ -143,9 +144,14 @@ def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -
         env = game.make_env(config, map_id)
         observations = game.reset_env(env, spec.seed)
         space = game.action_space(env)
+        layout = ObservationLayout.from_observation(next(iter(observations.values())), config.team_size)
         for team_id, ref in enumerate(spec.policies):
             env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
-            hosts.append(host_factory(ref, team_id, env_config, config))
+            hosts.append(host_factory(ref, TeamSlot(team_id, env_config, config, layout)))
+        for host in hosts:  # sandboxes start their processes at once, then each is awaited
+            launch = getattr(host, "launch", None)
+            if callable(launch):
+                launch()
         for team_id, host in enumerate(hosts):
             fault = host.start()
             if fault is not None:
@@ -157,23 +163,23 @@ def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -
         ticks = 0
         for tick in range(1, config.horizon + 1):
             alive = env.realm.players
+            asked: dict[int, frozenset[int]] = {}
+            for team_id, host in enumerate(hosts):  # every team thinks at once ...
+                team_obs = {m: observations[a] for m, a in enumerate(teams[team_id]) if a in alive}
+                if team_obs:
+                    host.request(tick, team_obs)
+                    asked[team_id] = frozenset(team_obs)
             actions: dict[int, dict[str, dict[str, int]]] = {}
-            for team_id, host in enumerate(hosts):
-                agent_ids = teams[team_id]
-                team_obs = {m: observations[a] for m, a in enumerate(agent_ids) if a in alive}
-                if not team_obs:
-                    continue
-                answer = host.act(tick, team_obs)
+            for team_id, members in asked.items():  # ... then answers are collected
+                answer = hosts[team_id].answer()
                 if answer.fault is not None:
                     faults.add(team_id, answer.fault)
                     continue
-                checked = check_actions(
-                    answer.actions, alive_members=team_obs.keys(), team_size=config.team_size, space=space
-                )
+                checked = check_actions(answer.actions, alive_members=members, team_size=config.team_size, space=space)
                 if checked.problems:
                     faults.add(team_id, Fault(tick, FaultKind.INVALID, checked.summary()[: config.fault_message_chars]))
                 for member, action in checked.actions.items():
-                    actions[agent_ids[member]] = action
+                    actions[teams[team_id][member]] = action
             observations, *_ = env.step(actions)
             travel.update(EntityState.Query.table(env.realm.datastore))
             ticks = tick

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from matchmaking.config import MatchConfig
 from matchmaking.records import Fault, FaultKind
+from matchmaking.sandbox_protocol import ObservationLayout
 
 
 @dataclass(frozen=True)
@@ -29,14 +30,31 @@ class Answer:
     fault: Fault | None = None
 
 
+@dataclass(frozen=True)
+class TeamSlot:
+    """Where a team plays: its slot, what it is told, the rules, and its observations' shape."""
+
+    team_id: int
+    env_config: dict[str, Any]
+    config: MatchConfig
+    layout: ObservationLayout
+
+
 class TeamHost(Protocol):
-    """What the runner needs from a team, wherever it lives."""
+    """What the runner needs from a team, wherever it lives.
+
+    Each tick is two calls, so that teams in other processes all think at once: the runner
+    hands every team its observations (`request`), then collects every answer (`answer`).
+    """
 
     def start(self) -> Fault | None:
         """Build the team; an INIT fault if it cannot be built (it then idles all match)."""
 
-    def act(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> Answer:
-        """The team's actions for `tick`, given its alive members' observations."""
+    def request(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> None:
+        """Hand over the alive members' observations for `tick`."""
+
+    def answer(self) -> Answer:
+        """The team's raw actions for the last request, or the fault that replaced them."""
 
     def close(self) -> None:
         """Release the team (and its process, if any)."""
@@ -57,27 +75,20 @@ class InProcessTeam:
     """A team whose code runs in the calling process (no isolation: trusted code only).
 
     Exceptions (and `SystemExit`) from the team's constructor, `reset` or `act` become
-    faults. A reply later than `config.step_timeout_s` is dropped as TIMEOUT; a team in an
-    endless loop cannot be stopped here, which is why untrusted teams use the sandbox.
+    faults, and so does an answer over the CPU or wall-time budget. A team in an endless
+    loop cannot be stopped here, which is why untrusted teams use `matchmaking.sandbox`.
     """
 
-    def __init__(
-        self,
-        factory: Callable[[int, dict[str, Any]], Any],
-        *,
-        team_id: int,
-        env_config: dict[str, Any],
-        config: MatchConfig,
-    ):
+    def __init__(self, factory: Callable[[int, dict[str, Any]], Any], slot: TeamSlot):
         self.factory = factory
-        self.team_id = team_id
-        self.env_config = env_config
-        self.config = config
+        self.slot = slot
+        self.config = slot.config
         self.team: Any = None
+        self._request: tuple[int, Mapping[int, Mapping[str, Any]]] | None = None
 
     def start(self) -> Fault | None:
         try:
-            self.team = self.factory(self.team_id, dict(self.env_config))
+            self.team = self.factory(self.slot.team_id, dict(self.slot.env_config))
             reset = getattr(self.team, "reset", None)
             if callable(reset):
                 reset()
@@ -86,24 +97,30 @@ class InProcessTeam:
             return Fault(0, FaultKind.INIT, describe_exception(exc, limit=self.config.fault_message_chars))
         return None
 
-    def act(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> Answer:
-        if self.team is None:
+    def request(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> None:
+        self._request = (tick, observations)
+
+    def answer(self) -> Answer:
+        if self.team is None or self._request is None:
             return Answer(actions={})  # failed to start: idles silently, its INIT fault is recorded
-        started = time.perf_counter()
+        tick, observations = self._request
+        self._request = None
+        wall, cpu = time.perf_counter(), time.process_time()
         try:
             actions = self.team.act(observations)
         except (Exception, SystemExit) as exc:  # noqa: BLE001
             return Answer(fault=Fault(tick, FaultKind.ERROR, describe_exception(exc, limit=self.config.fault_message_chars)))
-        elapsed = time.perf_counter() - started
-        if elapsed > self.config.step_timeout_s:
-            return Answer(
-                fault=Fault(
-                    tick,
-                    FaultKind.TIMEOUT,
-                    f"act() took {elapsed * 1000:.0f} ms, over the {self.config.step_timeout_s * 1000:.0f} ms limit",
-                )
-            )
-        return Answer(actions=actions)
+        over = over_budget(time.perf_counter() - wall, time.process_time() - cpu, self.config)
+        return Answer(fault=Fault(tick, FaultKind.TIMEOUT, over)) if over else Answer(actions=actions)
 
     def close(self) -> None:
         self.team = None
+
+
+def over_budget(wall_s: float, cpu_s: float, config: MatchConfig) -> str:
+    """Why an answer broke the time limits, or "" if it did not."""
+    if cpu_s > config.step_timeout_s:
+        return f"act() used {cpu_s * 1000:.0f} ms of CPU, over the {config.step_timeout_s * 1000:.0f} ms limit"
+    if wall_s > config.step_wall_timeout_s:
+        return f"act() took {wall_s:.2f} s, over the {config.step_wall_timeout_s:.2f} s wall-time limit"
+    return ""

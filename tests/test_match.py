@@ -13,7 +13,7 @@ from matchmaking.policy import builtin, local
 from matchmaking.records import FaultKind, MatchResult
 from tests_support import EXAMPLES, policy_dir
 
-SHORT = MatchConfig(horizon=40, step_timeout_s=0.5, max_faults_recorded=10)
+SHORT = MatchConfig(horizon=40, step_wall_timeout_s=0.5, max_faults_recorded=10)
 
 
 def test_same_seed_and_policies_give_identical_records(stage1_opponents):
@@ -114,7 +114,7 @@ def test_a_team_that_cannot_start_idles_with_one_init_fault(mixed_match, name, w
 def test_a_late_answer_is_dropped_as_timeout(mixed_match):
     t = team(mixed_match, "slow")
     assert t.fault_counts == {"TIMEOUT": 1}
-    assert t.faults[0].tick == 3 and "over the 500 ms limit" in t.faults[0].message
+    assert t.faults[0].tick == 3 and "over the 0.50 s wall-time limit" in t.faults[0].message
 
 
 def test_spec_validation_names_the_problem():

@@ -1,0 +1,211 @@
+"""What crosses the boundary between the match and a sandboxed team, and how.
+
+Observations go through shared memory: each tick a team's members' arrays are copied into a
+block laid out once per match (`ObservationLayout`), and only a small control message
+(tick, alive members) goes down the pipe. Everything the team sends back is length-prefixed
+JSON: the match never unpickles anything a policy produced, and a message over
+`MAX_REPLY_BYTES` is refused rather than read into memory.
+
+Both sides import this module: the match process and `matchmaking.sandbox_worker`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+#: Largest reply a team may send for one tick (its actions are a few hundred bytes).
+MAX_REPLY_BYTES = 1 << 20
+
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    """The other side broke the protocol: closed the pipe, or sent too much or garbage."""
+
+
+def send_message(fd: int, message: Mapping[str, Any]) -> None:
+    """Write one length-prefixed JSON message to `fd` (blocking)."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def receive_message(fd: int, *, timeout: float | None, limit: int = MAX_REPLY_BYTES) -> dict[str, Any] | None:
+    """Read one message from `fd`; None if nothing complete arrived within `timeout` s.
+
+    Raises:
+        `ProtocolError`: the pipe closed, the message is over `limit` bytes or not JSON.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    header = _read_exactly(fd, _HEADER.size, deadline)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    if length > limit:
+        raise ProtocolError(f"message of {length} bytes is over the {limit}-byte limit")
+    # a header without its body within a second is a broken peer, not a slow one
+    body = _read_exactly(fd, length, None if deadline is None else max(deadline, time.monotonic() + 1.0))
+    if body is None:
+        raise ProtocolError("message cut off")
+    try:
+        message = json.loads(body)
+    except ValueError as exc:
+        raise ProtocolError(f"message is not JSON: {exc}") from exc
+    if not isinstance(message, dict):
+        raise ProtocolError("message is not a JSON object")
+    return message
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([fd], [], [], remaining)  # with no time left: one poll
+        if not ready:
+            if remaining == 0.0:
+                if chunks:
+                    raise ProtocolError("message cut off")
+                return None
+            continue
+        chunk = os.read(fd, size - len(chunks))
+        if not chunk:
+            raise ProtocolError("pipe closed")
+        chunks += chunk
+    return bytes(chunks)
+
+
+@dataclass(frozen=True)
+class ArrayField:
+    """One array of an agent's observation, at a fixed place of the shared block."""
+
+    path: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    offset: int
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class ObservationLayout:
+    """Where each array of each member's observation lives in a team's shared block."""
+
+    fields: tuple[ArrayField, ...]
+    agent_bytes: int
+    team_size: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.agent_bytes * self.team_size
+
+    @classmethod
+    def from_observation(cls, sample: Mapping[str, Any], team_size: int) -> "ObservationLayout":
+        """Lay out arrays as they appear in one agent's observation (scalars become int64)."""
+        fields = []
+        offset = 0
+        for path, value in _leaves(sample):
+            array = np.asarray(value)
+            dtype = array.dtype if array.ndim else np.dtype(np.int64)
+            field = ArrayField(path=path, shape=tuple(array.shape), dtype=dtype.str, offset=offset)
+            fields.append(field)
+            offset += -(-field.nbytes // 8) * 8  # keep every array 8-byte aligned
+        return cls(fields=tuple(fields), agent_bytes=offset, team_size=team_size)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fields": [[list(f.path), list(f.shape), f.dtype, f.offset] for f in self.fields],
+            "agent_bytes": self.agent_bytes,
+            "team_size": self.team_size,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ObservationLayout":
+        return cls(
+            fields=tuple(ArrayField(tuple(p), tuple(s), d, o) for p, s, d, o in data["fields"]),
+            agent_bytes=int(data["agent_bytes"]),
+            team_size=int(data["team_size"]),
+        )
+
+    def views(self, buffer: memoryview) -> list[list[np.ndarray]]:
+        """Per member, one NumPy view per field into the shared block."""
+        return [
+            [
+                np.ndarray(f.shape, dtype=np.dtype(f.dtype), buffer=buffer, offset=member * self.agent_bytes + f.offset)
+                for f in self.fields
+            ]
+            for member in range(self.team_size)
+        ]
+
+    def write(self, views: list[np.ndarray], observation: Mapping[str, Any]) -> None:
+        """Copy one agent's observation into its views."""
+        for field, view in zip(self.fields, views):
+            value = observation
+            for key in field.path:
+                value = value[key]
+            view[...] = value
+
+    def read(self, views: list[np.ndarray]) -> dict[str, Any]:
+        """One agent's observation as the env gives it: fresh arrays, Python ints for scalars."""
+        observation: dict[str, Any] = {}
+        for field, view in zip(self.fields, views):
+            node = observation
+            for key in field.path[:-1]:
+                node = node.setdefault(key, {})
+            node[field.path[-1]] = int(view) if not field.shape else view.copy()
+        return observation
+
+
+def _leaves(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            yield from _leaves(value, prefix + (key,))
+        else:
+            yield prefix + (key,), value
+
+
+def to_json_safe(value: Any, *, depth: int = 0) -> Any:
+    """A policy's answer as plain JSON data: dicts with str/int keys, ints, floats, strings.
+
+    NumPy scalars become Python numbers; anything else (objects, arrays, sets) raises
+    `TypeError` naming it, so the team gets an INVALID fault instead of a crash.
+    """
+    if depth > 6:
+        raise TypeError("answer is nested too deeply")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if isinstance(key, (np.integer, int)) and not isinstance(key, bool):
+                key = f"#{int(key)}"  # JSON keys are strings: mark integer keys to restore them
+            elif not isinstance(key, str):
+                raise TypeError(f"dict key {key!r} of type {type(key).__name__} cannot be sent")
+            out[key] = to_json_safe(item, depth=depth + 1)
+        return out
+    raise TypeError(f"value of type {type(value).__name__} cannot be an action")
+
+
+def from_json_safe(value: Any) -> Any:
+    """Undo `to_json_safe`'s key marking: `"#3"` keys become `3` again."""
+    if isinstance(value, dict):
+        return {
+            (int(k[1:]) if isinstance(k, str) and k.startswith("#") and k[1:].lstrip("-").isdigit() else k): from_json_safe(v)
+            for k, v in value.items()
+        }
+    return value

@@ -1,0 +1,112 @@
+"""The inside of a sandbox: the process that hosts one untrusted team.
+
+Started by `matchmaking.sandbox` as `python -m matchmaking.sandbox_worker CTRL_IN CTRL_OUT`
+with an empty environment. It reads its instructions, maps the team's shared observation
+block, confines itself (`matchmaking.confine`), and only then imports the policy. From then on it
+answers one request per tick. Nothing here trusts the policy: every failure is reported as
+a message, and anything the policy returns is turned into plain JSON before it leaves.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from matchmaking.config import PROJECT_ROOT
+from matchmaking.confine import confine, limit_memory
+from matchmaking.sandbox_protocol import (
+    ObservationLayout,
+    ProtocolError,
+    receive_message,
+    send_message,
+    to_json_safe,
+)
+
+def _build_team(init: dict[str, Any]) -> Any:
+    from matchmaking.policy import PolicyRef, team_factory
+
+    path = init["policy_path"]
+    ref = PolicyRef(policy_id=init["policy_id"], revision=init["revision"], path=None if path is None else Path(path))
+    team = team_factory(ref)(int(init["team_id"]), init["env_config"])
+    reset = getattr(team, "reset", None)
+    if callable(reset):
+        reset()
+    return team
+
+
+def _describe(exc: BaseException, limit: int) -> str:
+    """`Type: message (at file:line)`, the line being the policy's own where known."""
+    frames = traceback.extract_tb((exc.__cause__ or exc).__traceback__)
+    where = f" (at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    text = f"{type(exc).__name__}: {exc}{where}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def serve(ctrl_in: int, ctrl_out: int) -> int:
+    init = receive_message(ctrl_in, timeout=None)
+    if init is None or init.get("type") != "init":
+        return 2
+    limit = int(init["message_chars"])
+    layout = ObservationLayout.from_dict(init["layout"])
+    # map the shared block before dropping privileges: the mapping outlives the permission
+    fd = os.open(f"/dev/shm/{init['shm']}", os.O_RDWR)
+    block = mmap.mmap(fd, layout.total_bytes)
+    os.close(fd)
+    views = layout.views(memoryview(block))
+
+    try:
+        # the Arena's own code and nmmo are loaded before confinement and count as the
+        # interpreter's: the memory limit is what the policy may add on top
+        import matchmaking.builtin  # noqa: F401
+        import matchmaking.policy  # noqa: F401
+
+        limits = init["limits"]
+        policy_path = init["policy_path"]
+        confinement = confine(
+            workdir=Path(limits["workdir"]),
+            readable=[PROJECT_ROOT / "matchmaking", *([Path(policy_path)] if policy_path else [])],
+            cpu_index=int(limits["cpu_index"]),
+            cpu_seconds=int(limits["cpu_seconds"]),
+            max_file_mb=int(limits["max_file_mb"]),
+        )
+        limit_memory(int(limits["memory_limit_mb"]))
+        team = _build_team(init)
+    except BaseException as exc:  # noqa: BLE001 - reported to the runner, whatever it is
+        memory = isinstance(exc, MemoryError) or isinstance(exc.__cause__, MemoryError)
+        send_message(ctrl_out, {"type": "init_error", "kind": "MEMORY" if memory else "INIT", "message": _describe(exc, limit)})
+        return 1
+    send_message(ctrl_out, {"type": "ready", "confinement": confinement})
+
+    while True:
+        try:
+            request = receive_message(ctrl_in, timeout=None)
+        except ProtocolError:
+            return 0  # the match is gone
+        if request is None or request.get("type") == "close":
+            return 0
+        tick = request["tick"]
+        observations = {member: layout.read(views[member]) for member in request["members"]}
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            actions = team.act(observations)
+        except MemoryError as exc:
+            reply = {"type": "error", "tick": tick, "kind": "MEMORY", "message": _describe(exc, limit)}
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and friends included
+            reply = {"type": "error", "tick": tick, "kind": "ERROR", "message": _describe(exc, limit)}
+        else:
+            try:
+                reply = {"type": "actions", "tick": tick, "actions": to_json_safe(actions)}
+            except TypeError as exc:
+                reply = {"type": "error", "tick": tick, "kind": "INVALID", "message": f"act() returned {exc}"[:limit]}
+        reply["cpu_s"] = time.process_time() - cpu
+        reply["wall_s"] = time.perf_counter() - wall
+        send_message(ctrl_out, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1]), int(sys.argv[2])))

@@ -1,0 +1,217 @@
+"""Isolation: misbehaving submissions are contained, and nobody else notices.
+
+One match puts twelve adversarial policies (each idles except for its misbehaviour) in
+sandboxes beside four built-in teams; a second match, same seed, puts a policy that only
+idles in their places. The built-in teams' results must be identical, every adversary's
+faults must say what happened, and nothing may leak or escape.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+from dataclasses import replace
+
+import pytest
+
+from matchmaking.config import PROJECT_ROOT, MatchConfig
+from matchmaking.match import MatchSpec, in_process_host, run_match
+from matchmaking.policy import builtin, local
+from matchmaking.records import MatchResult
+from matchmaking.sandbox import SandboxedTeam, protect_process, sandboxed_host
+from tests_support import POLICIES
+
+ADVERSARIES = (
+    "hang",
+    "sleepy",
+    "memory_hog",
+    "big_import",
+    "fork_bomb",
+    "token_thief",
+    "socket_user",
+    "file_writer",
+    "exits",
+    "segfault",
+    "garbage",
+    "loud",
+)
+BUILTINS = ("combat", "forage", "combat", "random")
+CONFIG = MatchConfig(horizon=60, step_wall_timeout_s=1.0, hang_timeout_s=2.5, max_faults_recorded=100, fault_message_chars=1000)
+SECRET = "hf_arena_test_secret_4f1d9c"
+
+
+class Listener:
+    """A TCP server on this machine that records connections (none should arrive)."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def arena(tmp_path_factory):
+    """Copies of the adversaries (with the files they need), a fake history store and a
+    fake other submission holding a secret."""
+    root = tmp_path_factory.mktemp("arena")
+    history = root / "history"
+    history.mkdir()
+    (history / "matches.parquet").write_text("the match history")
+    other = root / "submissions" / "someone-else"
+    other.mkdir(parents=True)
+    (other / "weights.bin").write_text("another team's secret weights")
+    listener = Listener()
+    policies = {}
+    for name in ADVERSARIES + ("idle",):
+        folder = root / "policies" / name
+        shutil.copytree(POLICIES / "adversarial" / name, folder)
+        policies[name] = folder
+    (policies["socket_user"] / "port.txt").write_text(str(listener.port))
+    (policies["file_writer"] / "targets.txt").write_text(
+        "\n".join(
+            [
+                f"write {PROJECT_ROOT / 'sandbox-escape.txt'}",
+                f"write {history / 'forged.parquet'}",
+                f"write /tmp/arena-sandbox-escape.txt",
+                f"read {history / 'matches.parquet'}",
+                f"read {other / 'weights.bin'}",
+                f"read {policies['idle'] / 'policy.py'}",
+            ]
+        )
+    )
+    return {"root": root, "history": history, "other": other, "listener": listener, "policies": policies}
+
+
+@pytest.fixture(scope="module")
+def matches(arena):
+    os.environ["HF_TOKEN"] = SECRET  # as on a Space: the matchmaker holds a token
+    protect_process()
+    try:
+        adversaries = [local(arena["policies"][name]) for name in ADVERSARIES]
+        lineup = tuple(adversaries + [builtin(name) for name in BUILTINS])
+        attacked = run_match(MatchSpec(seed=21, policies=lineup, config=CONFIG), host_factory=sandboxed_host)
+        idle = local(arena["policies"]["idle"])
+        quiet = tuple([idle] * len(ADVERSARIES) + [builtin(name) for name in BUILTINS])
+        baseline = run_match(MatchSpec(seed=21, policies=quiet, config=CONFIG), host_factory=in_process_host)
+    finally:
+        del os.environ["HF_TOKEN"]
+    return attacked, baseline
+
+
+def fault_of(result: MatchResult, name: str):
+    team = next(t for t in result.teams if t.policy_id == f"local:{name}")
+    return team, " / ".join(f"{f.tick}:{f.kind.value}:{f.message}" for f in team.faults)
+
+
+def test_the_match_finishes_and_bystanders_see_no_difference(matches):
+    attacked, baseline = matches
+    assert attacked.ticks == baseline.ticks == CONFIG.horizon
+    bystanders = range(len(ADVERSARIES), 16)
+    for slot in bystanders:
+        assert attacked.teams[slot] == baseline.teams[slot], f"built-in team in slot {slot} was affected"
+    for slot in range(len(ADVERSARIES)):  # adversaries idle, as the baseline's idle teams
+        a, b = attacked.teams[slot], baseline.teams[slot]
+        assert (a.achievement, a.tasks, a.alive) == (b.achievement, b.tasks, b.alive)
+
+
+def test_hang_is_stopped(matches):
+    team, faults = fault_of(matches[0], "hang")
+    assert team.fault_counts["TIMEOUT"] >= 2
+    assert "3:TIMEOUT:no answer within 1.00 s" in faults
+    assert "stopped for the rest of the match" in faults
+
+
+def test_sleeping_past_the_deadline_costs_only_those_ticks(matches):
+    team, faults = fault_of(matches[0], "sleepy")
+    assert "3:TIMEOUT:no answer within 1.00 s" in faults
+    assert "still busy with tick 3" in faults
+    assert "stopped" not in faults  # it woke up and answered the later ticks
+    assert set(team.fault_counts) == {"TIMEOUT"} and team.fault_counts["TIMEOUT"] < CONFIG.horizon - 5
+
+
+def test_memory_limit(matches):
+    team, faults = fault_of(matches[0], "memory_hog")
+    assert team.fault_counts == {"MEMORY": 1} and "3:MEMORY:MemoryError" in faults
+    team, faults = fault_of(matches[0], "big_import")
+    assert team.fault_counts == {"MEMORY": 1} and faults.startswith("0:MEMORY:") and "MemoryError" in faults
+
+
+def test_forking_without_end_is_refused(matches):
+    team, faults = fault_of(matches[0], "fork_bomb")
+    assert team.fault_counts == {"ERROR": 1}
+    assert "forked 0 processes, then PermissionError" in faults
+
+
+def test_no_token_in_sight(matches):
+    team, faults = fault_of(matches[0], "token_thief")
+    assert SECRET not in faults
+    assert "env=<absent>" in faults and "env_keys=<none>" in faults
+    assert "parent_environ=<PermissionError>" in faults and "init_environ=<PermissionError>" in faults
+
+
+def test_no_network(matches, arena):
+    team, faults = fault_of(matches[0], "socket_user")
+    assert "report local=" in faults and "local=OK" not in faults
+    assert "remote=OK" not in faults and "dns=OK" not in faults
+    assert arena["listener"].connections == 0
+
+
+def test_no_files_outside_its_folder(matches, arena):
+    team, faults = fault_of(matches[0], "file_writer")
+    assert ": OK" not in faults.replace("write cwd: OK", "")
+    assert "write cwd: OK" in faults
+    assert not (PROJECT_ROOT / "sandbox-escape.txt").exists()
+    assert not (arena["history"] / "forged.parquet").exists()
+    assert not os.path.exists("/tmp/arena-sandbox-escape.txt")
+
+
+def test_exit_and_crash_are_recorded(matches):
+    team, faults = fault_of(matches[0], "exits")
+    assert team.fault_counts == {"CRASH": 1} and "3:CRASH:the team process exited with code 3 at tick 3" in faults
+    team, faults = fault_of(matches[0], "segfault")
+    assert team.fault_counts == {"CRASH": 1} and "killed by SIGSEGV at tick 3" in faults
+
+
+def test_garbage_answers_are_invalid(matches):
+    team, faults = fault_of(matches[0], "garbage")
+    assert team.fault_counts == {"INVALID": 2}
+    assert "3:INVALID:act() returned value of type object cannot be an action" in faults
+    assert "4:INVALID:member 0: Move.Direction must be an integer index, got float" in faults
+
+
+def test_flooding_output_is_harmless(matches):
+    team, _ = fault_of(matches[0], "loud")
+    assert team.fault_counts == {}
+
+
+def test_confinement_report():
+    """What the sandbox applied on this machine (printed for the CI log)."""
+    config = MatchConfig(horizon=4)
+    from matchmaking import game
+    from matchmaking.sandbox_protocol import ObservationLayout
+    from matchmaking.teams import TeamSlot
+
+    env = game.make_env(replace(config, num_teams=1), map_id=1)
+    obs = game.reset_env(env, seed=0)
+    layout = ObservationLayout.from_observation(next(iter(obs.values())), config.team_size)
+    slot = TeamSlot(0, game.env_config(config, team_id=0, seed=0), config, layout)
+    team = SandboxedTeam(local(POLICIES / "adversarial" / "idle"), slot)
+    try:
+        assert team.start() is None
+        print(team.confinement)
+        assert set(team.confinement) >= {"cpu", "network", "files", "processes", "capabilities"}
+        assert "namespace" in team.confinement["network"] or "no TCP" in team.confinement["files"]
+    finally:
+        team.close()
