@@ -113,3 +113,52 @@ class MatchConfig:
     def num_agents(self) -> int:
         """Agents in the match (teams x team size)."""
         return self.num_teams * self.team_size
+
+
+@dataclass(frozen=True)
+class ArenaSettings:
+    """How the Space runs: where its Hub and data are, and what it accepts.
+
+    Read from the environment by `from_env` (variables named in each field's docstring),
+    so a Space is configured in its settings page, not in code.
+    """
+
+    hub_endpoint: str | None = None
+    """`NMMO_ARENA_HUB`: URL of the Hub to use. None (default) starts the embedded local Hub
+    (`localhub`) on `data_dir/hub`, with no account and no network."""
+
+    data_dir: Path = PROJECT_ROOT / "data"
+    """`NMMO_ARENA_DATA`: the Space's own state: downloads, statuses, the history store."""
+
+    submission_tag: str = "nmmo-arena"
+    """`NMMO_ARENA_TAG`: the tag a model repo carries to be a submission."""
+
+    max_submission_mb: float = 200.0
+    """`NMMO_ARENA_MAX_MB`: largest submission (sum of its files) that is downloaded."""
+
+    history_repo: str = "nmmo-arena/match-history"
+    """`NMMO_ARENA_HISTORY_REPO`: dataset repo the match history is pushed to."""
+
+    validation_ticks: int = 16
+    """Ticks of the small match that validates a new revision."""
+
+    @classmethod
+    def from_env(cls, environ: "os._Environ[str] | dict[str, str]" = os.environ) -> "ArenaSettings":
+        defaults = cls()
+        return cls(
+            hub_endpoint=environ.get("NMMO_ARENA_HUB") or None,
+            data_dir=Path(environ.get("NMMO_ARENA_DATA", defaults.data_dir)),
+            submission_tag=environ.get("NMMO_ARENA_TAG", defaults.submission_tag),
+            max_submission_mb=float(environ.get("NMMO_ARENA_MAX_MB", defaults.max_submission_mb)),
+            history_repo=environ.get("NMMO_ARENA_HISTORY_REPO", defaults.history_repo),
+        )
+
+    @property
+    def submissions_dir(self) -> Path:
+        """Downloaded submissions, one folder per revision."""
+        return self.data_dir / "submissions"
+
+    @property
+    def local_hub_dir(self) -> Path:
+        """Storage of the embedded local Hub."""
+        return self.data_dir / "hub"

@@ -25,6 +25,7 @@ from nmmo.core.terrain import MapGenerator, Save
 
 from matchmaking.config import ARENA_VERSION, MatchConfig
 from matchmaking.contract import ActionSpace
+from matchmaking.sandbox_protocol import ObservationLayout
 
 NMMO_VERSION: str = nmmo.__version__
 
@@ -104,6 +105,41 @@ def reset_env(env: nmmo.Env, seed: int) -> dict[int, dict[str, Any]]:
     """Reset for a team battle: the seed fixes spawn sides and NPCs. Returns observations."""
     observations, _ = env.reset(seed=seed, map_id=1, game=TeamBattle(env))
     return observations
+
+
+def share_observation_arrays(env: nmmo.Env, agent_id: int, layout: ObservationLayout, views: list[np.ndarray]) -> bool:
+    """Make the env write an agent's observation arrays straight into `views` (no copy).
+
+    nmmo keeps one set of arrays per agent (`Observation.gym_obs.values` and
+    `action_targets.values`) and overwrites them in place every tick; putting views of a
+    sandbox's shared block in their place turns the per-tick copy into nothing. Returns
+    False, changing nothing, if nmmo's internals are not as expected: the caller then
+    keeps copying.
+    """
+    try:
+        observation = env.obs[agent_id]
+        values = observation.gym_obs.values
+        targets = observation.action_targets.values
+    except (AttributeError, KeyError):
+        return False
+    swaps = []
+    for field, view in zip(layout.fields, views):
+        if not field.shape:
+            continue  # scalars travel in the control message's copy
+        if field.path[0] == "ActionTargets" and len(field.path) == 3:
+            holder, key = targets.get(field.path[1]), field.path[2]
+        elif len(field.path) == 1:
+            holder, key = values, field.path[0]
+        else:
+            return False
+        current = None if holder is None else holder.get(key)
+        if not isinstance(current, np.ndarray) or current.shape != view.shape or current.dtype != view.dtype:
+            return False
+        swaps.append((holder, key, current, view))
+    for holder, key, current, view in swaps:
+        view[...] = current
+        holder[key] = view
+    return True
 
 
 def action_space(env: nmmo.Env) -> ActionSpace:

@@ -156,6 +156,9 @@ def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -
             fault = host.start()
             if fault is not None:
                 faults.add(team_id, fault)
+            bind = getattr(host, "bind_observations", None)
+            if callable(bind):  # sandboxes: the env writes observations into shared memory
+                bind(env, teams[team_id])
         travel = TravelTracker(config.num_agents)
         travel.start(EntityState.Query.table(env.realm.datastore))
 

@@ -22,22 +22,23 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from multiprocessing import shared_memory
 from pathlib import Path
 from typing import Any, Mapping
 
 from matchmaking.config import PROJECT_ROOT, MatchConfig
 from matchmaking.policy import PolicyRef
 from matchmaking.records import Fault, FaultKind
-from matchmaking.sandbox_protocol import ProtocolError, from_json_safe, receive_message, send_message
+from matchmaking.sandbox_protocol import ProtocolError, SharedBlock, from_json_safe, receive_message, send_message
 from matchmaking.teams import Answer, TeamSlot, over_budget
 
 _PR_SET_DUMPABLE = 4
@@ -66,14 +67,93 @@ class _OutputTail(threading.Thread):
         self.size = 0
 
     def run(self) -> None:
-        for chunk in iter(lambda: self.pipe.read1(65536), b""):
+        for chunk in iter(lambda: self.pipe.read(65536), b""):
             self.buffer.append(chunk.decode(errors="replace"))
             self.size += len(self.buffer[-1])
             while self.size > self.keep and len(self.buffer) > 1:
                 self.size -= len(self.buffer.popleft())
+        self.pipe.close()
 
     def text(self) -> str:
         return "".join(self.buffer)[-self.keep:].strip()
+
+
+def _clean_environment(home: Path | str) -> dict[str, str]:
+    """The whole environment of a team's process: nothing inherited from the Space."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONUNBUFFERED": "1",
+        # one thread each: the team has one core
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+class _Zygote:
+    """This process's handle on its sandbox zygote (`matchmaking.sandbox_zygote`)."""
+
+    _instance: "_Zygote | None" = None
+    _guard = threading.Lock()
+
+    @classmethod
+    def get(cls) -> "_Zygote":
+        with cls._guard:
+            zygote = cls._instance
+            if zygote is None or zygote.owner != os.getpid() or zygote.process.poll() is not None:
+                zygote = cls._instance = cls()
+            return zygote
+
+    def __init__(self):
+        self.owner = os.getpid()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        home = tempfile.mkdtemp(prefix="arena-zygote-")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "matchmaking.sandbox_zygote", str(theirs.fileno())],
+            env=_clean_environment(home),
+            cwd=home,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+        )
+        theirs.close()
+        self.sock = mine
+        self.lock = threading.Lock()
+        self.started: "collections.deque[int]" = collections.deque()
+        self.exits: dict[int, int] = {}
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True, name="sandbox-zygote").start()
+
+    def _read(self) -> None:
+        for line in self.sock.makefile("rb"):
+            message = json.loads(line)
+            with self.changed:
+                if message["type"] == "started":
+                    self.started.append(int(message["pid"]))
+                elif message["type"] == "exit":
+                    self.exits[int(message["pid"])] = int(message["code"])
+                self.changed.notify_all()
+
+    def spawn(self, ctrl_in: int, ctrl_out: int, output: int, timeout: float = 30.0) -> int:
+        """Fork a team process wired to the three descriptors; its pid."""
+        with self.lock:
+            socket.send_fds(self.sock, [b"{}"], [ctrl_in, ctrl_out, output])
+            with self.changed:
+                if not self.changed.wait_for(lambda: self.started, timeout=timeout):
+                    raise RuntimeError("the sandbox zygote did not start a team process")
+                return self.started.popleft()
+
+    def exit_code(self, pid: int, timeout: float) -> int | None:
+        """How process `pid` ended (negative: killed by that signal), or None if still running."""
+        with self.changed:
+            self.changed.wait_for(lambda: pid in self.exits, timeout=timeout)
+            return self.exits.get(pid)
 
 
 class SandboxedTeam:
@@ -83,8 +163,8 @@ class SandboxedTeam:
         self.ref = ref
         self.slot = slot
         self.config: MatchConfig = slot.config
-        self.process: subprocess.Popen | None = None
-        self.shm: shared_memory.SharedMemory | None = None
+        self.pid: int | None = None
+        self.shm: SharedBlock | None = None
         self.views: list[list[Any]] = []
         self.workdir: Path | None = None
         self.output: _OutputTail | None = None
@@ -95,15 +175,17 @@ class SandboxedTeam:
         self._busy_fault: Fault | None = None
         self._crash_fault: Fault | None = None
         self._waited_timeouts = 0
+        self.max_step_cpu_s = 0.0  # most CPU one answer took, for validation reports
+        self.peak_memory_mb = 0.0  # resident-memory high-water mark, read when the team closes
 
     # -- lifecycle -----------------------------------------------------------------------
     def launch(self) -> None:
         """Start the process and send its instructions, without waiting for it to be ready
         (the runner launches every sandbox first, so that they import in parallel)."""
-        if self.process is not None:
+        if self.pid is not None:
             return
         layout = self.slot.layout
-        self.shm = shared_memory.SharedMemory(create=True, size=layout.total_bytes)
+        self.shm = SharedBlock.create(layout.total_bytes)
         self.views = layout.views(self.shm.buf)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"arena-team{self.slot.team_id}-"))
         limits = {
@@ -118,42 +200,20 @@ class SandboxedTeam:
 
         child_in, parent_out = os.pipe()
         parent_in, child_out = os.pipe()
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.workdir),
-            "TMPDIR": str(self.workdir),
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": str(PROJECT_ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
-            "PYTHONUNBUFFERED": "1",
-            # one thread each: the team has one core, and thread pools would count as processes
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
+        output_read, output_write = os.pipe()
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "matchmaking.sandbox_worker", str(child_in), str(child_out)],
-                env=env,
-                cwd=str(self.workdir),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=(child_in, child_out),
-                start_new_session=True,
-            )
+            self.pid = _Zygote.get().spawn(child_in, child_out, output_write)
         finally:
-            os.close(child_in)
-            os.close(child_out)
+            for fd in (child_in, child_out, output_write):
+                os.close(fd)
         self._in, self._out = parent_in, parent_out
-        self.output = _OutputTail(self.process.stdout, self.config.output_tail_chars)
+        self.output = _OutputTail(open(output_read, "rb", buffering=0), self.config.output_tail_chars)
         self.output.start()
         send_message(
             self._out,
             {
                 "type": "init",
-                "shm": self.shm.name.lstrip("/"),
+                "shm": self.shm.name,
                 "layout": layout.to_dict(),
                 "limits": limits,
                 "message_chars": self.config.fault_message_chars,
@@ -183,11 +243,12 @@ class SandboxedTeam:
         return None
 
     def close(self) -> None:
-        if self.process is not None and self.process.poll() is None and not self.stopped:
+        self.peak_memory_mb = max(self.peak_memory_mb, self._peak_rss_mb())
+        if self.pid is not None and self._exit_code(0) is None and not self.stopped:
             try:
                 send_message(self._out, {"type": "close"})
-                self.process.wait(timeout=0.5)
-            except (OSError, subprocess.TimeoutExpired):
+                self._exit_code(0.5)
+            except OSError:
                 pass
         self._kill()
         for fd in (getattr(self, "_in", None), getattr(self, "_out", None)):
@@ -197,19 +258,25 @@ class SandboxedTeam:
                 except OSError:
                     pass
         self._in = self._out = None
-        if self.shm is not None:
+        if self.shm is not None:  # the memory goes when the last view of it does
             self.views = []
-            self.shm.close()
             self.shm.unlink()
             self.shm = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
+    def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
+        """Have the env write this team's observations straight into its shared block."""
+        from matchmaking.game import share_observation_arrays
+
+        for member, agent_id in enumerate(agent_ids):
+            share_observation_arrays(env, agent_id, self.slot.layout, self.views[member])
+
     # -- one tick ------------------------------------------------------------------------
     def request(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> None:
         self._busy_fault = None
-        if self.stopped or self.process is None:
+        if self.stopped or self.pid is None:
             return
         if self._pending is not None:  # still working on an earlier tick: do not pile up
             try:
@@ -252,7 +319,7 @@ class SandboxedTeam:
         try:
             reply = receive_message(self._in, timeout=max(0.0, self._sent_at + wall_limit - time.monotonic()))
         except ProtocolError as exc:
-            if self.process is not None and self.process.poll() is None:  # alive but talking nonsense
+            if self._exit_code(0.2) is None:  # alive but talking nonsense
                 self._stop(f"broke the protocol ({exc})")
                 return Answer(fault=Fault(tick, FaultKind.INVALID, f"the team process sent a bad message ({exc}) and was stopped"))
             self._crashed(tick)
@@ -267,9 +334,26 @@ class SandboxedTeam:
             kind = reply.get("kind", "ERROR")
             kind = FaultKind(kind) if kind in ("ERROR", "INVALID", "MEMORY") else FaultKind.ERROR
             return Answer(fault=Fault(tick, kind, str(reply.get("message", ""))[: self.config.fault_message_chars]))
+        self.max_step_cpu_s = max(self.max_step_cpu_s, float(reply.get("cpu_s", 0)))
         if over:
             return Answer(fault=self._timeout(tick, over, answered=True))
         return Answer(actions=from_json_safe(reply.get("actions")))
+
+    def _exit_code(self, timeout: float) -> int | None:
+        """The team process's exit code (negative: killed by that signal), None if running."""
+        return None if self.pid is None else _Zygote.get().exit_code(self.pid, timeout)
+
+    def _peak_rss_mb(self) -> float:
+        if self.pid is None or self._exit_code(0) is not None:
+            return 0.0
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
 
     # -- failures ------------------------------------------------------------------------
     def _timeout(self, tick: int, why: str, *, answered: bool = False) -> Fault:
@@ -289,12 +373,7 @@ class SandboxedTeam:
         self._crash_fault = Fault(tick, kind, how[: self.config.fault_message_chars])
 
     def _exit_description(self, when: str) -> str:
-        code = None
-        if self.process is not None:
-            try:
-                code = self.process.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                code = None
+        code = self._exit_code(1.0)
         if code is None:
             what = "the team process stopped answering"
         elif code < 0:
@@ -314,17 +393,14 @@ class SandboxedTeam:
 
     def _kill(self) -> None:
         """Kill the team process and its process group (it cannot fork: see `confine`)."""
-        if self.process is None:
+        if self.pid is None:
             return
-        if self.process.poll() is None:
+        if self._exit_code(0) is None:
             try:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                os.killpg(self.pid, signal.SIGKILL)  # the process leads its own session
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+            self._exit_code(5.0)
         if self.output is not None:
             self.output.join(timeout=1.0)
 

@@ -12,7 +12,9 @@ Both sides import this module: the match process and `matchmaking.sandbox_worker
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import secrets
 import select
 import struct
 import time
@@ -84,6 +86,38 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
     return bytes(chunks)
 
 
+class SharedBlock:
+    """A named block of shared memory (`/dev/shm/NAME`), mapped into this process.
+
+    Unlike `multiprocessing.shared_memory`, it is never unmapped explicitly: the mapping
+    lives as long as any array viewing it (the env keeps views of it, see
+    `matchmaking.game.share_observation_arrays`), so no array can outlive its memory.
+    `unlink` only removes the name.
+    """
+
+    def __init__(self, name: str, size: int, *, create: bool):
+        self.name = name
+        path = f"/dev/shm/{name}"
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            if create:
+                os.ftruncate(fd, size)
+            self.buf = memoryview(mmap.mmap(fd, size))
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def create(cls, size: int) -> "SharedBlock":
+        return cls(f"arena-{os.getpid()}-{secrets.token_hex(8)}", size, create=True)
+
+    def unlink(self) -> None:
+        try:
+            os.unlink(f"/dev/shm/{self.name}")
+        except FileNotFoundError:
+            pass
+
+
 @dataclass(frozen=True)
 class ArrayField:
     """One array of an agent's observation, at a fixed place of the shared block."""
@@ -149,21 +183,49 @@ class ObservationLayout:
         ]
 
     def write(self, views: list[np.ndarray], observation: Mapping[str, Any]) -> None:
-        """Copy one agent's observation into its views."""
+        """Copy one agent's observation into its views (arrays the env already writes into
+        the block, see `matchmaking.game.share_observation_arrays`, are skipped)."""
         for field, view in zip(self.fields, views):
             value = observation
             for key in field.path:
                 value = value[key]
-            view[...] = value
+            if value is not view:
+                view[...] = value
 
-    def read(self, views: list[np.ndarray]) -> dict[str, Any]:
-        """One agent's observation as the env gives it: fresh arrays, Python ints for scalars."""
-        observation: dict[str, Any] = {}
-        for field, view in zip(self.fields, views):
-            node = observation
-            for key in field.path[:-1]:
-                node = node.setdefault(key, {})
-            node[field.path[-1]] = int(view) if not field.shape else view.copy()
+
+class ObservationReader:
+    """The team side: each tick, one copy of a member's block into private arrays.
+
+    The policy gets a new top-level dict per tick holding the same arrays (and the same
+    `ActionTargets` dict), overwritten every tick: exactly how nmmo's own `Env` hands out
+    observations, at one memory copy per member instead of one per array.
+    """
+
+    def __init__(self, layout: ObservationLayout, block: memoryview):
+        self.layout = layout
+        self.shared = np.frombuffer(block, dtype=np.uint8, count=layout.total_bytes).reshape(layout.team_size, layout.agent_bytes)
+        self.private = np.zeros_like(self.shared)
+        self.templates: list[dict[str, Any]] = []
+        self.scalars: list[list[tuple[str, np.ndarray]]] = []
+        for member, views in enumerate(layout.views(memoryview(self.private.reshape(-1)))):
+            template: dict[str, Any] = {}
+            scalars = []
+            for field, view in zip(layout.fields, views):
+                if not field.shape:
+                    scalars.append((field.path[-1], view))
+                    continue
+                node = template
+                for key in field.path[:-1]:
+                    node = node.setdefault(key, {})
+                node[field.path[-1]] = view
+            self.templates.append(template)
+            self.scalars.append(scalars)
+
+    def read(self, member: int) -> dict[str, Any]:
+        self.private[member] = self.shared[member]
+        observation = dict(self.templates[member])
+        for key, view in self.scalars[member]:
+            observation[key] = int(view)
         return observation
 
 

@@ -9,7 +9,6 @@ a message, and anything the policy returns is turned into plain JSON before it l
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import time
@@ -21,6 +20,8 @@ from matchmaking.config import PROJECT_ROOT
 from matchmaking.confine import confine, limit_memory
 from matchmaking.sandbox_protocol import (
     ObservationLayout,
+    ObservationReader,
+    SharedBlock,
     ProtocolError,
     receive_message,
     send_message,
@@ -54,10 +55,8 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
     limit = int(init["message_chars"])
     layout = ObservationLayout.from_dict(init["layout"])
     # map the shared block before dropping privileges: the mapping outlives the permission
-    fd = os.open(f"/dev/shm/{init['shm']}", os.O_RDWR)
-    block = mmap.mmap(fd, layout.total_bytes)
-    os.close(fd)
-    views = layout.views(memoryview(block))
+    block = SharedBlock(init["shm"], layout.total_bytes, create=False)
+    reader = ObservationReader(layout, block.buf)
 
     try:
         # the Arena's own code and nmmo are loaded before confinement and count as the
@@ -90,7 +89,7 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
         if request is None or request.get("type") == "close":
             return 0
         tick = request["tick"]
-        observations = {member: layout.read(views[member]) for member in request["members"]}
+        observations = {member: reader.read(member) for member in request["members"]}
         wall, cpu = time.perf_counter(), time.process_time()
         try:
             actions = team.act(observations)

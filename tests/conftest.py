@@ -12,3 +12,20 @@ def stage1_opponents():
     from matchmaking.pve import stage_opponents
 
     return [builtin(name) for name in stage_opponents(1)]
+
+
+@pytest.fixture(scope="session")
+def local_hub(tmp_path_factory):
+    """The embedded local Hub on a free port, for tests that use the real client over HTTP."""
+    from localhub import LocalHub
+
+    hub = LocalHub(tmp_path_factory.mktemp("hub"), write_token="test-token").start()
+    yield hub
+    hub.stop()
+
+
+@pytest.fixture()
+def hub_api(local_hub):
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=local_hub.endpoint, token="test-token")

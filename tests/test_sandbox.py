@@ -38,7 +38,7 @@ ADVERSARIES = (
     "loud",
 )
 BUILTINS = ("combat", "forage", "combat", "random")
-CONFIG = MatchConfig(horizon=60, step_wall_timeout_s=1.0, hang_timeout_s=2.5, max_faults_recorded=100, fault_message_chars=1000)
+CONFIG = MatchConfig(horizon=60, step_wall_timeout_s=1.0, hang_timeout_s=1.6, max_faults_recorded=100, fault_message_chars=1000)
 SECRET = "hf_arena_test_secret_4f1d9c"
 
 

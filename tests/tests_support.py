@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -12,3 +14,19 @@ EXAMPLES = TESTS.parent / "examples" / "policies"
 def policy_dir(name: str) -> Path:
     """Folder of one of the adversarial test policies under tests/policies."""
     return POLICIES / name
+
+
+def push_policy(api, repo_id: str, folder: Path | None, *, tags=("nmmo-arena",), extra: dict[str, bytes] | None = None, name: str = "") -> str:
+    """Push a policy folder (plus extra files) as a tagged model repo; return the commit sha."""
+    api.create_repo(repo_id, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = Path(tmp)
+        if folder is not None:
+            shutil.copytree(folder, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        tag_lines = "".join(f"- {t}\n" for t in tags)
+        card = f"---\ntags:\n{tag_lines}team_name: {name or repo_id.split('/')[1]}\n---\n# {repo_id}\n"
+        (staging / "README.md").write_text(card)
+        for path, content in (extra or {}).items():
+            (staging / path).parent.mkdir(parents=True, exist_ok=True)
+            (staging / path).write_bytes(content)
+        return api.upload_folder(repo_id=repo_id, folder_path=staging, commit_message="submit").oid

@@ -1,0 +1,293 @@
+"""The storage behind the local Hub: repos, commits and file contents on disk.
+
+A small content-addressed store, laid out like a bare git repository's essentials:
+
+    ROOT/objects/ab/<blob sha1>              file contents, shared by every repo
+    ROOT/{models,datasets}/OWNER/NAME/
+        repo.json                            id, type, creation time
+        refs.json                            {"main": "<commit sha>"}
+        commits/<commit sha>.json            parents, message, date, and the full file tree
+
+A commit records the whole tree (path -> blob id and size), so any revision can be read
+without walking history. Blob ids are git's (`sha1("blob <size>\\0" + content)`), which is
+what the Hub reports as a file's `oid` and what `huggingface_hub` checks downloads
+against. Every file is written to a temporary name and renamed into place, and a branch
+moves only after its commit is on disk: a crash leaves the last complete commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+REPO_TYPES = ("model", "dataset")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class HubError(Exception):
+    """A request the store cannot satisfy; `code` is the Hub's `X-Error-Code`."""
+
+    status = 400
+    code = ""
+
+
+class RepoNotFound(HubError):
+    status, code = 404, "RepoNotFound"
+
+
+class RevisionNotFound(HubError):
+    status, code = 404, "RevisionNotFound"
+
+
+class EntryNotFound(HubError):
+    status, code = 404, "EntryNotFound"
+
+
+class RepoExists(HubError):
+    status, code = 409, ""
+
+
+class StaleParent(HubError):
+    status, code = 412, ""
+
+
+class BadRequest(HubError):
+    status, code = 400, ""
+
+
+def git_blob_id(content: bytes) -> str:
+    """The id git (and the Hub) gives a file's content."""
+    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+
+
+def now_iso() -> str:
+    """UTC now in the only date format `huggingface_hub` parses (`...Z`)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def card_metadata(readme: bytes) -> dict[str, Any]:
+    """The YAML front matter of a README (model card), or {} if it has none or it is broken."""
+    text = readme.decode("utf-8", errors="replace")
+    match = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.S)
+    if not match:
+        return {}
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a repo: its id, parents, message, date and full file tree."""
+
+    id: str
+    parents: tuple[str, ...]
+    title: str
+    message: str
+    date: str
+    author: str
+    files: Mapping[str, Mapping[str, Any]]  # path -> {"oid", "size"}
+    card: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tags(self) -> list[str]:
+        tags = self.card.get("tags") or []
+        return [str(t) for t in tags] if isinstance(tags, list) else [str(tags)]
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A repo's identity (`owner/name`, type) and where it lives."""
+
+    repo_type: str
+    repo_id: str
+    path: Path
+    created_at: str
+
+
+class HubStore:
+    """Repos, commits and blobs under one folder. Safe for the threads of one server."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # -- repos ---------------------------------------------------------------------------
+    def _repo_dir(self, repo_type: str, repo_id: str) -> Path:
+        if repo_type not in REPO_TYPES:
+            raise BadRequest(f"Unknown repo type {repo_type!r}; use one of {', '.join(REPO_TYPES)}.")
+        parts = repo_id.split("/")
+        if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+            raise BadRequest(f"Invalid repo id {repo_id!r}: expected 'owner/name' of letters, digits, '.', '_', '-'.")
+        return self.root / f"{repo_type}s" / parts[0] / parts[1]
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def create_repo(self, repo_type: str, repo_id: str) -> Repo:
+        """Create an empty repo with an initial commit; `RepoExists` if it is there."""
+        path = self._repo_dir(repo_type, repo_id)
+        with self._lock(str(path)):
+            if (path / "repo.json").exists():
+                raise RepoExists(f"You already created this {repo_type} repo")
+            created = now_iso()
+            _atomic_write(path / "repo.json", json.dumps({"id": repo_id, "type": repo_type, "createdAt": created}).encode())
+            first = self._write_commit(path, parents=(), title="initial commit", message="", author="", files={}, card={})
+            _atomic_write(path / "refs.json", json.dumps({"main": first.id}).encode())
+        return Repo(repo_type, repo_id, path, created)
+
+    def repo(self, repo_type: str, repo_id: str) -> Repo:
+        path = self._repo_dir(repo_type, repo_id)
+        try:
+            info = json.loads((path / "repo.json").read_text())
+        except FileNotFoundError:
+            raise RepoNotFound(f"Repository Not Found for url: {repo_type}s/{repo_id}.") from None
+        return Repo(repo_type, repo_id, path, info["createdAt"])
+
+    def repos(self, repo_type: str) -> Iterable[Repo]:
+        base = self.root / f"{repo_type}s"
+        if not base.is_dir():
+            return
+        for owner in sorted(p for p in base.iterdir() if p.is_dir()):
+            for name in sorted(p for p in owner.iterdir() if p.is_dir()):
+                if (name / "repo.json").exists():
+                    yield self.repo(repo_type, f"{owner.name}/{name.name}")
+
+    # -- revisions -----------------------------------------------------------------------
+    def refs(self, repo: Repo) -> dict[str, str]:
+        return json.loads((repo.path / "refs.json").read_text())
+
+    def commit(self, repo: Repo, revision: str = "main") -> Commit:
+        """The commit a branch name or commit sha names."""
+        sha = self.refs(repo).get(revision)
+        if sha is None:
+            if not _SHA.match(revision) or not (repo.path / "commits" / f"{revision}.json").exists():
+                raise RevisionNotFound(f"Invalid rev id: {revision}")
+            sha = revision
+        data = json.loads((repo.path / "commits" / f"{sha}.json").read_text())
+        return Commit(
+            id=sha,
+            parents=tuple(data["parents"]),
+            title=data["title"],
+            message=data["message"],
+            date=data["date"],
+            author=data["author"],
+            files=data["files"],
+            card=data.get("card", {}),
+        )
+
+    def history(self, repo: Repo, revision: str = "main") -> list[Commit]:
+        """Commits reachable from `revision`, newest first (first parents only)."""
+        commits = [self.commit(repo, revision)]
+        while commits[-1].parents:
+            commits.append(self.commit(repo, commits[-1].parents[0]))
+        return commits
+
+    # -- contents ------------------------------------------------------------------------
+    def blob_path(self, oid: str) -> Path:
+        return self.root / "objects" / oid[:2] / oid
+
+    def read(self, repo: Repo, revision: str, path: str) -> tuple[Commit, Mapping[str, Any], Path]:
+        """(commit, entry, file on disk) of `path` at `revision`; `EntryNotFound` if absent."""
+        commit = self.commit(repo, revision)
+        entry = commit.files.get(path)
+        if entry is None:
+            raise EntryNotFound(f"{path} does not exist at revision {commit.id}")
+        return commit, entry, self.blob_path(entry["oid"])
+
+    def put_blob(self, content: bytes) -> str:
+        oid = git_blob_id(content)
+        path = self.blob_path(oid)
+        if not path.exists():
+            _atomic_write(path, content)
+        return oid
+
+    # -- commits -------------------------------------------------------------------------
+    def commit_changes(
+        self,
+        repo: Repo,
+        *,
+        branch: str,
+        title: str,
+        message: str,
+        author: str,
+        additions: Mapping[str, bytes],
+        deletions: Iterable[str] = (),
+        deleted_folders: Iterable[str] = (),
+        parent: str | None = None,
+    ) -> Commit:
+        """Apply file additions and deletions on top of `branch` as one new commit.
+
+        Raises:
+            `StaleParent`: `parent` was given and the branch has moved since.
+        """
+        with self._lock(str(repo.path)):
+            refs = self.refs(repo)
+            if branch not in refs:
+                raise RevisionNotFound(f"Invalid rev id: {branch}")
+            head = self.commit(repo, refs[branch])
+            if parent and not head.id.startswith(parent.lower()):
+                raise StaleParent("A commit has happened since. Please refresh and try again.")
+            files = dict(head.files)
+            for path in deletions:
+                if files.pop(path, None) is None:
+                    raise EntryNotFound(f"Cannot delete {path}: it does not exist")
+            for folder in deleted_folders:
+                prefix = folder.rstrip("/") + "/"
+                for path in [p for p in files if p.startswith(prefix)]:
+                    del files[path]
+            for path, content in additions.items():
+                _check_path(path)
+                files[path] = {"oid": self.put_blob(content), "size": len(content)}
+            card = dict(head.card)
+            if "README.md" in additions:
+                card = card_metadata(additions["README.md"])
+            elif "README.md" not in files:
+                card = {}
+            commit = self._write_commit(repo.path, parents=(head.id,), title=title, message=message, author=author, files=files, card=card)
+            refs[branch] = commit.id
+            _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+            return commit
+
+    def _write_commit(self, path: Path, *, parents: tuple[str, ...], title: str, message: str, author: str, files: Mapping[str, Any], card: Mapping[str, Any]) -> Commit:
+        data = {"parents": list(parents), "title": title, "message": message, "date": now_iso(), "author": author, "files": dict(files), "card": dict(card)}
+        body = json.dumps(data, sort_keys=True).encode()
+        sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        _atomic_write(path / "commits" / f"{sha}.json", body)
+        return Commit(id=sha, parents=parents, title=title, message=message, date=data["date"], author=author, files=dict(files), card=dict(card))
+
+
+def _check_path(path: str) -> None:
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise BadRequest(f"Invalid path in repo: {path!r}")

@@ -1,0 +1,119 @@
+"""Finding submissions on the Hub, checking their format, and downloading them.
+
+Everything goes through `huggingface_hub` (the same code path for huggingface.co and the
+embedded local Hub): `list_models(filter=TAG)` finds repos tagged for the Arena, each is
+pinned to the commit sha seen at that moment, `model_info(files_metadata=True)` gives its
+files and sizes so that oversized or malformed repos are rejected *before* anything is
+downloaded, and `snapshot_download(revision=sha)` fetches exactly that commit.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import HfApi, snapshot_download
+
+from matchmaking.policy import POLICY_FILE, PolicyRef
+
+#: Model-card keys read for display.
+_CARD_NAME_KEYS = ("team_name", "team", "model_name")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One revision of a submission, as seen on the Hub."""
+
+    repo_id: str
+    revision: str
+    """Commit sha the submission is pinned to."""
+    author: str
+    last_modified: str
+    files: tuple[tuple[str, int], ...] = ()
+    """(path, size in bytes) of every file at that commit."""
+    team_name: str = ""
+    description: str = ""
+    card: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(size for _, size in self.files)
+
+    @property
+    def display_name(self) -> str:
+        return self.team_name or self.repo_id
+
+    def ref(self, path: Path | None = None) -> PolicyRef:
+        """The policy reference of this revision (with its files once downloaded)."""
+        return PolicyRef(policy_id=self.repo_id, revision=self.revision, path=path)
+
+
+def discover(api: HfApi, *, tag: str) -> list[Submission]:
+    """Every model repo tagged `tag`, pinned to its current commit.
+
+    Args:
+        api (`HfApi`): client pointed at the Hub (or the local Hub).
+        tag (`str`): the Arena's submission tag.
+
+    Returns:
+        `list[Submission]`: sorted by repo id.
+    """
+    found = []
+    for model in api.list_models(filter=tag):
+        info = api.model_info(model.id, revision=model.sha, files_metadata=True) if model.sha else api.model_info(model.id, files_metadata=True)
+        card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
+        name = next((str(card[k]) for k in _CARD_NAME_KEYS if card.get(k)), "")
+        found.append(
+            Submission(
+                repo_id=info.id,
+                revision=str(info.sha),
+                author=info.author or info.id.split("/")[0],
+                last_modified=info.last_modified.isoformat() if info.last_modified else "",
+                files=tuple(sorted((s.rfilename, int(s.size or 0)) for s in (info.siblings or []))),
+                team_name=name,
+                description=str(card.get("description", "")),
+                card=card,
+            )
+        )
+    return sorted(found, key=lambda s: s.repo_id)
+
+
+def format_problem(submission: Submission, *, max_mb: float) -> str:
+    """Why a revision cannot be played as it stands, in words that say what to fix; "" if fine."""
+    names = {path for path, _ in submission.files}
+    if POLICY_FILE not in names:
+        nested = sorted(p for p in names if p.endswith("/" + POLICY_FILE))
+        hint = f" (found {nested[0]}: move it to the root)" if nested else ""
+        return (
+            f"No {POLICY_FILE} at the root of the repository{hint}. A submission's root must hold "
+            f"{POLICY_FILE} defining `class Team` with __init__(self, team_id, env_config) and act(self, observations)."
+        )
+    size_mb = submission.size_bytes / 2**20
+    if size_mb > max_mb:
+        largest = max(submission.files, key=lambda f: f[1])
+        return (
+            f"The repository is {size_mb:.1f} MB, over the {max_mb:.0f} MB limit for submissions "
+            f"(largest file: {largest[0]}, {largest[1] / 2**20:.1f} MB). Remove what the policy does not load."
+        )
+    return ""
+
+
+def download(api: HfApi, submission: Submission, root: Path) -> Path:
+    """Fetch the pinned commit into `root/OWNER/NAME/SHA` (reused if already complete)."""
+    target = root / submission.repo_id / submission.revision
+    complete = target / ".complete"
+    if complete.exists():
+        return target
+    if target.exists():
+        shutil.rmtree(target)  # a download cut short earlier
+    snapshot_download(
+        submission.repo_id,
+        revision=submission.revision,
+        local_dir=target,
+        endpoint=api.endpoint,
+        token=api.token,
+    )
+    complete.touch()
+    return target

@@ -1,0 +1,80 @@
+"""The sandbox zygote: one warm process that forks every sandboxed team of a match process.
+
+Starting a team by `python -m ...` costs a second or more of imports (NumPy, nmmo); with 16
+teams per match on two cores that is most of a short match. The zygote imports them once,
+then forks a child per team on request (the children share those pages, copy-on-write).
+A child becomes `matchmaking.sandbox_worker.serve`, which confines itself before loading
+any policy: the zygote itself runs only the Arena's code, with an empty environment.
+
+Protocol with the match process, over a Unix socket: a request is one JSON line with
+three file descriptors attached (control in, control out, output); the zygote answers
+`{"type": "started", "pid": N}`, and later `{"type": "exit", "pid": N, "code": C}` for
+every child that ends (C negative for a signal, as `subprocess` reports it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _reap(sock: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        sock.sendall(json.dumps({"type": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+
+
+def main(fd: int) -> int:
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the match process
+    sock = socket.socket(fileno=fd)
+    # the imports every team needs, done once: children inherit them
+    import matchmaking.builtin  # noqa: F401
+    import matchmaking.policy  # noqa: F401
+    from matchmaking.sandbox_worker import serve
+
+    while True:
+        ready, _, _ = select.select([sock], [], [], 0.05)
+        _reap(sock)
+        if not ready:
+            continue
+        message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+        if not message:
+            return 0  # the match process is gone
+        if len(fds) != 3:
+            for descriptor in fds:
+                os.close(descriptor)
+            continue
+        pid = os.fork()
+        if pid == 0:  # the team's process
+            sock.close()
+            os.setsid()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            ctrl_in, ctrl_out, output = fds
+            os.dup2(output, 1)
+            os.dup2(output, 2)
+            os.close(output)
+            code = 1
+            try:
+                code = serve(ctrl_in, ctrl_out)
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        for descriptor in fds:
+            os.close(descriptor)
+        sock.sendall(json.dumps({"type": "started", "pid": pid}).encode() + b"\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1])))
