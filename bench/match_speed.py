@@ -34,7 +34,7 @@ import numpy as np
 from nmmo.entity.entity import EntityState
 
 from matchmaking import game
-from matchmaking.builtin import BUILTINS
+from matchmaking.builtin import SCRIPTED_AGENTS
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, policies_for, run_match, team_seed
 from matchmaking.policy import PolicyRef, builtin
@@ -64,7 +64,7 @@ def bare_match(spec: MatchSpec, *, track: bool = False) -> dict[str, object]:
     nmmo_config = game.nmmo_config(config, map_dir=game.ensure_map(map_id, config))
     classes = []
     for ref in spec.policies:
-        agents = BUILTINS[ref.builtin_name]
+        agents = SCRIPTED_AGENTS[ref.builtin_name]
         classes += [agents[m % len(agents)] for m in range(config.team_size)]
     nmmo_config.set("PLAYERS", classes)
     import nmmo

@@ -45,11 +45,17 @@ def play(
     rng: np.random.Generator,
     index: int,
     track: str = "pvp",
+    coarse: bool = True,
 ) -> MatchResult:
-    """One synthetic match: Achievement = 4 x round(max(0, skill + Gumbel noise + 2)),
-    so that the order of the noisy performances is a Plackett-Luce draw before rounding."""
+    """One synthetic match. Performance = skill + Gumbel noise, so that the order of
+    performances is exactly a Plackett-Luce draw. `coarse` scores it as real matches look
+    (Achievement = 4 x round(max(0, performance + 2)): many ties, many zeros); otherwise
+    the score keeps the full order (no ties), where the model is exactly right."""
     performance = np.asarray(skills) + rng.gumbel(size=len(skills))
-    achievement = (4 * np.clip(np.round(performance + 2.0), 0, 21)).astype(int)
+    if coarse:
+        achievement = (4 * np.clip(np.round(performance + 2.0), 0, 21)).astype(int)
+    else:
+        achievement = np.round((performance + 20.0) * 1000).astype(int)
     ranks = competition_ranks(achievement.tolist())
     teams = tuple(
         TeamResult(
@@ -80,11 +86,14 @@ def play(
     )
 
 
-def random_history(population: Population, matches: int, *, seed: int = 0, pool: int = 16) -> list[MatchResult]:
+def random_history(
+    population: Population, matches: int, *, seed: int = 0, pool: int = 16, coarse: bool = True
+) -> list[MatchResult]:
     """`matches` matches of uniformly random pools of `pool` policies."""
     rng = np.random.default_rng(seed)
     history = []
     for index in range(matches):
         chosen = rng.choice(len(population.ids), size=pool, replace=False)
-        history.append(play([population.ids[i] for i in chosen], population.skills[chosen], rng=rng, index=index))
+        lineup = [population.ids[i] for i in chosen]
+        history.append(play(lineup, population.skills[chosen], rng=rng, index=index, coarse=coarse))
     return history

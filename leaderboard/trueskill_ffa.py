@@ -7,26 +7,28 @@ whole team (8 agents) as ONE player, so the graph is always the same chain:
 
     rating_i -> performance_i -> team performance_i -> difference of rank neighbours -> truncation
 
-`rate_ffa` runs the package's own message-passing schedule on that chain with plain floats
-and lists instead of factor objects. It repeats the package's arithmetic operation by
-operation (in natural parameters: precision pi = 1/sigma**2 and tau = pi * mu) and calls the
-package's own cdf/pdf (backend None) and `calc_draw_margin`, so it returns the same ratings.
-tests/test_trueskill_ffa.py checks this against the package within 1e-6 on thousands of
-random matches; in practice the results are identical bit for bit.
+`rate_ffa` runs the package's message-passing schedule on that chain with plain floats and
+lists instead of factor objects, repeating the package's arithmetic operation by operation
+(in natural parameters: precision pi = 1/sigma**2 and tau = pi * mu). Its cdf and pdf are the
+package's backend-None ones (the package's own `erfc`) written out inline, and the draw margin
+comes from the package's `calc_draw_margin`. tests/test_trueskill_ffa.py checks the result
+against the package within 1e-6 on thousands of random matches; in practice it is identical
+bit for bit.
 
-Kept from `TrueSkill.rate` (trueskill 0.4.5), in this order:
+Kept from `TrueSkill.rate` / `run_schedule` (trueskill 0.4.5), in this order:
 
-1. players are sorted by rank (a stable sort), and the results are put back in input order;
+1. players are sorted by rank (a stable sort); results are put back in input order;
 2. prior, performance and team-performance messages are sent down once;
-3. the chain of N-1 differences is iterated: a forward sweep over differences 0..N-3, then
-   a backward sweep over N-2..1 (the two end differences are truncated once per round,
-   the middle ones twice), at most 10 rounds, stopping when the largest change of a
-   difference variable made by its truncation is <= `min_delta`;
-4. the two end differences send their messages out to the team performances, then every
-   team performance goes up to its player's performance and then to the rating.
+3. the chain of the N-1 differences of rank neighbours is iterated in rounds: a forward
+   sweep over differences 0..N-3, then a backward sweep over N-2..1 (so the two end
+   differences are truncated once per round, the middle ones twice); at most 10 rounds,
+   stopping when the largest change a truncation made to its difference is <= `min_delta`
+   (in practice a 16-player match nearly always runs all 10 rounds);
+4. the two end differences send their messages out to their teams, then every team
+   performance goes up to its player's performance and on to the rating.
 
-`FloatingPointError` is raised exactly where the package raises it (in its `w_win` /
-`w_draw`); callers then fall back to the package with `backend="mpmath"`.
+`FloatingPointError` is raised exactly where the package raises it (its `w_win` / `w_draw`);
+callers then fall back to the package with `backend="mpmath"`.
 """
 
 from __future__ import annotations
@@ -36,17 +38,19 @@ from functools import lru_cache
 from typing import Sequence
 
 import trueskill
-from trueskill.backends import choose_backend
+from trueskill.backends import erfc as _erfc
 
 __all__ = ["rate_ffa"]
 
-# The cdf, pdf and ppf that `trueskill.TrueSkill(backend=None)` uses.
-_cdf, _pdf, _ppf = choose_backend(None)
-
 _INF = float("inf")
+_SQRT2 = math.sqrt(2)
+# The standard normal density at 0, computed as `trueskill.backends.pdf` does.
+_PDF_0 = 1 / math.sqrt(2 * math.pi)
 
 # Rounds of the difference chain, fixed in `TrueSkill.run_schedule`.
 _MAX_ROUNDS = 10
+# Where the difference factor sends its news after a truncation, in a sweep.
+_TO_NONE, _TO_LEFT, _TO_RIGHT = 0, 1, 2
 
 _FLOAT_ERROR = 'Cannot calculate correctly, set backend to "mpmath"'
 
@@ -56,25 +60,16 @@ def _mean(pi: float, tau: float) -> float:
     return pi and tau / pi
 
 
-def _gaussian(mu: float, sigma: float) -> tuple[float, float]:
-    """(pi, tau) of N(mu, sigma**2), computed as `trueskill.Gaussian(mu, sigma)` does."""
-    if sigma == 0:
-        raise ValueError("sigma**2 should be greater than 0")
-    pi = sigma**-2
-    return pi, pi * mu
-
-
-def _mu_sigma(pi: float, tau: float) -> tuple[float, float]:
-    """(mu, sigma) of a Gaussian in natural parameters, as `Gaussian.mu` / `.sigma` return them."""
-    return _mean(pi, tau), (math.sqrt(1 / pi) if pi else _INF)
-
-
 def _as_rating(mu: float, sigma: float) -> tuple[float, float]:
-    """(mu, sigma) read back from `trueskill.Rating(mu, sigma)`, which stores pi and tau.
+    """(mu, sigma) as read back from `trueskill.Rating(mu, sigma)`, which stores pi and tau.
 
     The round trip can move the last bit; repeating it keeps results identical to the package's.
     """
-    return _mu_sigma(*_gaussian(mu, sigma))
+    if sigma == 0:
+        raise ValueError("sigma**2 should be greater than 0")
+    pi = sigma**-2
+    tau = pi * mu
+    return (pi and tau / pi), (math.sqrt(1 / pi) if pi else _INF)
 
 
 def _sum_message(a_pi: float, a_tau: float, b_pi: float, b_tau: float, b_coeff: float) -> tuple[float, float]:
@@ -84,6 +79,11 @@ def _sum_message(a_pi: float, a_tau: float, b_pi: float, b_tau: float, b_coeff: 
     cavity with zero precision makes the message flat (pi = 0), as the package's
     ZeroDivisionError branch does.
     """
+    if a_pi and b_pi:
+        variance = 1.0 / a_pi + 1.0 / b_pi
+        if variance < _INF:  # the usual case; no overflow, so the same as the general path below
+            pi = 1.0 / variance
+            return pi, pi * (a_tau / a_pi + b_coeff * (b_tau / b_pi))
     mean = _mean(a_pi, a_tau) + b_coeff * _mean(b_pi, b_tau)
     variance = 1.0 / a_pi if a_pi else _INF
     if variance != _INF:
@@ -92,11 +92,15 @@ def _sum_message(a_pi: float, a_tau: float, b_pi: float, b_tau: float, b_coeff: 
     return pi, pi * mean
 
 
+# The package's cdf(x) is 0.5 * erfc(-x / sqrt(2)) and its pdf(x) is _PDF_0 * exp(-(x**2 / 2)),
+# bit for bit; they are written out below because the calls cost as much as the rest of a step.
+
+
 def _v_w_win(t: float, eps: float) -> tuple[float, float]:
     """`TrueSkill.v_win` and `w_win` at (t, eps): the truncation of a won difference."""
     x = t - eps
-    denom = _cdf(x)
-    v = (_pdf(x) / denom) if denom else -x
+    denom = 0.5 * _erfc(-x / _SQRT2)  # cdf(x)
+    v = (_PDF_0 * math.exp(-(x**2 / 2)) / denom) if denom else -x
     w = v * (v + x)
     if 0 < w < 1:
         return v, w
@@ -107,11 +111,12 @@ def _v_w_draw(t: float, eps: float) -> tuple[float, float]:
     """`TrueSkill.v_draw` and `w_draw` at (t, eps): the truncation of a drawn difference."""
     abs_t = abs(t)
     a, b = eps - abs_t, -eps - abs_t
-    denom = _cdf(a) - _cdf(b)
+    denom = 0.5 * _erfc(-a / _SQRT2) - 0.5 * _erfc(-b / _SQRT2)  # cdf(a) - cdf(b)
     if not denom:
         raise FloatingPointError(_FLOAT_ERROR)
-    v = (_pdf(b) - _pdf(a)) / denom
-    w = (v**2) + (a * _pdf(a) - b * _pdf(b)) / denom
+    pdf_a, pdf_b = _PDF_0 * math.exp(-(a**2 / 2)), _PDF_0 * math.exp(-(b**2 / 2))
+    v = (pdf_b - pdf_a) / denom
+    w = (v**2) + (a * pdf_a - b * pdf_b) / denom
     return (-v if t < 0 else v), w
 
 
@@ -135,27 +140,30 @@ def rate_ffa(
 ) -> list[tuple[float, float]]:
     """New (mu, sigma) of each player after one free-for-all match of one-player teams.
 
-    Same result as `trueskill.TrueSkill(mu, sigma, beta, tau, draw_probability).rate(
-    [(Rating(*r),) for r in ratings], ranks=ranks, min_delta=min_delta)`, about 20 times faster.
+    The same result as `trueskill.TrueSkill(mu, sigma, beta, tau, draw_probability).rate(
+    [(Rating(m, s),) for m, s in ratings], ranks=ranks, min_delta=min_delta)`, read back as
+    (rating.mu, rating.sigma), about ten times faster.
 
     Args:
         ratings: (mu, sigma) of each player (each team is rated as one player).
         ranks: rank of each player, lower is better; equal ranks are draws.
-        mu: default mean of the TrueSkill environment (does not change the result, as in the package).
+        mu: default mean of the TrueSkill environment (as in the package, it does not
+            change the result).
         sigma: default standard deviation of the environment (likewise).
         beta: performance noise: the skill gap giving about a 76% chance of winning.
-        tau: dynamic factor added to every sigma before the match.
-        draw_probability: a fixed draw probability between two teams (no callable).
-        min_delta: the difference chain stops iterating once no truncation changes its
-            variable by more than this (as in the package).
+        tau: dynamic factor, added in quadrature to every sigma before the match.
+        draw_probability: fixed draw probability between two teams (not a callable).
+        min_delta: the chain stops iterating once no truncation moves its difference by
+            more than this.
 
     Returns:
         New (mu, sigma) of each player, in the order of `ratings`.
 
     Raises:
-        ValueError: fewer than two players, as many ranks as players, or min_delta <= 0.
-        FloatingPointError: where the package's pure-Python backend raises it (a win or draw
-            too unlikely to compute in double precision); use the package with
+        ValueError: fewer than two players, not one rank per player, min_delta <= 0, or a
+            sigma of 0.
+        FloatingPointError: where the package's default backend raises it (a result too
+            unlikely to compute in double precision); use the package with
             `backend="mpmath"` instead.
     """
     n = len(ratings)
@@ -166,124 +174,140 @@ def rate_ffa(
     if min_delta <= 0:
         raise ValueError("min_delta must be greater than 0")
 
-    # ALGO LOGIC: sort the players by rank (stable, as `rate` does); neighbours are compared.
+    # ALGO LOGIC: sort the players by rank (stable, as `rate` does); neighbours get compared.
     order = sorted(range(n), key=lambda i: ranks[i])
-    sorted_ranks = [ranks[i] for i in order]
     draw_margin = _draw_margin(mu, sigma, beta, tau, draw_probability)
     perf_variance = beta**2
+    sqrt = math.sqrt
 
-    # ALGO LOGIC: priors, sent down once. rating_i = N(mu_i, sigma_i**2 + tau**2) (PriorFactor);
+    # ALGO LOGIC: send down once. rating_i = N(mu_i, sigma_i**2 + tau**2) (PriorFactor);
     # performance_i = rating_i + N(0, beta**2) (LikelihoodFactor); team performance_i =
-    # performance_i (SumFactor with weight 1).
-    rating_pi, rating_tau = [], []
-    perf_pi, perf_tau = [], []
-    team_pi, team_tau = [], []
-    for i in order:
+    # performance_i (SumFactor, weight 1). Kept: each value and the message that made it.
+    rating_pi, rating_tau = [0.0] * n, [0.0] * n
+    perf_pi, perf_tau = [0.0] * n, [0.0] * n
+    team_pi, team_tau = [0.0] * n, [0.0] * n
+    for k, i in enumerate(order):
         prior_mu, prior_sigma = _as_rating(*ratings[i])
-        r_pi, r_tau = _gaussian(prior_mu, math.sqrt(prior_sigma**2 + tau**2))
+        r_pi = sqrt(prior_sigma**2 + tau**2) ** -2
+        r_tau = r_pi * prior_mu
         a = 1.0 / (1.0 + perf_variance * r_pi)
         p_pi, p_tau = a * r_pi, a * r_tau
-        variance = 1 / p_pi if p_pi else _INF
-        t_pi = 1.0 / variance
-        rating_pi.append(r_pi)
-        rating_tau.append(r_tau)
-        perf_pi.append(p_pi)
-        perf_tau.append(p_tau)
-        team_pi.append(t_pi)
-        team_tau.append(t_pi * _mean(p_pi, p_tau))
-    # The team-performance factor's message to team performance i (constant from now on).
-    team_down_pi, team_down_tau = team_pi[:], team_tau[:]
+        t_pi = 1.0 / (1 / p_pi if p_pi else _INF)
+        rating_pi[k], rating_tau[k] = r_pi, r_tau
+        perf_pi[k], perf_tau[k] = p_pi, p_tau
+        team_pi[k], team_tau[k] = t_pi, t_pi * _mean(p_pi, p_tau)
+    team_down_pi, team_down_tau = team_pi[:], team_tau[:]  # the team factor's messages, fixed now
 
     # ALGO LOGIC: the difference chain. diff_j = team_j - team_{j+1}, truncated to > margin
-    # (win) or to |diff_j| <= margin (draw). Every variable is kept as its value and the
-    # messages it received; all start flat (0, 0), as new factors' messages do.
+    # (a win) or to |diff_j| <= margin (a draw). Each variable is kept as its value plus
+    # the messages it received, all flat (0, 0) at first, as the package's new factors' are.
     m = n - 1
-    is_draw = [sorted_ranks[j] == sorted_ranks[j + 1] for j in range(m)]
+    is_draw = [ranks[order[j]] == ranks[order[j + 1]] for j in range(m)]
     diff_pi, diff_tau = [0.0] * m, [0.0] * m  # value of diff_j
     down_pi, down_tau = [0.0] * m, [0.0] * m  # difference factor j -> diff_j
     trunc_pi, trunc_tau = [0.0] * m, [0.0] * m  # truncation j -> diff_j
     left_pi, left_tau = [0.0] * m, [0.0] * m  # difference factor j -> team_j
     right_pi, right_tau = [0.0] * m, [0.0] * m  # difference factor j -> team_{j+1}
 
-    def send_down(j: int) -> None:
-        """Difference factor j -> diff_j: team_j - team_{j+1} (SumFactor.down)."""
-        pi, tau_ = _sum_message(
-            team_pi[j] - left_pi[j], team_tau[j] - left_tau[j],
-            team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j], -1,
-        )  # fmt: skip
-        diff_pi[j] = diff_pi[j] - down_pi[j] + pi
-        diff_tau[j] = diff_tau[j] - down_tau[j] + tau_
-        down_pi[j], down_tau[j] = pi, tau_
-
-    def truncate(j: int) -> float:
-        """Truncation j -> diff_j (TruncateFactor.up); returns how much diff_j moved."""
-        c_pi, c_tau = diff_pi[j] - trunc_pi[j], diff_tau[j] - trunc_tau[j]
-        sqrt_pi = math.sqrt(c_pi)
-        v, w = (_v_w_draw if is_draw[j] else _v_w_win)(c_tau / sqrt_pi, draw_margin * sqrt_pi)
-        denom = 1.0 - w
-        pi, tau_ = c_pi / denom, (c_tau + sqrt_pi * v) / denom
-        # Variable.update_value: the message becomes value * old message / variable.
-        trunc_pi[j] = pi + trunc_pi[j] - diff_pi[j]
-        trunc_tau[j] = tau_ + trunc_tau[j] - diff_tau[j]
-        pi_delta = abs(diff_pi[j] - pi)
-        delta = 0.0 if pi_delta == _INF else max(abs(diff_tau[j] - tau_), math.sqrt(pi_delta))
-        diff_pi[j], diff_tau[j] = pi, tau_
-        return delta
-
-    def send_left(j: int) -> None:
-        """Difference factor j -> team_j: diff_j + team_{j+1} (SumFactor.up(0))."""
-        pi, tau_ = _sum_message(
-            diff_pi[j] - down_pi[j], diff_tau[j] - down_tau[j],
-            team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j], 1.0,
-        )  # fmt: skip
-        team_pi[j] = team_pi[j] - left_pi[j] + pi
-        team_tau[j] = team_tau[j] - left_tau[j] + tau_
-        left_pi[j], left_tau[j] = pi, tau_
-
-    def send_right(j: int) -> None:
-        """Difference factor j -> team_{j+1}: team_j - diff_j (SumFactor.up(1))."""
-        pi, tau_ = _sum_message(
-            team_pi[j] - left_pi[j], team_tau[j] - left_tau[j],
-            diff_pi[j] - down_pi[j], diff_tau[j] - down_tau[j], -1.0,
-        )  # fmt: skip
-        team_pi[j + 1] = team_pi[j + 1] - right_pi[j] + pi
-        team_tau[j + 1] = team_tau[j + 1] - right_tau[j] + tau_
-        right_pi[j], right_tau[j] = pi, tau_
-
+    # One round: forward over 0..m-2, each passing its news right, then backward over
+    # m-1..1, each passing it left; two players: the one difference, passing nothing.
+    if m == 1:
+        sweeps = [(0, _TO_NONE)]
+    else:
+        sweeps = [(j, _TO_RIGHT) for j in range(m - 1)] + [(j, _TO_LEFT) for j in range(m - 1, 0, -1)]
     for _ in range(_MAX_ROUNDS):
+        delta = 0.0
+        for j, toward in sweeps:
+            # Cavities of team_j and team_{j+1}: their values divided by this factor's messages.
+            t0_pi, t0_tau, t1_pi, t1_tau = team_pi[j], team_tau[j], team_pi[j + 1], team_tau[j + 1]
+            a_pi, a_tau = t0_pi - left_pi[j], t0_tau - left_tau[j]
+            b_pi, b_tau = t1_pi - right_pi[j], t1_tau - right_tau[j]
+
+            # ALGO LOGIC: (a) difference factor -> diff_j = team_j - team_{j+1} (SumFactor.down).
+            if a_pi and b_pi and (variance := 1.0 / a_pi + 1.0 / b_pi) < _INF:
+                pi = 1.0 / variance
+                tau_ = pi * (a_tau / a_pi - b_tau / b_pi)
+            else:
+                pi, tau_ = _sum_message(a_pi, a_tau, b_pi, b_tau, -1)
+            # Variable.update_message: the value becomes value / old message * new message.
+            d_pi = diff_pi[j] - down_pi[j] + pi
+            d_tau = diff_tau[j] - down_tau[j] + tau_
+            down_pi[j], down_tau[j] = pi, tau_
+
+            # ALGO LOGIC: (b) truncation -> diff_j (TruncateFactor.up): moment-match the cavity
+            # of diff_j truncated by the result, through the v and w functions.
+            tr_pi, tr_tau = trunc_pi[j], trunc_tau[j]
+            c_pi, c_tau = d_pi - tr_pi, d_tau - tr_tau
+            sqrt_pi = sqrt(c_pi)
+            v, w = (_v_w_draw if is_draw[j] else _v_w_win)(c_tau / sqrt_pi, draw_margin * sqrt_pi)
+            denom = 1.0 - w
+            new_pi, new_tau = c_pi / denom, (c_tau + sqrt_pi * v) / denom
+            # Variable.update_value: the message becomes new value * old message / old value.
+            trunc_pi[j], trunc_tau[j] = new_pi + tr_pi - d_pi, new_tau + tr_tau - d_tau
+            diff_pi[j], diff_tau[j] = new_pi, new_tau
+
+            # ALGO LOGIC: (c) difference factor -> the next team of the sweep (SumFactor.up),
+            # from the new cavity of diff_j and the cavity of the other team (unchanged).
+            e_pi, e_tau = new_pi - pi, new_tau - tau_
+            if toward == _TO_RIGHT:  # team_{j+1} = team_j - diff_j
+                if a_pi and e_pi and (variance := 1.0 / a_pi + 1.0 / e_pi) < _INF:
+                    pi = 1.0 / variance
+                    tau_ = pi * (a_tau / a_pi - e_tau / e_pi)
+                else:
+                    pi, tau_ = _sum_message(a_pi, a_tau, e_pi, e_tau, -1.0)
+                team_pi[j + 1], team_tau[j + 1] = b_pi + pi, b_tau + tau_
+                right_pi[j], right_tau[j] = pi, tau_
+            elif toward == _TO_LEFT:  # team_j = diff_j + team_{j+1}
+                if e_pi and b_pi and (variance := 1.0 / e_pi + 1.0 / b_pi) < _INF:
+                    pi = 1.0 / variance
+                    tau_ = pi * (e_tau / e_pi + b_tau / b_pi)
+                else:
+                    pi, tau_ = _sum_message(e_pi, e_tau, b_pi, b_tau, 1.0)
+                team_pi[j], team_tau[j] = a_pi + pi, a_tau + tau_
+                left_pi[j], left_tau[j] = pi, tau_
+
+            # ALGO LOGIC: (d) how much the truncation moved diff_j (Variable.delta: the larger
+            # of |change of tau| and sqrt|change of pi|; 0 if pi changed by infinity).
+            pi_delta = abs(d_pi - new_pi)
+            if pi_delta == _INF:
+                moved = 0.0
+            else:
+                moved, sqrt_delta = abs(d_tau - new_tau), sqrt(pi_delta)
+                if sqrt_delta > moved:
+                    moved = sqrt_delta
+            if moved > delta:
+                delta = moved
         if m == 1:
-            # ALGO LOGIC: two players: one difference, no sweeps.
-            send_down(0)
-            delta = truncate(0)
-        else:
-            # ALGO LOGIC: forward sweep over 0..m-2 (each passes its news to the right),
-            # then backward sweep over m-1..1 (each passes its news to the left).
-            delta = 0.0
-            for j in range(m - 1):
-                send_down(j)
-                delta = max(delta, truncate(j))
-                send_right(j)
-            for j in range(m - 1, 0, -1):
-                send_down(j)
-                delta = max(delta, truncate(j))
-                send_left(j)
+            delta = moved  # the package takes it as is here (no max with 0), even a NaN
         if delta <= min_delta:
             break
 
-    # ALGO LOGIC: the two ends of the chain send their last messages out.
-    send_left(0)
-    send_right(m - 1)
+    # ALGO LOGIC: the two ends of the chain send their messages out, in this order:
+    # diff_0 -> team_0 (= diff_0 + team_1), then diff_{m-1} -> team_m (= team_{m-1} - diff_{m-1}).
+    j = 0
+    pi, tau_ = _sum_message(
+        diff_pi[j] - down_pi[j], diff_tau[j] - down_tau[j],
+        team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j], 1.0,
+    )  # fmt: skip
+    team_pi[j], team_tau[j] = team_pi[j] - left_pi[j] + pi, team_tau[j] - left_tau[j] + tau_
+    left_pi[j], left_tau[j] = pi, tau_
+    j = m - 1
+    pi, tau_ = _sum_message(
+        team_pi[j] - left_pi[j], team_tau[j] - left_tau[j],
+        diff_pi[j] - down_pi[j], diff_tau[j] - down_tau[j], -1.0,
+    )  # fmt: skip
+    team_pi[j + 1], team_tau[j + 1] = team_pi[j + 1] - right_pi[j] + pi, team_tau[j + 1] - right_tau[j] + tau_
+    right_pi[j], right_tau[j] = pi, tau_
 
-    # ALGO LOGIC: back up: team performance -> performance -> rating, then un-sort.
+    # ALGO LOGIC: back up: team performance -> performance (SumFactor.up) -> rating
+    # (LikelihoodFactor.up), then un-sort.
     result: list[tuple[float, float]] = [(0.0, 0.0)] * n
     for k, i in enumerate(order):
         c_pi, c_tau = team_pi[k] - team_down_pi[k], team_tau[k] - team_down_tau[k]
-        variance = 1.0 / c_pi if c_pi else _INF
-        up_pi = 1.0 / variance
-        p_pi = perf_pi[k] + up_pi
-        p_tau = perf_tau[k] + up_pi * _mean(c_pi, c_tau)
+        up_pi = 1.0 / (1.0 / c_pi if c_pi else _INF)
+        p_pi, p_tau = perf_pi[k] + up_pi, perf_tau[k] + up_pi * _mean(c_pi, c_tau)
         msg_pi, msg_tau = p_pi - perf_pi[k], p_tau - perf_tau[k]
         a = 1.0 / (1.0 + perf_variance * msg_pi)
-        new_mu, new_sigma = _mu_sigma(rating_pi[k] + a * msg_pi, rating_tau[k] + a * msg_tau)
-        result[i] = _as_rating(float(new_mu), float(new_sigma))
+        r_pi, r_tau = rating_pi[k] + a * msg_pi, rating_tau[k] + a * msg_tau
+        result[i] = _as_rating(_mean(r_pi, r_tau), math.sqrt(1 / r_pi) if r_pi else _INF)
     return result

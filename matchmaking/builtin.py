@@ -30,8 +30,8 @@ _INDEX_TYPES = (int, np.integer)
 _ENTITY_ID = EntityState.State.attr_name_to_col["id"]
 _ITEM_ID = ItemState.State.attr_name_to_col["id"]
 
-#: Name -> the scripted agent class of each member, cycled over the team.
-BUILTINS: dict[str, tuple[type[baselines.Scripted], ...]] = {
+#: nmmo's scripted baselines: name -> the scripted agent class of each member, cycled.
+SCRIPTED_AGENTS: dict[str, tuple[type[baselines.Scripted], ...]] = {
     "random": (baselines.Random,),
     "forage": (baselines.Forage,),
     "combat": (baselines.Melee, baselines.Range, baselines.Mage),
@@ -48,7 +48,12 @@ DESCRIPTIONS: dict[str, str] = {
     "melee": "nmmo's Melee baseline on every member.",
     "range": "nmmo's Range baseline on every member.",
     "mage": "nmmo's Mage baseline on every member.",
+    "coordinated": "The Arena's scripted stage-2 team: scouts, gatherers and two fighters with one shared target.",
+    "elite": "The Arena's scripted stage-3 team: as coordinated, plus NPC hunting, healing and three fighters.",
 }
+
+#: Every built-in team's name, in listing order.
+BUILTINS: tuple[str, ...] = tuple(DESCRIPTIONS)
 
 
 def _present_rows(table: np.ndarray, id_col: int) -> np.ndarray:
@@ -123,9 +128,13 @@ class ScriptedTeam:
         return actions
 
 
-def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], ScriptedTeam]:
-    """A `Team`-like constructor for built-in `name` (see `BUILTINS`)."""
-    agents = BUILTINS[name]
+def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], Any]:
+    """A `Team` constructor for built-in `name` (see `BUILTINS`)."""
+    if name not in SCRIPTED_AGENTS:
+        from matchmaking import strategies
+
+        return {"coordinated": strategies.coordinated, "elite": strategies.elite}[name]
+    agents = SCRIPTED_AGENTS[name]
 
     def make(team_id: int, env_config: Mapping[str, Any]) -> ScriptedTeam:
         return ScriptedTeam(team_id, env_config, agents)

@@ -142,6 +142,61 @@ class ArenaSettings:
     validation_ticks: int = 16
     """Ticks of the small match that validates a new revision."""
 
+    match_horizon: int = 1024
+    """`NMMO_ARENA_HORIZON`: ticks of every PvE and PvP match (shorten only for demos and
+    tests: results at another horizon are not comparable)."""
+
+    workers: int = 0
+    """`NMMO_ARENA_WORKERS`: parallel matches on this machine (0: one per CPU)."""
+
+    ray_address: str | None = None
+    """`NMMO_ARENA_RAY`: address of a Ray cluster to run matches on (`auto`, `ray://...`);
+    unset: local worker processes."""
+
+    pairing: str = "random"
+    """`NMMO_ARENA_PAIRING`: PvP pools: `random` (the paper's), `closest-rating`, `uncertainty`."""
+
+    pvp_matches_per_round: int = 0
+    """PvP matches started per round of the PvP job (0: one per worker)."""
+
+    pve_matches_per_round: int = 0
+    """PvE matches started per round of the PvE job (0: two per worker)."""
+
+    sync_every_s: float = 60.0
+    """`NMMO_ARENA_SYNC_S`: seconds between looks at the Hub for new revisions."""
+
+    validate_every_s: float = 15.0
+    """Seconds between validation rounds."""
+
+    pve_every_s: float = 10.0
+    """Seconds between PvE rounds (a round waits for its matches, so rounds never overlap)."""
+
+    pvp_every_s: float = 10.0
+    """Seconds between PvP rounds."""
+
+    flush_every_s: float = 30.0
+    """Seconds between moves of recorded matches from the WAL into a shard."""
+
+    push_every_minutes: float = 5.0
+    """Minutes between pushes of the history to the Hub (one commit each)."""
+
+    pve_matches_per_stage: int = 10
+    """PvE matches per stage (the paper's 10)."""
+
+    next_stage_top1: float = 0.5
+    """Top1Ratio in a PvE stage that opens the next stage."""
+
+    qualify_achievement: float = 25.0
+    """Mean Achievement in PvE stage 1 that qualifies for PvP (the paper's 25)."""
+
+    error_after_faulty_matches: int = 2
+    """Faulty matches (crash, memory, or faults on 10% of ticks) after which a revision
+    is marked `error` and no longer played."""
+
+    seed_examples: bool = True
+    """`NMMO_ARENA_SEED_EXAMPLES`: push the example and built-in submissions to an empty
+    embedded Hub at start-up."""
+
     @classmethod
     def from_env(cls, environ: "os._Environ[str] | dict[str, str]" = os.environ) -> "ArenaSettings":
         defaults = cls()
@@ -151,6 +206,12 @@ class ArenaSettings:
             submission_tag=environ.get("NMMO_ARENA_TAG", defaults.submission_tag),
             max_submission_mb=float(environ.get("NMMO_ARENA_MAX_MB", defaults.max_submission_mb)),
             history_repo=environ.get("NMMO_ARENA_HISTORY_REPO", defaults.history_repo),
+            match_horizon=int(environ.get("NMMO_ARENA_HORIZON", defaults.match_horizon)),
+            workers=int(environ.get("NMMO_ARENA_WORKERS", defaults.workers)),
+            ray_address=environ.get("NMMO_ARENA_RAY") or None,
+            pairing=environ.get("NMMO_ARENA_PAIRING", defaults.pairing),
+            sync_every_s=float(environ.get("NMMO_ARENA_SYNC_S", defaults.sync_every_s)),
+            seed_examples=environ.get("NMMO_ARENA_SEED_EXAMPLES", "1") not in ("0", "false", "no"),
         )
 
     @property
@@ -162,3 +223,8 @@ class ArenaSettings:
     def local_hub_dir(self) -> Path:
         """Storage of the embedded local Hub."""
         return self.data_dir / "hub"
+
+    @property
+    def history_dir(self) -> Path:
+        """The match-history dataset folder (see `matchmaking.history`)."""
+        return self.data_dir / "history"

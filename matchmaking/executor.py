@@ -1,8 +1,14 @@
-"""Where matches run: a pool of local worker processes (Ray joins in the matchmaker issue).
+"""Where matches run: local worker processes by default, Ray when one machine is not enough.
 
-Matches are independent and CPU-bound, so they run one per worker process. A worker
-that fails reports the failure as a `MatchOutcome` with an error instead of a result: one
-broken match never loses the others.
+Matches are independent and CPU-bound, so they run one per worker process. Every
+executor yields `MatchOutcome`s: a match that fails reports its error instead of a
+result, so one broken match never loses the others. The same spec gives the same result
+on every executor (the seed fixes the game; tested on a local Ray runtime).
+
+- `run_matches`: one batch, then the workers go (the evaluation tool).
+- `LocalExecutor`: a pool that lives as long as the matchmaker (no start-up per batch).
+- `RayExecutor`: the matches as Ray tasks on an existing cluster (`ray.init(address)`),
+  or on a local Ray runtime; the project must be importable on every node.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ class MatchOutcome:
     spec: MatchSpec
     result: MatchResult | None = None
     error: str | None = None
+    replay: bytes | None = None
 
 
 def _play(spec: MatchSpec, host_factory: HostFactory) -> MatchOutcome:
@@ -79,3 +86,78 @@ def run_matches(
                     yield future.result()
                 except Exception as exc:  # noqa: BLE001 - a worker died (e.g. killed): report, go on
                     yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
+
+
+class LocalExecutor:
+    """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
+
+    def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host):
+        if workers < 1:
+            raise ValueError(f"`workers` must be at least 1, got {workers}.")
+        self.workers = workers
+        self.host_factory = host_factory
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _ensure(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
+        """Play `specs`, yielding outcomes as they finish."""
+        pool = self._ensure()
+        spec_of = {pool.submit(_play, spec, self.host_factory): spec for spec in specs}
+        pending = set(spec_of)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    yield future.result()
+                except Exception as exc:  # noqa: BLE001 - a worker died: the pool is rebuilt
+                    self.close()
+                    yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
+class RayExecutor:
+    """Matches as Ray tasks, one CPU each.
+
+    Args:
+        address (`str`, *optional*): an existing cluster (`"ray://host:10001"` or
+            `"auto"`); None starts a local Ray runtime with `num_cpus` CPUs.
+        num_cpus (`int`, *optional*): CPUs of a local runtime.
+    """
+
+    def __init__(self, address: str | None = None, *, num_cpus: int | None = None, host_factory: HostFactory = in_process_host):
+        import ray  # optional: only needed when Ray is configured
+
+        from matchmaking.config import PROJECT_ROOT
+
+        self.ray = ray
+        self.host_factory = host_factory
+        if not ray.is_initialized():
+            runtime_env = {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}
+            if address is None:
+                ray.init(num_cpus=num_cpus, runtime_env=runtime_env, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+        self._play = ray.remote(num_cpus=1, max_retries=0)(_play)
+
+    def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
+        spec_of = {self._play.remote(spec, self.host_factory): spec for spec in specs}
+        pending = list(spec_of)
+        while pending:
+            done, pending = self.ray.wait(pending, num_returns=1)
+            for ref in done:
+                try:
+                    yield self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - a node or worker died
+                    yield MatchOutcome(spec_of[ref], error=f"Ray task failed: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        if self.ray.is_initialized():
+            self.ray.shutdown()

@@ -1,13 +1,21 @@
 """The PvE track: a submission's team against 15 built-in teams, scored by Top1Ratio.
 
 Stage 1 is the IJCAI 2022 starter kit's mix of nmmo's scripted baselines: 3 Combat,
-5 Forage and 7 Random teams. `summarize` turns a policy's matches into the figures the
-paper reports: Top1Ratio (share of matches it won, ties at the top included), mean
-Achievement and mean points per task.
+5 Forage and 7 Random teams. Stages 2 and 3 add the Arena's own coordinated scripted
+teams (`matchmaking.strategies`; scripted, not the paper's RL baselines), stage 3's
+stronger than stage 2's. A revision plays 10 matches a stage; the next stage opens at a
+Top1Ratio threshold; a mean Achievement of 25 in stage 1 qualifies it for PvP.
+
+`summarize` turns a policy's matches into the paper's figures: Top1Ratio (share of
+matches won, ties at the top included), mean Achievement and mean points per task.
+`plan` says which PvE matches a revision still has to play, from the history alone, with
+seeds fixed per (revision, stage, match): after a restart the same matches are planned
+again and the history's exactly-once rule keeps each one once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Mapping, Sequence
@@ -17,7 +25,12 @@ from matchmaking.records import TASK_NAMES, MatchResult
 #: Built-in opponents of each stage, by name, 15 per stage.
 STAGE_OPPONENTS: dict[int, tuple[str, ...]] = {
     1: ("combat",) * 3 + ("forage",) * 5 + ("random",) * 7,
+    2: ("coordinated",) * 6 + ("combat",) * 5 + ("forage",) * 4,
+    3: ("elite",) * 8 + ("coordinated",) * 7,
 }
+
+#: Top1Ratio in a stage that opens the next one.
+NEXT_STAGE_TOP1 = 0.5
 
 #: Matches a revision plays per stage (the paper's 10).
 MATCHES_PER_STAGE = 10
@@ -99,3 +112,64 @@ def summarize(results: Sequence[MatchResult], policy_id: str) -> PolicySummary:
         },
         fault_counts=faults,
     )
+
+
+def stage_seed(policy_id: str, revision: str, stage: int, index: int) -> int:
+    """The seed of a revision's `index`-th match of `stage`: fixed, so plans are replayable."""
+    digest = hashlib.sha256(f"pve:{policy_id}@{revision}:{stage}:{index}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def stage_results(results: Sequence[MatchResult], policy_id: str, revision: str, stage: int) -> list[MatchResult]:
+    """The revision's recorded PvE matches of `stage`."""
+    return [
+        r
+        for r in results
+        if r.track == "pve" and r.stage == stage and any(t.policy_id == policy_id and t.revision == revision for t in r.teams)
+    ]
+
+
+@dataclass(frozen=True)
+class PvePlan:
+    """Where a revision stands in PvE, and what to play next."""
+
+    stage: int
+    """The stage being played, or the last one reached when finished."""
+    seeds: tuple[int, ...]
+    """Seeds of the matches still to play in that stage (empty when PvE is finished)."""
+    summaries: Mapping[int, PolicySummary]
+    """Per completed stage, the revision's figures."""
+    finished: bool
+
+
+def plan(
+    results: Sequence[MatchResult],
+    policy_id: str,
+    revision: str,
+    *,
+    matches_per_stage: int = MATCHES_PER_STAGE,
+    next_stage_top1: float = NEXT_STAGE_TOP1,
+) -> PvePlan:
+    """What PvE matches `policy_id@revision` still has to play, judged from the history."""
+    summaries: dict[int, PolicySummary] = {}
+    for stage in sorted(STAGE_OPPONENTS):
+        played = {r.seed for r in stage_results(results, policy_id, revision, stage)}
+        wanted = [stage_seed(policy_id, revision, stage, i) for i in range(matches_per_stage)]
+        missing = tuple(seed for seed in wanted if seed not in played)
+        if missing:
+            return PvePlan(stage=stage, seeds=missing, summaries=summaries, finished=False)
+        mine = [r for r in stage_results(results, policy_id, revision, stage) if r.seed in set(wanted)]
+        summaries[stage] = summarize(mine, policy_id)
+        if summaries[stage].top1_ratio < next_stage_top1 or stage == max(STAGE_OPPONENTS):
+            return PvePlan(stage=stage, seeds=(), summaries=summaries, finished=True)
+    raise AssertionError("unreachable")
+
+
+def qualifies(summaries: Mapping[int, PolicySummary], *, threshold: float = PVP_QUALIFYING_ACHIEVEMENT) -> tuple[bool, str]:
+    """The paper's PvP qualification: mean Achievement in stage 1 at least `threshold`."""
+    first = summaries.get(1)
+    if first is None:
+        return False, "PvE stage 1 not finished"
+    if first.mean_achievement >= threshold:
+        return True, f"qualified: mean Achievement {first.mean_achievement:.1f} in PvE stage 1 (>= {threshold:.0f})"
+    return False, f"mean Achievement {first.mean_achievement:.1f} in PvE stage 1, below the {threshold:.0f} that qualifies for PvP"

@@ -1,0 +1,442 @@
+"""How ratings are computed: three views of the same match history, each a pure function.
+
+Input is always a sequence of `Outcome`s (who played, what each scored), read from the
+history; output is a table of ratings. The same history gives the identical table.
+
+- `trueskill_ratings`: TrueSkill as the IJCAI paper used it, through the `trueskill`
+  package's algorithm: one rating per policy revision (a team of 8 is one player),
+  16-team free-for-all ranked by Achievement with equal scores tied, `tau=0`, a small
+  draw probability. Online: matches apply in the order of `Outcome.key` (start time, then
+  match id) and the state can be checkpointed and extended.
+- `plackett_luce`: an order-free maximum-likelihood rating. One batch fit of a
+  Plackett-Luce model over the whole history (ties by Efron's rule, a small L2 penalty),
+  anchored on the built-in teams' fixed ratings as AlphaStar anchored its MMR, with 95%
+  intervals for rating and leaderboard position from a bootstrap over whole matches.
+- `elo_ratings`: Elo as in Hugging Face's AI vs. AI, a 16-team result read as pairwise
+  duels.
+
+Scales. Plackett-Luce ratings are log-strengths: a gap of 1 means the better policy wins a
+duel e/(1+e), about 73% of the time. The anchors are given in that unit; TrueSkill and
+Elo place them on their own scales by matching duel win probabilities (see
+`ANCHOR_TRUESKILL_MU`, `anchor_elo`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from matchmaking.records import MatchResult
+
+# -- anchors ------------------------------------------------------------------------------
+
+#: Fixed ratings of the built-in teams, in Plackett-Luce units, random play at 0. They
+#: make the scale mean the same thing as the population changes (`bench/anchors.py` fits
+#: them from built-in-only matches; refit and bump when the built-ins change).
+ANCHORS: dict[str, float] = {
+    "builtin:random": 0.0,
+    "builtin:forage": 1.9,
+    "builtin:combat": 2.8,
+}
+
+#: TrueSkill mu per Plackett-Luce unit: a duel won with probability sigmoid(d) in PL is won
+#: with probability Phi(mu_gap / (sqrt(2) beta)) in TrueSkill; matching the slopes at 0
+#: (sigmoid'(0) = 1/4, Phi'(0) = 1/sqrt(2 pi)) gives mu_gap = d * sqrt(2) beta * sqrt(2 pi) / 4.
+TRUESKILL_MU, TRUESKILL_SIGMA = 25.0, 25.0 / 3.0
+TRUESKILL_BETA = TRUESKILL_SIGMA / 2.0
+TRUESKILL_PER_PL = math.sqrt(2.0) * TRUESKILL_BETA * math.sqrt(2.0 * math.pi) / 4.0
+
+#: Elo points per Plackett-Luce unit: Elo's duel probability is 1 / (1 + 10^(-gap/400)).
+ELO_PER_PL = 400.0 / math.log(10.0)
+ELO_START = 1200.0
+
+#: TrueSkill draw probability: small, since large values distort the many ties at 0.
+DRAW_PROBABILITY = 0.015
+
+
+def anchor_trueskill_mu(value: float, mean_anchor: float) -> float:
+    """An anchor's TrueSkill mu: centred so the anchors' mean sits at the default mu."""
+    return TRUESKILL_MU + (value - mean_anchor) * TRUESKILL_PER_PL
+
+
+def anchor_elo(value: float, mean_anchor: float) -> float:
+    """An anchor's Elo: centred so the anchors' mean sits at the starting Elo."""
+    return ELO_START + (value - mean_anchor) * ELO_PER_PL
+
+
+# -- input --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One match as the rating engines see it."""
+
+    key: tuple[str, str]
+    """(start time, match id): the order online engines apply matches in."""
+    players: tuple[str, ...]
+    scores: tuple[int, ...]
+
+    def ranks(self) -> list[int]:
+        """1 for the best score; equal scores share a rank."""
+        return [1 + sum(o > s for o in self.scores) for s in self.scores]
+
+
+def player_id(policy_id: str, revision: str) -> str:
+    """The rated entity: a built-in by name, a submission by repo and revision."""
+    return policy_id if policy_id.startswith("builtin:") else f"{policy_id}@{revision}"
+
+
+def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
+    """The matches of `tracks`, in rating order."""
+    out = [
+        Outcome(
+            key=(r.started_at, r.match_id),
+            players=tuple(player_id(t.policy_id, t.revision) for t in r.teams),
+            scores=tuple(t.achievement for t in r.teams),
+        )
+        for r in results
+        if r.track in tracks
+    ]
+    return sorted(out, key=lambda o: o.key)
+
+
+# -- TrueSkill ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrueSkillRating:
+    mu: float
+    sigma: float
+    matches: int = 0
+
+    @property
+    def conservative(self) -> float:
+        """mu - 3 sigma: what the leaderboard shows (the paper's convention)."""
+        return self.mu - 3.0 * self.sigma
+
+
+@dataclass(frozen=True)
+class TrueSkillState:
+    """Ratings after a prefix of the history: a checkpoint to extend with later matches."""
+
+    ratings: Mapping[str, TrueSkillRating] = field(default_factory=dict)
+    last_key: tuple[str, str] = ("", "")
+    matches: int = 0
+
+
+def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tuple[float, float]]:
+    """One free-for-all update; falls back to the package's mpmath backend on
+    FloatingPointError, as the package itself advises."""
+    from leaderboard.trueskill_ffa import rate_ffa
+
+    try:
+        return rate_ffa(
+            ratings,
+            ranks,
+            mu=TRUESKILL_MU,
+            sigma=TRUESKILL_SIGMA,
+            beta=TRUESKILL_BETA,
+            tau=0.0,
+            draw_probability=DRAW_PROBABILITY,
+        )
+    except FloatingPointError:
+        import trueskill
+
+        env = trueskill.TrueSkill(
+            mu=TRUESKILL_MU, sigma=TRUESKILL_SIGMA, beta=TRUESKILL_BETA, tau=0.0,
+            draw_probability=DRAW_PROBABILITY, backend="mpmath",
+        )
+        rated = env.rate([(env.create_rating(mu, sigma),) for mu, sigma in ratings], ranks=ranks)
+        return [(float(team[0].mu), float(team[0].sigma)) for team in rated]
+
+
+def trueskill_ratings(
+    history: Sequence[Outcome],
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+) -> TrueSkillState:
+    """TrueSkill after `history`, starting from `state` (a checkpoint) if given.
+
+    Each match updates every non-anchor player once. Teams are sorted by player id before
+    the update, because the algorithm's result depends on the input order of tied teams.
+    Anchors enter each update with a fixed rating (`anchor_sigma`) and are not changed. A
+    player appearing twice in one match takes the mean of its updates.
+
+    Raises:
+        `ValueError`: `history` holds a match at or before the checkpoint's last one (then
+            recompute from scratch: online ratings depend on order).
+    """
+    state = state or TrueSkillState()
+    ratings = dict(state.ratings)
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = {p: (anchor_trueskill_mu(v, mean_anchor), anchor_sigma) for p, v in anchors.items()}
+    last = state.last_key
+    count = state.matches
+    for outcome in history:
+        if outcome.key <= last:
+            raise ValueError(
+                f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
+            )
+        last = outcome.key
+        order = sorted(range(len(outcome.players)), key=lambda i: (outcome.players[i], i))
+        players = [outcome.players[i] for i in order]
+        ranks = outcome.ranks()
+        before = []
+        for p in players:
+            if p in fixed:
+                before.append(fixed[p])
+            else:
+                r = ratings.get(p)
+                before.append((r.mu, r.sigma) if r else (TRUESKILL_MU, TRUESKILL_SIGMA))
+        after = _rate_match(before, [ranks[i] for i in order])
+        updates: dict[str, list[tuple[float, float]]] = {}
+        for p, new in zip(players, after):
+            if p not in fixed:
+                updates.setdefault(p, []).append(new)
+        for p, news in updates.items():
+            played = ratings[p].matches if p in ratings else 0
+            ratings[p] = TrueSkillRating(
+                mu=sum(m for m, _ in news) / len(news), sigma=sum(s for _, s in news) / len(news), matches=played + 1
+            )
+        count += 1
+    return TrueSkillState(ratings=ratings, last_key=last, matches=count)
+
+
+def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs) -> TrueSkillState:
+    """Bring a checkpoint up to date: apply only matches after it, or recompute everything
+    if a match earlier than the checkpoint has appeared since (out-of-order arrival)."""
+    new = [o for o in history if o.key > state.last_key]
+    if len(history) - len(new) != state.matches:
+        return trueskill_ratings(history, **kwargs)
+    return trueskill_ratings(new, state=state, **kwargs)
+
+
+# -- Elo ----------------------------------------------------------------------------------
+
+#: Elo K per match, shared over the duels of a match: each of the n-1 duels moves a
+#: rating by at most K/(n-1), so one 16-team match moves a rating by at most K.
+ELO_K = 32.0
+
+
+def elo_ratings(history: Sequence[Outcome], *, k: float = ELO_K, anchors: Mapping[str, float] = ANCHORS) -> dict[str, float]:
+    """Elo after `history`, in order. A 16-team match is read as its 120 duels (a higher
+    Achievement wins, equal scores draw); anchors are fixed. New players start at 1200."""
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
+    ratings: dict[str, float] = {}
+    for outcome in history:
+        current = [fixed.get(p, ratings.get(p, ELO_START)) for p in outcome.players]
+        n = len(current)
+        delta = [0.0] * n
+        for i in range(n):
+            for j in range(n):
+                if i == j or outcome.players[i] == outcome.players[j]:
+                    continue
+                expected = 1.0 / (1.0 + 10.0 ** ((current[j] - current[i]) / 400.0))
+                actual = 1.0 if outcome.scores[i] > outcome.scores[j] else 0.5 if outcome.scores[i] == outcome.scores[j] else 0.0
+                delta[i] += k / (n - 1) * (actual - expected)
+        for i, p in enumerate(outcome.players):
+            if p not in fixed:
+                ratings[p] = ratings.get(p, ELO_START) + delta[i]
+    return ratings
+
+
+# -- Plackett-Luce maximum likelihood -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MLERating:
+    """A maximum-likelihood rating with its 95% bootstrap intervals."""
+
+    rating: float
+    low: float
+    high: float
+    rank: int
+    rank_low: int
+    rank_high: int
+    matches: int
+    anchor: bool = False
+
+
+@dataclass(frozen=True)
+class _Design:
+    """A history as padded arrays: per match, players in score order and their tie groups."""
+
+    players: list[str]
+    order: np.ndarray  # [M, K] player index by position (best first), -1 padding
+    valid: np.ndarray  # [M, K] bool
+    group_start: np.ndarray  # [M, K] position where each position's tie group starts
+    group_size: np.ndarray  # [M, K] size of the group starting here, 0 elsewhere
+
+
+def _design(history: Sequence[Outcome]) -> _Design:
+    players = sorted({p for o in history for p in o.players})
+    index = {p: i for i, p in enumerate(players)}
+    width = max((len(o.players) for o in history), default=1)
+    m = len(history)
+    order = np.full((m, width), -1, dtype=np.int64)
+    valid = np.zeros((m, width), dtype=bool)
+    group_start = np.zeros((m, width), dtype=np.int64)
+    group_size = np.zeros((m, width), dtype=np.float64)
+    for row, outcome in enumerate(history):
+        ranked = sorted(range(len(outcome.players)), key=lambda i: (-outcome.scores[i], outcome.players[i]))
+        start = 0
+        for pos, i in enumerate(ranked):
+            order[row, pos] = index[outcome.players[i]]
+            valid[row, pos] = True
+            if pos and outcome.scores[i] != outcome.scores[ranked[pos - 1]]:
+                start = pos
+            group_start[row, pos] = start
+            group_size[row, start] += 1
+    return _Design(players, order, valid, group_start, group_size)
+
+
+def _negative_log_likelihood(s: np.ndarray, design: _Design, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """Plackett-Luce with ties by Efron's rule, weighted by match.
+
+    A tie group G of d teams, taken from the remaining teams R, contributes
+    sum_G s - sum_{k<d} log(sum_R e^s - (k/d) sum_G e^s): the likelihood of G's members
+    coming next in some order, averaged over orders (Breslow's simpler rule, all d
+    denominators equal to sum_R e^s, shrinks ratings toward each other when ties are
+    common, as they are here). Returns the weighted NLL and its gradient in s.
+    """
+    valid = design.valid
+    safe = np.where(valid, design.order, 0)
+    strength = np.where(valid, np.exp(s[safe]), 0.0)
+    remaining = np.cumsum(strength[:, ::-1], axis=1)[:, ::-1]  # sum over positions >= p
+    csum = np.cumsum(strength, axis=1)
+    start = design.group_start
+    end = start + np.take_along_axis(design.group_size, start, axis=1).astype(np.int64) - 1
+    end = np.where(valid, end, start)
+    before = np.where(start > 0, np.take_along_axis(csum, np.maximum(start - 1, 0), axis=1), 0.0)
+    tied = np.take_along_axis(csum, end, axis=1) - before  # sum over the group of e^s
+    size = np.take_along_axis(design.group_size, start, axis=1)
+    k = np.arange(valid.shape[1])[None, :] - start
+    share = np.where(valid, k / np.where(size > 0, size, 1.0), 0.0)
+    denominator = np.where(valid, np.take_along_axis(remaining, start, axis=1) - share * tied, 1.0)
+    w = weights[:, None]
+    nll = -float(np.sum(w * np.where(valid, s[safe] - np.log(denominator), 0.0)))
+    # d log(den_p)/d s_j = e^s_j (1[j remains at p] - share_p 1[j in p's group]) / den_p
+    a = np.where(valid, w / denominator, 0.0)
+    b = np.where(valid, w * share / denominator, 0.0)
+    reach = np.take_along_axis(np.cumsum(a, axis=1), end, axis=1)  # all p whose group starts <= q's end
+    csum_b = np.cumsum(b, axis=1)
+    group_b = np.take_along_axis(csum_b, end, axis=1) - np.where(start > 0, np.take_along_axis(csum_b, np.maximum(start - 1, 0), axis=1), 0.0)
+    push = strength * (reach - group_b)
+    occurrences = np.broadcast_to(w, valid.shape)
+    grad = np.bincount(safe[valid], weights=push[valid] - occurrences[valid], minlength=len(s))
+    return nll, grad
+
+
+def _fit(design: _Design, weights: np.ndarray, fixed: dict[int, float], l2: float, start: np.ndarray | None = None) -> np.ndarray:
+    from scipy.optimize import minimize
+
+    n = len(design.players)
+    free = np.array([i for i in range(n) if i not in fixed], dtype=np.int64)
+    base = np.zeros(n)
+    for i, v in fixed.items():
+        base[i] = v
+    prior = float(np.mean(list(fixed.values()))) if fixed else 0.0
+
+    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
+        s = base.copy()
+        s[free] = x
+        nll, grad = _negative_log_likelihood(s, design, weights)
+        penalty = 0.5 * l2 * float(np.sum((x - prior) ** 2))
+        return nll + penalty, grad[free] + l2 * (x - prior)
+
+    x0 = start[free] if start is not None else np.full(len(free), prior)
+    if len(free) == 0:
+        return base
+    solution = minimize(objective, x0, jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-6})
+    s = base.copy()
+    s[free] = solution.x
+    return s
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """1 for the highest value; equal values share a rank."""
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.arange(1, len(values) + 1)
+    for i in range(1, len(order)):
+        if values[order[i]] == values[order[i - 1]]:
+            ranks[order[i]] = ranks[order[i - 1]]
+    return ranks
+
+
+def plackett_luce(
+    history: Sequence[Outcome],
+    *,
+    anchors: Mapping[str, float] = ANCHORS,
+    l2: float = 0.01,
+    bootstrap: int = 200,
+    seed: int = 0,
+) -> dict[str, MLERating]:
+    """Order-free maximum-likelihood ratings, anchored, with 95% bootstrap intervals.
+
+    Args:
+        history (`Sequence[Outcome]`): the matches (their order does not matter).
+        anchors (`Mapping[str, float]`): players whose ratings are fixed (built-ins).
+        l2 (`float`): penalty pulling free ratings toward the anchors' mean, so that a
+            policy that always wins (or always loses) still gets a finite rating.
+        bootstrap (`int`): resamples of whole matches for the intervals (0: none).
+        seed (`int`): seed of the resampling.
+
+    Returns:
+        `dict[str, MLERating]`: per player, rating with interval, and leaderboard position
+        among all rated players with its interval.
+    """
+    if not history:
+        return {}
+    design = _design(history)
+    fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
+    m = len(history)
+    estimate = _fit(design, np.ones(m), fixed, l2)
+    ranks = _ranks(estimate)
+    counts = np.bincount(design.order[design.valid], minlength=len(design.players))
+    samples = np.empty((bootstrap, len(design.players)))
+    rng = np.random.default_rng(seed)
+    for b in range(bootstrap):
+        weights = np.bincount(rng.integers(0, m, size=m), minlength=m).astype(np.float64)
+        samples[b] = _fit(design, weights, fixed, l2, start=estimate)
+    if bootstrap:
+        low, high = np.percentile(samples, [2.5, 97.5], axis=0)
+        sample_ranks = np.array([_ranks(row) for row in samples])
+        rank_low, rank_high = np.percentile(sample_ranks, [2.5, 97.5], axis=0)
+    else:
+        low, high, rank_low, rank_high = estimate, estimate, ranks, ranks
+    return {
+        player: MLERating(
+            rating=float(estimate[i]),
+            low=float(low[i]),
+            high=float(high[i]),
+            rank=int(ranks[i]),
+            rank_low=int(math.floor(rank_low[i])),
+            rank_high=int(math.ceil(rank_high[i])),
+            matches=int(counts[i]),
+            anchor=i in fixed,
+        )
+        for i, player in enumerate(design.players)
+    }
+
+
+__all__ = [
+    "ANCHORS",
+    "MLERating",
+    "Outcome",
+    "TrueSkillRating",
+    "TrueSkillState",
+    "elo_ratings",
+    "extend_trueskill",
+    "outcomes",
+    "plackett_luce",
+    "player_id",
+    "trueskill_ratings",
+]
+

@@ -1,0 +1,152 @@
+"""Starting the Arena: its Hub, history, statuses, executor and matchmaker, wired together.
+
+`Arena.start(settings)` is all `app.py` needs. With no Hub configured it starts the
+embedded local Hub (`localhub`) on the data folder and, when that Hub is empty, seeds it
+with example submissions: the three example policies and the built-in teams packaged as
+repos, so that a fresh install fills its leaderboard with real matches, offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from huggingface_hub import HfApi
+
+from matchmaking.config import PROJECT_ROOT, ArenaSettings
+from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
+from matchmaking.history import HistoryStore, HubMirror
+from matchmaking.sandbox import protect_process, sandboxed_host
+from matchmaking.scheduler import Matchmaker
+from matchmaking.submissions import SubmissionRegistry
+
+log = logging.getLogger(__name__)
+
+EXAMPLES = PROJECT_ROOT / "examples" / "policies"
+
+#: Owner of the seeded example repos on the embedded Hub.
+EXAMPLE_OWNER = "nmmo-arena"
+
+#: Built-in teams packaged as submissions on the embedded Hub.
+PACKAGED_BUILTINS = ("random", "forage", "combat", "coordinated", "elite")
+
+_BUILTIN_POLICY = '''"""The Arena's built-in team `{name}`, packaged as a submission.
+
+The Arena also plays it directly as `builtin:{name}` (a PvE opponent and rating anchor);
+as a submission it goes through discovery, validation, the sandbox and PvE like any other.
+"""
+
+from matchmaking.builtin import builtin_factory
+
+_make = builtin_factory("{name}")
+
+
+class Team:
+    def __init__(self, team_id, env_config):
+        self._team = _make(team_id, env_config)
+        self.reset = getattr(self._team, "reset", lambda: None)
+
+    def act(self, observations):
+        return self._team.act(observations)
+'''
+
+
+def _card(tag: str, name: str, description: str) -> str:
+    front = yaml.safe_dump({"tags": [tag], "team_name": name, "description": description}, sort_keys=False)
+    return f"---\n{front}---\n# {name}\n\n{description}\n"
+
+
+def seed_hub(api: HfApi, *, tag: str) -> list[str]:
+    """Push the example and packaged built-in submissions that are missing. Returns their ids."""
+    from matchmaking.builtin import DESCRIPTIONS
+
+    pushed = []
+    entries: list[tuple[str, str, str, dict[str, str] | Path]] = []
+    for folder in sorted(EXAMPLES.iterdir()):
+        if (folder / "policy.py").is_file():
+            doc = (folder / "policy.py").read_text().split('"""')[1].strip().splitlines()[0]
+            entries.append((f"{EXAMPLE_OWNER}/example-{folder.name}", f"Example: {folder.name}", doc, folder))
+    for name in PACKAGED_BUILTINS:
+        entries.append(
+            (f"{EXAMPLE_OWNER}/builtin-{name}", f"Built-in: {name}", DESCRIPTIONS[name], {"policy.py": _BUILTIN_POLICY.format(name=name)})
+        )
+    for repo_id, name, description, content in entries:
+        if api.repo_exists(repo_id):
+            continue
+        api.create_repo(repo_id, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            staging = Path(tmp)
+            if isinstance(content, Path):
+                for file in content.iterdir():
+                    if file.is_file():
+                        (staging / file.name).write_bytes(file.read_bytes())
+            else:
+                for path, text in content.items():
+                    (staging / path).write_text(text)
+            (staging / "README.md").write_text(_card(tag, name, description))
+            api.upload_folder(repo_id=repo_id, folder_path=staging, commit_message=f"Seed {name}")
+        pushed.append(repo_id)
+    return pushed
+
+
+@dataclass
+class Arena:
+    """A running Arena: call `stop()` to end it."""
+
+    settings: ArenaSettings
+    api: HfApi
+    store: HistoryStore
+    registry: SubmissionRegistry
+    matchmaker: Matchmaker
+    mirror: HubMirror
+    hub: Any = None
+
+    @classmethod
+    def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True) -> "Arena":
+        """Start everything; with `schedule=False` the rounds are left to the caller."""
+        settings = settings or ArenaSettings.from_env()
+        protect_process()  # sandboxes must not read this process's environment via /proc
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(settings.data_dir, 0o700)
+        hub = None
+        if settings.hub_endpoint is None:
+            from localhub import LocalHub
+
+            token_file = settings.data_dir / "local-hub-token"
+            if not token_file.exists():
+                token_file.write_text(secrets.token_hex(16))
+            token = token_file.read_text().strip()
+            hub = LocalHub(settings.local_hub_dir, write_token=token).start()
+            api = HfApi(endpoint=hub.endpoint, token=token)
+            log.info("embedded Hub at %s", hub.endpoint)
+            if settings.seed_examples:
+                seeded = seed_hub(api, tag=settings.submission_tag)
+                if seeded:
+                    log.info("seeded %d example submissions", len(seeded))
+        else:
+            api = HfApi(endpoint=settings.hub_endpoint, token=os.environ.get("HF_TOKEN"))
+        store = HistoryStore(settings.history_dir)
+        registry = SubmissionRegistry(settings.history_dir / "submissions" / "statuses.jsonl")
+        mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes)
+        workers = settings.workers or default_workers()
+        if settings.ray_address:
+            executor: Any = RayExecutor(settings.ray_address, host_factory=sandboxed_host)
+        else:
+            executor = LocalExecutor(workers, host_factory=sandboxed_host)
+        matchmaker = Matchmaker(settings, api=api, store=store, registry=registry, executor=executor, mirror=mirror, workers=workers)
+        if schedule:
+            matchmaker.start()
+        return cls(settings, api, store, registry, matchmaker, mirror, hub)
+
+    def stop(self) -> None:
+        self.matchmaker.stop()
+        self.matchmaker.executor.close()
+        self.mirror.stop()
+        if self.hub is not None:
+            self.hub.stop()
