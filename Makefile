@@ -8,12 +8,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install bench clean-venv check-python
+.PHONY: run test install chromium bench clean-venv
 
 run: install
 	$(PY) app.py
 
-test: install
+test: install chromium
 	$(PY) -m pytest
 
 install: $(STAMP)
@@ -27,6 +27,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --ignore-requires-python -r requirements-dev.txt
 	touch $@
+
+# Browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests (needs root: apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 bench: install
 	$(PY) -m bench.match_speed

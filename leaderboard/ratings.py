@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -159,6 +159,7 @@ def trueskill_ratings(
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
     anchor_sigma: float = 1.0,
+    observe: "Callable[[Outcome, str, TrueSkillRating], None] | None" = None,
 ) -> TrueSkillState:
     """TrueSkill after `history`, starting from `state` (a checkpoint) if given.
 
@@ -166,6 +167,9 @@ def trueskill_ratings(
     the update, because the algorithm's result depends on the input order of tied teams.
     Anchors enter each update with a fixed rating (`anchor_sigma`) and are not changed. A
     player appearing twice in one match takes the mean of its updates.
+
+    `observe(outcome, player, rating)`, if given, sees every new rating as it is made
+    (the leaderboard draws ratings over time with it).
 
     Raises:
         `ValueError`: `history` holds a match at or before the checkpoint's last one (then
@@ -203,6 +207,8 @@ def trueskill_ratings(
             ratings[p] = TrueSkillRating(
                 mu=sum(m for m, _ in news) / len(news), sigma=sum(s for _, s in news) / len(news), matches=played + 1
             )
+            if observe is not None:
+                observe(outcome, p, ratings[p])
         count += 1
     return TrueSkillState(ratings=ratings, last_key=last, matches=count)
 
@@ -214,6 +220,11 @@ def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs
     if len(history) - len(new) != state.matches:
         return trueskill_ratings(history, **kwargs)
     return trueskill_ratings(new, state=state, **kwargs)
+
+
+def recomputed(state: TrueSkillState, history: Sequence[Outcome]) -> bool:
+    """Whether `extend_trueskill(state, history)` has to start from scratch."""
+    return len(history) - sum(o.key > state.last_key for o in history) != state.matches
 
 
 # -- Elo ----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 
 from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 from matchmaking.records import MatchResult
+from matchmaking.replay import ReplayRecorder
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,13 @@ class MatchOutcome:
     replay: bytes | None = None
 
 
-def _play(spec: MatchSpec, host_factory: HostFactory) -> MatchOutcome:
+def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False) -> MatchOutcome:
+    recorder = ReplayRecorder() if record else None
     try:
-        return MatchOutcome(spec, result=run_match(spec, host_factory=host_factory))
+        result = run_match(spec, host_factory=host_factory, recorder=recorder)
     except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
         return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}")
+    return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None)
 
 
 def default_workers() -> int:
@@ -91,11 +94,12 @@ def run_matches(
 class LocalExecutor:
     """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
 
-    def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host):
+    def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True):
         if workers < 1:
             raise ValueError(f"`workers` must be at least 1, got {workers}.")
         self.workers = workers
         self.host_factory = host_factory
+        self.record_replays = record_replays
         self._pool: ProcessPoolExecutor | None = None
 
     def _ensure(self) -> ProcessPoolExecutor:
@@ -106,7 +110,7 @@ class LocalExecutor:
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
         """Play `specs`, yielding outcomes as they finish."""
         pool = self._ensure()
-        spec_of = {pool.submit(_play, spec, self.host_factory): spec for spec in specs}
+        spec_of = {pool.submit(_play, spec, self.host_factory, self.record_replays): spec for spec in specs}
         pending = set(spec_of)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -132,13 +136,21 @@ class RayExecutor:
         num_cpus (`int`, *optional*): CPUs of a local runtime.
     """
 
-    def __init__(self, address: str | None = None, *, num_cpus: int | None = None, host_factory: HostFactory = in_process_host):
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        num_cpus: int | None = None,
+        host_factory: HostFactory = in_process_host,
+        record_replays: bool = True,
+    ):
         import ray  # optional: only needed when Ray is configured
 
         from matchmaking.config import PROJECT_ROOT
 
         self.ray = ray
         self.host_factory = host_factory
+        self.record_replays = record_replays
         if not ray.is_initialized():
             runtime_env = {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}
             if address is None:
@@ -148,7 +160,7 @@ class RayExecutor:
         self._play = ray.remote(num_cpus=1, max_retries=0)(_play)
 
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
-        spec_of = {self._play.remote(spec, self.host_factory): spec for spec in specs}
+        spec_of = {self._play.remote(spec, self.host_factory, self.record_replays): spec for spec in specs}
         pending = list(spec_of)
         while pending:
             done, pending = self.ray.wait(pending, num_returns=1)

@@ -22,6 +22,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from nmmo.entity.entity import EntityState
+from nmmo.lib.event_code import EventCode
+from nmmo.lib.event_log import EventAttr
 
 from matchmaking import game
 from matchmaking.config import ARENA_VERSION, MatchConfig
@@ -30,12 +32,15 @@ from matchmaking.errors import MatchFailedError, MatchSetupError
 from matchmaking.policy import PolicyRef, team_factory
 from matchmaking.progress import TravelTracker, team_progress
 from matchmaking.records import Fault, FaultKind, MatchResult, TaskResult, TeamResult
+from matchmaking.replay import ReplayRecorder
 from matchmaking.scoring import RULES, achievement, competition_ranks
 from matchmaking.sandbox_protocol import ObservationLayout
 from matchmaking.teams import InProcessTeam, TeamHost, TeamSlot
 
 #: Builds the host of one team: `(policy, slot) -> TeamHost`.
 HostFactory = Callable[[PolicyRef, TeamSlot], TeamHost]
+
+_ENTITY_COLUMNS = EntityState.State.attr_name_to_col
 
 # Distinguishes the per-team seed stream from the other streams drawn from a match seed.
 _TEAM_STREAM = 0x7465616D  # "team"
@@ -112,13 +117,20 @@ class _FaultLog:
             self.kept[team].append(fault)
 
 
-def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -> MatchResult:
+def run_match(
+    spec: MatchSpec,
+    *,
+    host_factory: HostFactory = in_process_host,
+    recorder: ReplayRecorder | None = None,
+) -> MatchResult:
     """Play one match to its horizon (or until every agent is dead) and score it.
 
     Args:
         spec (`MatchSpec`): seed, policies and rules.
         host_factory (`HostFactory`, *optional*): how each team is hosted; in-process by
             default, `matchmaking.sandbox.sandboxed_host` for untrusted policies.
+        recorder (`ReplayRecorder`, *optional*): records the match's replay (its `data`
+            holds the bytes afterwards).
 
     Returns:
         `MatchResult`: the record of the match, faults included.
@@ -160,7 +172,10 @@ def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -
             if callable(bind):  # sandboxes: the env writes observations into shared memory
                 bind(env, teams[team_id])
         travel = TravelTracker(config.num_agents)
-        travel.start(EntityState.Query.table(env.realm.datastore))
+        entities = EntityState.Query.table(env.realm.datastore)
+        travel.start(entities)
+        if recorder is not None:
+            recorder.start(tiles=env.tile_map[:, :, 2], entities=entities, columns=_ENTITY_COLUMNS, num_agents=config.num_agents)
 
         # ALGO LOGIC: the game loop
         ticks = 0
@@ -184,17 +199,25 @@ def run_match(spec: MatchSpec, *, host_factory: HostFactory = in_process_host) -
                 for member, action in checked.actions.items():
                     actions[teams[team_id][member]] = action
             observations, *_ = env.step(actions)
-            travel.update(EntityState.Query.table(env.realm.datastore))
+            entities = EntityState.Query.table(env.realm.datastore)
+            travel.update(entities)
+            if recorder is not None:
+                recorder.tick(entities)
             ticks = tick
             if not env.realm.players:
                 break
 
-        progress = team_progress(
-            env.realm.event_log.get_data(),
-            teams,
-            travel.farthest,
-            base_level=env.config.PROGRESSION_BASE_LEVEL,
-        )
+        events = env.realm.event_log.get_data()
+        progress = team_progress(events, teams, travel.farthest, base_level=env.config.PROGRESSION_BASE_LEVEL)
+        if recorder is not None:
+            recorder.finish(
+                match_id=spec.match_id,
+                events=events,
+                event_columns=EventAttr,
+                event_codes={name: getattr(EventCode, name) for name in ("SCORE_HIT", "PLAYER_KILL", "LEVEL_UP", "EQUIP_ITEM")},
+                teams=teams,
+                policies=[ref.label for ref in spec.policies],
+            )
         alive_at_end = {team_id: sum(a in env.realm.players for a in agent_ids) for team_id, agent_ids in teams.items()}
     except Exception as exc:  # only engine failures reach here: team failures are faults
         raise MatchFailedError(f"Match {spec.match_id} (seed {spec.seed}) failed in the game engine: {exc!r}") from exc

@@ -235,7 +235,7 @@ class Matchmaker:
             ("pvp", self.play_pvp, s.pvp_every_s),
             ("flush", self.flush, s.flush_every_s),
         ):
-            scheduler.add_job(self._guarded(name, job), "interval", seconds=every, id=name, next_run_time=_now())
+            scheduler.add_job(self._guarded(name, job), "interval", seconds=every, id=name, name=name, next_run_time=_now())
         scheduler.start()
         self.scheduler = scheduler
         return scheduler

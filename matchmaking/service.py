@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 from huggingface_hub import HfApi
+from huggingface_hub.utils import disable_progress_bars
 
 from matchmaking.config import PROJECT_ROOT, ArenaSettings
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
@@ -111,6 +112,7 @@ class Arena:
     def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True) -> "Arena":
         """Start everything; with `schedule=False` the rounds are left to the caller."""
         settings = settings or ArenaSettings.from_env()
+        disable_progress_bars()  # downloads happen in the background: no progress bars in the log
         protect_process()  # sandboxes must not read this process's environment via /proc
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(settings.data_dir, 0o700)

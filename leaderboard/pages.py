@@ -1,0 +1,196 @@
+"""The Space's pages: Gradio wiring of the tables, plots and the replay viewer.
+
+Each callback only reads the latest `Standings` (kept fresh in the background by
+`leaderboard.data.LeaderboardData`) and formats it with `leaderboard.tables`, so every
+page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submissions`,
+`/matches`, `/policy`) make the same data available through `gradio_client`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gradio as gr
+import pandas as pd
+
+from leaderboard import tables
+from leaderboard.data import LeaderboardData
+from leaderboard.viewer import replay_viewer
+from matchmaking.builtin import DESCRIPTIONS
+from matchmaking.pve import STAGE_OPPONENTS
+from matchmaking.scoring import tier_table
+
+REFRESH_S = 10.0
+
+
+def builtin_references() -> pd.DataFrame:
+    """The built-in teams, what they are, and where they play."""
+    return pd.DataFrame(
+        [
+            {
+                "Built-in": f"builtin:{name}",
+                "What it is": text,
+                "PvE stages": ", ".join(str(s) for s, names in STAGE_OPPONENTS.items() if name in names) or "-",
+            }
+            for name, text in DESCRIPTIONS.items()
+        ]
+    )
+
+
+def about_markdown(*, tag: str, history_repo: str, hub_url: str) -> str:
+    rows = "\n".join(
+        f"| {r['task']} | {r['measure']} | {r['easy (4)']} | {r['medium (10)']} | {r['hard (21)']} |" for r in tier_table()
+    )
+    return f"""
+## Submit a policy
+Push a model repo tagged **`{tag}`** whose root holds `policy.py` with `class Team`
+(`__init__(self, team_id, env_config)`, `act(self, observations) -> actions`); see the
+README for the full contract and examples:
+
+```bash
+hf upload YOUR-USER/YOUR-TEAM ./your-team .
+```
+
+The Arena finds it, validates it in a sandbox (the Submissions tab says why if it is
+rejected), plays PvE: 10 matches a stage against built-in teams, and qualifies it for PvP
+at a mean Achievement of 25 in stage 1. PvP pools 16 qualified policies at random.
+
+## Rules
+16 teams of 8 agents, 128x128 maps, 1024 ticks, Neural MMO 2.x with every game system.
+A team's Achievement is the sum over four tasks of its highest tier reached by any member:
+
+| Task | Measured as | Easy (4) | Medium (10) | Hard (21) |
+|---|---|---|---|---|
+{rows}
+
+Built-in teams of stages 2 and 3 are the Arena's own **scripted** teams, not the paper's
+RL baselines.
+
+## Data
+Every match is in the dataset [`{history_repo}`]({hub_url.rstrip('/')}/datasets/{history_repo}),
+one row per team per match; every rating here is computed from it alone:
+`datasets.load_dataset("{history_repo}")`.
+"""
+
+
+def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str = "nmmo-arena/match-history") -> gr.Blocks:
+    """The Blocks app over `data`."""
+    hub_url = data.hub_url
+
+    def latest_players() -> set[str]:
+        from leaderboard.ratings import player_id
+
+        return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
+
+    def pvp_table(search: str = "") -> pd.DataFrame:
+        return tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest_players() or None, search=search or "")
+
+    def pve_table() -> pd.DataFrame:
+        return tables.pve_table(data.standings(), data.statuses(), hub_url=hub_url)
+
+    def submissions() -> pd.DataFrame:
+        return tables.submissions_table(data.statuses(), hub_url=hub_url)
+
+    def matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> pd.DataFrame:
+        return tables.matches_table(
+            data.standings(), policy=policy or "", track=track or "", stage=int(stage) if stage else None, since=since or "", until=until or ""
+        )
+
+    def players() -> list[str]:
+        return sorted(set(data.standings().teams["player"])) if len(data.standings().teams) else []
+
+    def policy(player: str) -> tuple[Any, ...]:
+        frames = tables.policy_frames(data.standings(), player or "")
+        return frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"]
+
+    with gr.Blocks(title="NMMO Arena") as demo:
+        gr.Markdown(
+            "# NMMO Arena\nNeural MMO policies ranked in free-for-all matches of 16 teams of 8, "
+            "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
+        )
+        timer = gr.Timer(REFRESH_S)
+        with gr.Tabs() as tabs:
+            with gr.Tab("PvP leaderboard", id="pvp"):
+                search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
+                pvp = gr.Dataframe(
+                    pvp_table, datatype=[c.kind for c in tables.PVP_COLUMNS], elem_id="pvp-table", interactive=False, wrap=True
+                )
+                gr.Markdown(
+                    "Rank: 1 + the number of policies whose 95% interval lies entirely above this one's (ranks are shared where "
+                    "intervals overlap). TrueSkill is mu - 3 sigma, as in the paper; MLE is the order-free maximum-likelihood "
+                    "rating with a bootstrap interval; built-ins are fixed anchors. Click a column to sort."
+                )
+            with gr.Tab("PvE", id="pve"):
+                pve = gr.Dataframe(pve_table, elem_id="pve-table", interactive=False, wrap=True)
+                gr.Markdown("Built-in teams (references; stages 2 and 3 are scripted by the Arena, not the paper's RL baselines):")
+                gr.Dataframe(builtin_references(), elem_id="builtin-table", interactive=False, wrap=True)
+            with gr.Tab("Submissions", id="submissions"):
+                subs = gr.Dataframe(submissions, elem_id="submissions-table", interactive=False, wrap=True)
+            with gr.Tab("Policy", id="policy"):
+                chooser = gr.Dropdown(choices=players(), label="Policy", elem_id="policy-choice", allow_custom_value=True)
+                rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
+                task_plot = gr.BarPlot(x="task", y="points", color="track", title="Mean points per task", elem_id="policy-tasks")
+                recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
+                h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
+            with gr.Tab("Matches", id="matches"):
+                with gr.Row():
+                    f_policy = gr.Textbox(label="Policy contains", elem_id="matches-policy")
+                    f_track = gr.Dropdown(choices=["", "pve", "pvp"], value="", label="Track", elem_id="matches-track")
+                    f_stage = gr.Dropdown(choices=["", "1", "2", "3"], value="", label="PvE stage", elem_id="matches-stage")
+                    f_since = gr.Textbox(label="Since (YYYY-MM-DD)", elem_id="matches-since")
+                    f_until = gr.Textbox(label="Until (YYYY-MM-DD)", elem_id="matches-until")
+                match_list = gr.Dataframe(matches, elem_id="matches-table", interactive=False, wrap=True)
+                gr.Markdown("Select a match to replay it.")
+            with gr.Tab("Replay", id="replay"):
+                with gr.Row():
+                    match_id = gr.Textbox(label="Match id", elem_id="replay-match")
+                    show = gr.Button("Replay", elem_id="replay-load")
+                viewer = replay_viewer(lambda m: _read(data, m))
+            with gr.Tab("About / Submit", id="about"):
+                gr.Markdown(about_markdown(tag=tag, history_repo=history_repo, hub_url=hub_url))
+
+        filters = [f_policy, f_track, f_stage, f_since, f_until]
+        search.change(pvp_table, inputs=search, outputs=pvp, api_name="pvp_table")
+        for box in filters:
+            box.change(matches, inputs=filters, outputs=match_list, api_name=False)
+        def api_matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> dict:
+            return _json(matches(policy, track, stage, since, until))
+
+        def api_pve() -> dict:
+            return _json(pve_table())
+
+        def api_submissions() -> dict:
+            return _json(submissions())
+
+        gr.api(api_matches, api_name="matches")
+        gr.api(api_pve, api_name="pve_table")
+        gr.api(api_submissions, api_name="submissions")
+        chooser.change(policy, inputs=chooser, outputs=[rating_plot, task_plot, recent, h2h], api_name="policy")
+
+        def refresh(search_text: str, *values: str):
+            return pvp_table(search_text), pve_table(), submissions(), matches(*values), gr.Dropdown(choices=players())
+
+        timer.tick(refresh, inputs=[search, *filters], outputs=[pvp, pve, subs, match_list, chooser], api_name=False)
+
+        def open_replay(evt: gr.SelectData, frame: pd.DataFrame):
+            row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+            chosen = str(frame.iloc[row]["Match"])
+            return chosen, {"match_id": chosen}, gr.Tabs(selected="replay")
+
+        match_list.select(open_replay, inputs=match_list, outputs=[match_id, viewer, tabs], api_name=False)
+        show.click(lambda m: {"match_id": (m or "").strip()}, inputs=match_id, outputs=viewer, api_name=False)
+    return demo
+
+
+def _json(frame: pd.DataFrame) -> dict:
+    """A table as `{"headers": [...], "data": [[...], ...]}`, the way a Dataframe answers."""
+    clean = frame.astype(object).where(frame.notna(), None)
+    return {"headers": [str(c) for c in frame.columns], "data": clean.values.tolist()}
+
+
+def _read(data: LeaderboardData, match_id: str) -> bytes | None:
+    path = data.store.replay_path(match_id)
+    return path.read_bytes() if path is not None else None
+
+
+Builder = Callable[[LeaderboardData], gr.Blocks]

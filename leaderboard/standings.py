@@ -1,0 +1,143 @@
+"""Everything the leaderboard shows, computed from the history table alone.
+
+`compute()` takes the history's team rows (one per team per match, as stored), the
+submission statuses, and optionally the previous `Standings`, and returns new `Standings`:
+ratings in the three views, per-policy aggregates, PvE figures. It is pure: the same rows
+give the same standings. TrueSkill and Elo are carried forward from the previous
+standings when only new matches were added (they are online, applied in order), and
+recomputed when the history changed otherwise. The Plackett-Luce fit with its bootstrap
+is the expensive part; `refresh_mle=False` reuses the previous fit.
+
+The pages (`leaderboard.pages`) only filter and format these frames, so they stay fast
+however long the history grows (`bench/tables_scale.py`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from leaderboard.ratings import (
+    ANCHORS,
+    ELO_K,
+    ELO_START,
+    MLERating,
+    Outcome,
+    TrueSkillState,
+    anchor_elo,
+    extend_trueskill,
+    plackett_luce,
+    recomputed,
+)
+from matchmaking.records import TASK_NAMES
+
+POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
+
+#: Ratings kept per player for the "rating over time" plot.
+TRAJECTORY_POINTS = 500
+
+
+@dataclass(frozen=True)
+class EloState:
+    ratings: Mapping[str, float] = field(default_factory=dict)
+    last_key: tuple[str, str] = ("", "")
+    matches: int = 0
+
+
+@dataclass(frozen=True)
+class Standings:
+    """What the leaderboard shows, as of `matches` recorded matches."""
+
+    teams: pd.DataFrame
+    """The history's team rows, with a `player` column (revision-level id)."""
+    trueskill: TrueSkillState
+    elo: EloState
+    mle: Mapping[str, MLERating]
+    matches: int
+    pvp_matches: int
+    trajectory: Mapping[str, "deque[tuple[str, float, float]]"] = field(default_factory=dict)
+    """Per player, its last TRAJECTORY_POINTS TrueSkill ratings: (start time, mu, sigma)."""
+
+
+def with_players(rows: pd.DataFrame) -> pd.DataFrame:
+    """Add the rated entity of each row: a built-in by name, a submission by repo@revision."""
+    rows = rows.copy()
+    builtin = rows["policy_id"].str.startswith("builtin:")
+    rows["player"] = np.where(builtin, rows["policy_id"], rows["policy_id"] + "@" + rows["revision"])
+    return rows
+
+
+def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
+    """The PvP matches of the rows, in rating order (start time, then match id)."""
+    pvp = rows[rows["track"] == "pvp"].sort_values(["started_at", "match_id", "slot"])
+    if pvp.empty:
+        return []
+    keys = list(zip(pvp["started_at"], pvp["match_id"]))
+    players = pvp["player"].to_numpy()
+    scores = pvp["achievement"].to_numpy()
+    boundaries = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
+    return [
+        Outcome(keys[a], tuple(players[a:b]), tuple(int(s) for s in scores[a:b]))
+        for a, b in zip(boundaries, boundaries[1:])
+    ]
+
+
+def elo_incremental(history: Sequence[Outcome], state: EloState | None, *, k: float = ELO_K, anchors: Mapping[str, float] = ANCHORS) -> EloState:
+    """Elo carried forward over the matches after `state` (vectorised per match); a full
+    recomputation when matches arrived out of order."""
+    state = state or EloState()
+    new = [o for o in history if o.key > state.last_key]
+    if len(history) - len(new) != state.matches:
+        state, new = EloState(), list(history)
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
+    ratings = dict(state.ratings)
+    for o in new:
+        current = np.array([fixed.get(p, ratings.get(p, ELO_START)) for p in o.players])
+        scores = np.array(o.scores)
+        n = len(current)
+        expected = 1.0 / (1.0 + 10.0 ** ((current[None, :] - current[:, None]) / 400.0))
+        actual = np.where(scores[:, None] > scores[None, :], 1.0, np.where(scores[:, None] == scores[None, :], 0.5, 0.0))
+        same = np.array(o.players)[:, None] == np.array(o.players)[None, :]
+        delta = k / max(n - 1, 1) * np.where(same, 0.0, actual - expected).sum(axis=1)
+        for p, d in zip(o.players, delta):
+            if p not in fixed:
+                ratings[p] = ratings.get(p, ELO_START) + float(d)
+    return EloState(ratings, new[-1].key if new else state.last_key, state.matches + len(new))
+
+
+def compute(
+    rows: pd.DataFrame,
+    *,
+    previous: Standings | None = None,
+    refresh_mle: bool = True,
+    bootstrap: int = 200,
+) -> Standings:
+    """Standings from the history rows (see the module docstring)."""
+    rows = with_players(rows)
+    history = pvp_outcomes(rows)
+    fresh = previous is None or recomputed(previous.trueskill, history)
+    trajectory: dict[str, deque] = {} if fresh else {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
+
+    def observe(outcome: Outcome, player: str, rating) -> None:
+        trajectory.setdefault(player, deque(maxlen=TRAJECTORY_POINTS)).append((outcome.key[0], rating.mu, rating.sigma))
+
+    ts = extend_trueskill(previous.trueskill if previous is not None else TrueSkillState(), history, observe=observe)
+    elo = elo_incremental(history, previous.elo if previous is not None else None)
+    if refresh_mle or previous is None:
+        mle = plackett_luce(history, bootstrap=bootstrap) if history else {}
+    else:
+        mle = previous.mle
+    return Standings(
+        teams=rows,
+        trueskill=ts,
+        elo=elo,
+        mle=mle,
+        matches=int(rows["match_id"].nunique()) if len(rows) else 0,
+        pvp_matches=len(history),
+        trajectory=trajectory,
+    )

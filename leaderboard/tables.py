@@ -1,0 +1,236 @@
+"""The leaderboard's tables: `Standings` (and statuses) in, display frames out. No Gradio.
+
+Each table is declared once as a list of `Column`s; the functions fill them. They only
+select, aggregate and format what `leaderboard.standings` computed, so they build fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from leaderboard.ratings import ANCHORS, player_id
+from leaderboard.standings import POINT_COLUMNS, Standings
+from matchmaking.records import TASK_NAMES
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # gradio datatype: "str", "number", "markdown", "date"
+    description: str
+
+
+PVP_COLUMNS = [
+    Column("Rank", "number", "1 + number of policies whose 95% rating interval lies entirely above this one's"),
+    Column("Policy", "markdown", "Hub repo and revision (built-ins are the fixed rating anchors)"),
+    Column("Author", "str", "Owner of the repo"),
+    Column("TrueSkill", "number", "mu - 3 sigma, the paper's conservative score"),
+    Column("mu", "number", "TrueSkill mean"),
+    Column("sigma", "number", "TrueSkill uncertainty"),
+    Column("MLE", "number", "order-free maximum-likelihood rating (Plackett-Luce, anchored)"),
+    Column("95% interval", "str", "bootstrap interval of the MLE rating"),
+    Column("Position range", "str", "bootstrap 95% interval of the leaderboard position"),
+    Column("Elo", "number", "Elo, a 16-team match read as pairwise duels"),
+    Column("Matches", "number", "PvP matches played"),
+    Column("Achievement", "number", "mean Achievement in PvP"),
+    *[Column(task.capitalize(), "number", f"mean {task} points in PvP") for task in TASK_NAMES],
+]
+
+
+def _link(policy_id: str, revision: str, hub_url: str) -> str:
+    if policy_id.startswith("builtin:"):
+        return f"{policy_id} (anchor)"
+    return f"[{policy_id}]({hub_url.rstrip('/')}/{policy_id})@{revision[:7]}"
+
+
+def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = None, search: str = "") -> pd.DataFrame:
+    """The PvP leaderboard, best first.
+
+    Args:
+        standings (`Standings`): computed from the history.
+        hub_url (`str`): where repo links point.
+        latest (`set[str]`, *optional*): player ids to show (each repo's latest revision);
+            None shows every rated player.
+        search (`str`): keep rows whose policy or author contains it (case-insensitive).
+    """
+    rows = standings.teams[standings.teams["track"] == "pvp"]
+    if rows.empty:
+        return pd.DataFrame(columns=[c.name for c in PVP_COLUMNS])
+    grouped = rows.groupby("player")
+    agg = grouped.agg(
+        policy_id=("policy_id", "first"),
+        revision=("revision", "first"),
+        matches=("match_id", "nunique"),
+        achievement=("achievement", "mean"),
+        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
+    )
+    players = [p for p in agg.index if (latest is None or p in latest or p in ANCHORS)]
+    agg = agg.loc[players]
+    ts = standings.trueskill.ratings
+    mle = standings.mle
+    high = {p: mle[p].high for p in players if p in mle}
+    table = pd.DataFrame(
+        {
+            "Policy": [_link(agg.at[p, "policy_id"], agg.at[p, "revision"], hub_url) for p in players],
+            "Author": ["arena" if p in ANCHORS else agg.at[p, "policy_id"].split("/")[0] for p in players],
+            "TrueSkill": [ts[p].conservative if p in ts else np.nan for p in players],
+            "mu": [ts[p].mu if p in ts else np.nan for p in players],
+            "sigma": [ts[p].sigma if p in ts else np.nan for p in players],
+            "MLE": [mle[p].rating if p in mle else np.nan for p in players],
+            "95% interval": [f"{mle[p].low:.2f} to {mle[p].high:.2f}" if p in mle else "" for p in players],
+            "Position range": [f"{mle[p].rank_low}-{mle[p].rank_high}" if p in mle else "" for p in players],
+            "Elo": [standings.elo.ratings.get(p, np.nan) for p in players],
+            "Matches": agg["matches"].to_numpy(),
+            "Achievement": agg["achievement"].to_numpy(),
+            **{task.capitalize(): agg[task].to_numpy() for task in TASK_NAMES},
+        },
+        index=players,
+    )
+    if mle:
+        lows = np.array([mle[p].low if p in mle else -np.inf for p in players])
+        table.insert(0, "Rank", [1 + int(np.sum(lows > high.get(p, np.inf))) for p in players])
+        table = table.sort_values(["Rank", "MLE"], ascending=[True, False])
+    else:
+        table = table.sort_values("TrueSkill", ascending=False)
+        table.insert(0, "Rank", range(1, len(table) + 1))
+    if search:
+        needle = search.lower()
+        table = table[table["Policy"].str.lower().str.contains(needle, regex=False) | table["Author"].str.lower().str.contains(needle, regex=False)]
+    return table.round(2).reset_index(drop=True)
+
+
+def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.DataFrame:
+    """Per latest revision: its status, and per PvE stage Top1Ratio and mean Achievement."""
+    rows = standings.teams[(standings.teams["track"] == "pve") & ~standings.teams["policy_id"].str.startswith("builtin:")]
+    per = rows.groupby(["player", "stage"]).agg(
+        matches=("match_id", "nunique"),
+        top1=("rank", lambda r: float(np.mean(np.asarray(r) == 1))),
+        mean=("achievement", "mean"),
+        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
+    )
+    out = []
+    for state in statuses:
+        if not state.latest:
+            continue
+        player = player_id(state.repo_id, state.revision)
+        record = {
+            "Policy": _link(state.repo_id, state.revision, hub_url),
+            "Author": state.repo_id.split("/")[0],
+            "Status": state.status.value,
+        }
+        for stage in (1, 2, 3):
+            key = (player, stage)
+            if key in per.index:
+                record[f"Stage {stage} Top1Ratio"] = round(per.at[key, "top1"], 2)
+                record[f"Stage {stage} Achievement"] = round(per.at[key, "mean"], 1)
+                record[f"Stage {stage} matches"] = int(per.at[key, "matches"])
+            else:
+                record[f"Stage {stage} Top1Ratio"] = record[f"Stage {stage} Achievement"] = np.nan
+                record[f"Stage {stage} matches"] = 0
+        for task in TASK_NAMES:
+            key = (player, 1)
+            record[f"S1 {task}"] = round(per.at[key, task], 1) if key in per.index else np.nan
+        out.append(record)
+    return pd.DataFrame(out)
+
+
+def submissions_table(statuses: Iterable, *, hub_url: str) -> pd.DataFrame:
+    """Every revision seen, newest first, with its status and the reason in words."""
+    rows = [
+        {
+            "Policy": _link(s.repo_id, s.revision, hub_url),
+            "Revision": s.revision[:12],
+            "Team": s.details.get("team_name", ""),
+            "Status": s.status.value + ("" if s.latest else " (superseded)"),
+            "Reason": s.reason,
+            "Seen": pd.Timestamp(s.first_seen, unit="s").strftime("%Y-%m-%d %H:%M"),
+            "Updated": pd.Timestamp(s.updated, unit="s").strftime("%Y-%m-%d %H:%M"),
+        }
+        for s in statuses
+    ]
+    return pd.DataFrame(rows, columns=["Policy", "Revision", "Team", "Status", "Reason", "Seen", "Updated"])
+
+
+def matches_table(
+    standings: Standings,
+    *,
+    policy: str = "",
+    track: str = "",
+    stage: int | None = None,
+    since: str = "",
+    until: str = "",
+    limit: int = 500,
+) -> pd.DataFrame:
+    """Recorded matches, newest first, filtered; the winner(s) and top score of each."""
+    rows = standings.teams
+    if track:
+        rows = rows[rows["track"] == track]
+    if stage:
+        rows = rows[rows["stage"] == stage]
+    if since:
+        rows = rows[rows["started_at"] >= since]
+    if until:
+        rows = rows[rows["started_at"] <= until + "\uffff"]
+    if policy:
+        ids = rows.loc[rows["policy_id"].str.contains(policy, case=False, regex=False), "match_id"].unique()
+        rows = rows[rows["match_id"].isin(ids)]
+    if rows.empty:
+        return pd.DataFrame(columns=["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"])
+    winners = rows[rows["rank"] == 1].groupby("match_id")["policy_id"].agg(lambda p: ", ".join(sorted(set(p))))
+    meta = rows.groupby("match_id").agg(
+        Started=("started_at", "first"),
+        Track=("track", "first"),
+        Stage=("stage", "first"),
+        Map=("map_id", "first"),
+        Ticks=("ticks", "first"),
+        top=("achievement", "max"),
+        Teams=("slot", "count"),
+    )
+    meta["Winner"] = winners
+    meta = meta.rename(columns={"top": "Top score"}).sort_values("Started", ascending=False).head(limit)
+    meta.insert(0, "Match", meta.index)
+    return meta[["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]].reset_index(drop=True)
+
+
+def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
+    """A policy's page: rating over time, per-task means, recent matches, head-to-head."""
+    rows = standings.teams
+    mine = rows[rows["player"] == player]
+    trajectory = pd.DataFrame(list(standings.trajectory.get(player, [])), columns=["time", "mu", "sigma"])
+    if not trajectory.empty:
+        trajectory["time"] = pd.to_datetime(trajectory["time"])
+        trajectory["score"] = trajectory["mu"] - 3 * trajectory["sigma"]
+    tasks = pd.DataFrame(
+        [
+            {"track": track, "task": task, "points": float(group[f"{task}_points"].mean())}
+            for track, group in mine.groupby("track")
+            for task in TASK_NAMES
+        ],
+        columns=["track", "task", "points"],
+    )
+    recent = (
+        mine.sort_values("started_at", ascending=False)
+        .head(20)[["match_id", "started_at", "track", "stage", "rank", "achievement", *POINT_COLUMNS]]
+        .rename(columns={"match_id": "Match", "started_at": "Started", "track": "Track", "stage": "Stage", "rank": "Rank", "achievement": "Achievement"})
+    )
+    together = rows[rows["match_id"].isin(mine["match_id"]) & (rows["player"] != player)]
+    mine_by_match = mine.drop_duplicates("match_id").set_index("match_id")["achievement"]
+    pairs = together.assign(mine=together["match_id"].map(mine_by_match))
+    pairs = pairs.assign(
+        won=pairs["mine"] > pairs["achievement"],
+        tied=pairs["mine"] == pairs["achievement"],
+        diff=pairs["mine"] - pairs["achievement"],
+    )
+    h2h = (
+        pairs.groupby("player")
+        .agg(Matches=("match_id", "nunique"), Won=("won", "mean"), Tied=("tied", "mean"), **{"Score difference": ("diff", "mean")})
+        .sort_values("Matches", ascending=False)
+        .round(2)
+        .reset_index()
+        .rename(columns={"player": "Opponent"})
+    )
+    return {"trajectory": trajectory, "tasks": tasks, "recent": recent.reset_index(drop=True), "head_to_head": h2h}

@@ -1,0 +1,152 @@
+"""The Space in a real browser (Debian's Chromium through Playwright) and through its API.
+
+One app is built over a known history: synthetic PvP and PvE matches of named policies
+(so the right rows and order are known), statuses of four revisions, and one real match
+played by the runner with its replay recorded.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from dataclasses import replace
+
+import pytest
+
+from leaderboard.simulation import Population, play
+from matchmaking.config import MatchConfig
+from matchmaking.history import HistoryStore
+from matchmaking.match import MatchSpec, policies_for, run_match
+from matchmaking.policy import builtin
+from matchmaking.pve import stage_opponents
+from matchmaking.replay import ReplayRecorder
+from matchmaking.submissions import Status, SubmissionRegistry
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+STRONG, WEAK = "alice/strong", "bob/weak"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    import numpy as np
+
+    from leaderboard.data import LeaderboardData
+    from leaderboard.pages import build
+
+    root = tmp_path_factory.mktemp("ui")
+    store = HistoryStore(root / "history")
+    registry = SubmissionRegistry(root / "statuses.jsonl")
+    rng = np.random.default_rng(0)
+    crowd = Population.random(14, seed=1, prefix="crowd/p")
+    for i in range(120):  # PvP: STRONG far above WEAK, a crowd in between
+        lineup = [STRONG, WEAK] + list(crowd.ids)
+        skills = [4.0, -4.0] + list(crowd.skills)
+        result = play(lineup, skills, rng=rng, index=i)
+        teams = tuple(replace(t, revision="a" * 40 if t.policy_id == STRONG else "b" * 40 if t.policy_id == WEAK else t.revision) for t in result.teams)
+        store.record(replace(result, teams=teams))
+    registry.record(STRONG, "a" * 40, Status.QUALIFIED, "qualified: mean Achievement 40.0 in PvE stage 1 (>= 25)")
+    registry.record(WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
+    registry.record("carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
+    registry.record("dave/new", "d" * 40, Status.QUEUED, "waiting for validation")
+    recorder = ReplayRecorder()  # one real match, with its replay
+    lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])
+    real = run_match(MatchSpec(seed=9, policies=lineup, config=MatchConfig(horizon=60), track="pve", stage=1), recorder=recorder)
+    store.record(real, replay=recorder.data)
+    store.flush()
+
+    data = LeaderboardData(store, statuses=registry.states, hub_url="http://hub.example", bootstrap=50)
+    data.refresh()
+    demo = build(data)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data}
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, app):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(app["url"])
+    page.get_by_role("tab", name="PvP leaderboard").wait_for()
+    yield page
+    assert errors == [], errors
+    context.close()
+
+
+def visible_cells(page, elem_id: str) -> list[str]:
+    return page.locator(f"#{elem_id}").get_by_role("gridcell").all_inner_texts()
+
+
+def test_api_tables_match_the_known_history(app):
+    from gradio_client import Client
+
+    client = Client(app["url"], verbose=False)
+    pvp = client.predict("", api_name="/pvp_table")
+    rows = pvp["data"]
+    headers = pvp["headers"]
+    policy = headers.index("Policy")
+    assert STRONG in rows[0][policy] and WEAK in rows[-1][policy]  # best first, worst last
+    assert headers[:4] == ["Rank", "Policy", "Author", "TrueSkill"]
+    assert rows[0][headers.index("Matches")] == 120
+    subs = client.predict(api_name="/submissions")
+    statuses = {r[0].split("]")[0].strip("["): (r[3], r[4]) for r in subs["data"]}
+    assert statuses["carol/broken"][0] == "rejected" and "No module named 'torch'" in statuses["carol/broken"][1]
+    assert statuses["dave/new"][0] == "queued"
+    matches = client.predict("", "pve", "", "", "", api_name="/matches")
+    assert [r[0] for r in matches["data"]] == [app["real"].match_id]
+
+
+def test_tabs_and_filters(page):
+    page.get_by_role("tab", name="Submissions").click()
+    table = page.locator("#submissions-table")
+    table.get_by_role("gridcell", name="rejected").first.wait_for()
+    assert any("No module named 'torch'" in c for c in visible_cells(page, "submissions-table"))
+    page.get_by_role("tab", name="PvP leaderboard").click()
+    before = len(page.locator("#pvp-table").get_by_role("row").all())
+    page.locator("#pvp-search textarea, #pvp-search input").first.fill("alice")
+    page.wait_for_function("() => document.querySelectorAll('#pvp-table [role=row]').length < %d" % before, timeout=15000)
+    cells = " ".join(visible_cells(page, "pvp-table"))
+    assert STRONG in cells and WEAK not in cells
+    page.get_by_role("tab", name="PvE").click()
+    page.locator("#builtin-table").get_by_role("gridcell", name="builtin:elite").wait_for()
+
+
+def test_a_replay_plays_and_scrubs(page, app):
+    page.get_by_role("tab", name="Matches").click()
+    page.locator("#matches-table").get_by_role("gridcell", name=app["real"].match_id).first.click()
+    page.wait_for_function("() => window.__replayReady === true", timeout=20000)
+    assert page.evaluate("window.__replayLoadMs") < 1000  # first frame within 1 s of choosing
+    overview = page.locator("#replay-viewer .nr-overview")
+    first = overview.screenshot()
+    page.locator("#replay-viewer .nr-play").click()
+    page.wait_for_function("() => window.__replayTick >= 20", timeout=20000)
+    assert overview.screenshot() != first  # the canvas changes as the match plays
+    page.locator("#replay-viewer .nr-play").click()  # pause
+    page.evaluate(
+        "() => { const s = document.querySelector('#replay-viewer .nr-scrub'); s.value = '45'; s.dispatchEvent(new Event('input')); }"
+    )
+    page.wait_for_function("() => window.__replayTick === 45", timeout=5000)
+    assert "tick 45 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
+    assert "health" in page.locator("#replay-viewer .nr-panel").inner_text()
