@@ -128,8 +128,9 @@ class TrueSkillState:
 
 
 def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tuple[float, float]]:
-    """One free-for-all update; falls back to the package's mpmath backend on
-    FloatingPointError, as the package itself advises."""
+    """One free-for-all update; falls back to the package's mpmath backend where the
+    default float maths fails (the package raises FloatingPointError, or ValueError
+    "math domain error" for extreme rating gaps), as the package itself advises."""
     from leaderboard.trueskill_ffa import rate_ffa
 
     try:
@@ -142,7 +143,7 @@ def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tu
             tau=0.0,
             draw_probability=DRAW_PROBABILITY,
         )
-    except FloatingPointError:
+    except (FloatingPointError, ValueError):
         import trueskill
 
         env = trueskill.TrueSkill(

@@ -1,0 +1,35 @@
+"""Runs the matchmaker's rounds in a loop on a data folder until killed; prints the id of
+every match right after it is recorded. Tests kill -9 it mid-match and mid-write."""
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from matchmaking.config import ArenaSettings
+from matchmaking.history import HistoryStore
+from matchmaking.service import Arena
+
+if __name__ == "__main__":
+    data, horizon = Path(sys.argv[1]), int(sys.argv[2])
+    settings = ArenaSettings(
+        data_dir=data, match_horizon=horizon, workers=2, pve_matches_per_stage=3,
+        qualify_achievement=0.0, next_stage_top1=0.0, seed_examples=False,
+        hub_endpoint=sys.argv[3],
+    )
+    original = HistoryStore.record
+
+    def record(self, result, **kwargs):
+        fresh = original(self, result, **kwargs)
+        if fresh:
+            print(result.match_id, flush=True)
+        return fresh
+
+    HistoryStore.record = record
+    arena = Arena.start(settings, schedule=False)
+    m = arena.matchmaker
+    while True:
+        m.sync()
+        m.validate()
+        m.play_pve()
+        m.play_pvp()
+        m.flush()

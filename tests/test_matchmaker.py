@@ -1,0 +1,125 @@
+"""The matchmaker end to end on the local Hub: statuses, PvE, PvP, kill -9 and restart, Ray."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from huggingface_hub import HfApi
+
+from leaderboard.ratings import outcomes, trueskill_ratings
+from leaderboard.standings import compute
+from localhub import LocalHub
+from matchmaking.config import ArenaSettings, MatchConfig
+from matchmaking.history import HistoryStore
+from matchmaking.submissions import Status, SubmissionRegistry
+from tests_support import EXAMPLES, POLICIES, TESTS, push_policy
+
+
+@pytest.fixture()
+def hub(tmp_path):
+    hub = LocalHub(tmp_path / "hub").start()
+    api = HfApi(endpoint=hub.endpoint, token="t")
+    push_policy(api, "alice/gatherer", EXAMPLES / "gatherer")
+    push_policy(api, "bob/wanderer", EXAMPLES / "wanderer")
+    push_policy(api, "carol/crashes", POLICIES / "late_crash")
+    yield hub
+    hub.stop()
+
+
+def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
+    from matchmaking.service import Arena
+
+    settings = ArenaSettings(
+        data_dir=tmp_path / "data", hub_endpoint=hub.endpoint, match_horizon=64, workers=2, next_stage_top1=0.0,
+        pve_matches_per_stage=2, qualify_achievement=4.0, seed_examples=False, error_after_faulty_matches=2,
+    )
+    arena = Arena.start(settings, schedule=False)
+    try:
+        m = arena.matchmaker
+        assert m.sync() == 3
+        m.validate()
+        states = {s.repo_id: s for s in arena.registry.states()}
+        assert states["carol/crashes"].status is Status.EVALUATING  # passes the 16-tick validation, crashes at tick 21
+        for _ in range(10):
+            if m.play_pve() == 0:
+                break
+        states = {s.repo_id: s for s in arena.registry.states()}
+        assert states["alice/gatherer"].status is Status.QUALIFIED, states["alice/gatherer"].reason
+        assert states["bob/wanderer"].status is Status.EVALUATED
+        assert "below the 4 that qualifies" in states["bob/wanderer"].reason
+        assert states["carol/crashes"].status is Status.ERROR  # ... so matches found it out
+        assert "CRASH" in states["carol/crashes"].reason and "push a new commit" in states["carol/crashes"].reason
+        assert m.play_pvp() == 2
+        m.flush()
+        results = arena.store.results()
+        pvp = [r for r in results if r.track == "pvp"]
+        assert len(pvp) == 2 and all(len(r.teams) == 16 for r in pvp)
+        assert all(any(t.policy_id == "alice/gatherer" for t in r.teams) for r in pvp)  # the one qualified, filled with anchors
+        assert all(arena.store.replay_path(r.match_id) for r in results)
+        pve = [r for r in results if r.track == "pve" and r.teams[0].policy_id == "alice/gatherer"]
+        assert Counter(r.stage for r in pve) == {1: 2, 2: 2, 3: 2}  # every stage opens (threshold 0 here)
+    finally:
+        arena.stop()
+
+
+def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
+    data = tmp_path / "data"
+    script = TESTS / "scripts" / "matchmaker_forever.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+    rng = random.Random(3)
+    recorded: list[str] = []
+    for run in range(3):
+        proc = subprocess.Popen([sys.executable, str(script), str(data), "24", hub.endpoint], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        time.sleep(rng.uniform(25, 45))
+        os.killpg(proc.pid, signal.SIGKILL)  # the matchmaker and its match workers, mid-whatever
+        out, _ = proc.communicate()
+        recorded += out.split()
+    assert recorded, "nothing was recorded before the kills"
+    store = HistoryStore(data / "history")  # the restart's recovery
+    table = store.table()
+    rows = Counter(table.column("match_id").to_pylist())
+    assert set(recorded) <= set(rows)  # nothing lost
+    assert set(rows.values()) == {16}  # nothing doubled, no partial match
+    assert len(recorded) == len(set(recorded))  # no match recorded twice across restarts
+    results = store.results()
+    per_stage = Counter((r.teams[0].policy_id, r.stage) for r in results if r.track == "pve")
+    assert max(per_stage.values()) <= 3  # PvE plans replayed, never doubled
+    full = trueskill_ratings(outcomes(results))
+    standings = compute(table.to_pandas(), bootstrap=0)
+    assert standings.trueskill == full  # ratings equal a full recomputation
+    registry = SubmissionRegistry(data / "history" / "submissions" / "statuses.jsonl")
+    assert {s.repo_id for s in registry.states()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
+
+
+def test_ray_executor_gives_the_same_results(tmp_path):
+    pytest.importorskip("ray")
+    from matchmaking.executor import LocalExecutor, RayExecutor
+    from matchmaking.match import MatchSpec, policies_for
+    from matchmaking.policy import builtin, local
+    from matchmaking.pve import stage_opponents
+    from matchmaking.sandbox import sandboxed_host
+
+    lineup = policies_for(local(EXAMPLES / "explorer"), [builtin(n) for n in stage_opponents(1)])
+    specs = [MatchSpec(seed=s, policies=lineup, config=MatchConfig(horizon=16)) for s in (1, 2)]
+    ray_executor = RayExecutor(num_cpus=2, host_factory=sandboxed_host)
+    try:
+        on_ray = {o.spec.seed: o for o in ray_executor.run(specs)}
+    finally:
+        ray_executor.close()
+    local_executor = LocalExecutor(2, host_factory=sandboxed_host)
+    try:
+        here = {o.spec.seed: o for o in local_executor.run(specs)}
+    finally:
+        local_executor.close()
+    for seed in (1, 2):
+        assert on_ray[seed].error is None, on_ray[seed].error
+        assert on_ray[seed].result.outcome() == here[seed].result.outcome()
+        assert on_ray[seed].replay and here[seed].replay
