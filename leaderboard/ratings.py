@@ -33,13 +33,14 @@ from matchmaking.records import MatchResult
 
 # -- anchors ------------------------------------------------------------------------------
 
-#: Fixed ratings of the built-in teams, in Plackett-Luce units, random play at 0. They
-#: make the scale mean the same thing as the population changes (`bench/anchors.py` fits
-#: them from built-in-only matches; refit and bump when the built-ins change).
+#: Fixed ratings of the built-in teams that fill PvP pools, in Plackett-Luce units, random
+#: play at 0. They make the scale mean the same thing as the population changes. Fitted by
+#: `python -m bench.anchors` on 12 full built-in matches (95% intervals: Forage 1.44-2.75,
+#: Combat 1.82-3.87); refit when the built-ins change.
 ANCHORS: dict[str, float] = {
     "builtin:random": 0.0,
-    "builtin:forage": 1.9,
-    "builtin:combat": 2.8,
+    "builtin:forage": 1.88,
+    "builtin:combat": 2.65,
 }
 
 #: TrueSkill mu per Plackett-Luce unit: a duel won with probability sigmoid(d) in PL is won

@@ -61,6 +61,14 @@ class Standings:
     pvp_matches: int
     trajectory: Mapping[str, "deque[tuple[str, float, float]]"] = field(default_factory=dict)
     """Per player, its last TRAJECTORY_POINTS TrueSkill ratings: (start time, mu, sigma)."""
+    pvp_players: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per player: policy id, revision, PvP matches, mean Achievement and per-task points."""
+    match_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per match, newest first: start, track, stage, map, ticks, winner(s), top score, teams."""
+    policy_matches: Mapping[str, np.ndarray] = field(default_factory=dict)
+    """Per policy id, the ids of the matches it played."""
+    pve_stages: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per (submission player, PvE stage): matches, Top1Ratio, mean Achievement, task points."""
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -110,6 +118,27 @@ def elo_incremental(history: Sequence[Outcome], state: EloState | None, *, k: fl
     return EloState(ratings, new[-1].key if new else state.last_key, state.matches + len(new))
 
 
+def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per match, newest first: what the Matches tab lists."""
+    columns = ["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    meta = rows.groupby("match_id", sort=False).agg(
+        Started=("started_at", "first"),
+        Track=("track", "first"),
+        Stage=("stage", "first"),
+        Map=("map_id", "first"),
+        Ticks=("ticks", "first"),
+        top=("achievement", "max"),
+        Teams=("slot", "count"),
+    )
+    winners = rows[rows["rank"] == 1].drop_duplicates(["match_id", "policy_id"]).groupby("match_id")["policy_id"].agg(", ".join)
+    meta["Winner"] = winners
+    meta = meta.rename(columns={"top": "Top score"}).sort_values("Started", ascending=False)
+    meta.insert(0, "Match", meta.index)
+    return meta[columns].reset_index(drop=True)
+
+
 def compute(
     rows: pd.DataFrame,
     *,
@@ -132,7 +161,26 @@ def compute(
         mle = plackett_luce(history, bootstrap=bootstrap) if history else {}
     else:
         mle = previous.mle
+    pvp = rows[rows["track"] == "pvp"]
+    pvp_players = pvp.groupby("player").agg(
+        policy_id=("policy_id", "first"),
+        revision=("revision", "first"),
+        matches=("match_id", "nunique"),
+        achievement=("achievement", "mean"),
+        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
+    )
+    pve = rows[(rows["track"] == "pve") & ~rows["policy_id"].str.startswith("builtin:")]
+    pve_stages = pve.assign(won=pve["rank"] == 1).groupby(["player", "stage"]).agg(
+        matches=("match_id", "nunique"),
+        top1=("won", "mean"),
+        mean=("achievement", "mean"),
+        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
+    )
     return Standings(
+        pvp_players=pvp_players,
+        pve_stages=pve_stages,
+        match_summary=summarize_matches(rows),
+        policy_matches={p: g.to_numpy() for p, g in rows.groupby("policy_id")["match_id"]} if len(rows) else {},
         teams=rows,
         trueskill=ts,
         elo=elo,

@@ -57,17 +57,9 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
             None shows every rated player.
         search (`str`): keep rows whose policy or author contains it (case-insensitive).
     """
-    rows = standings.teams[standings.teams["track"] == "pvp"]
-    if rows.empty:
+    agg = standings.pvp_players
+    if agg.empty:
         return pd.DataFrame(columns=[c.name for c in PVP_COLUMNS])
-    grouped = rows.groupby("player")
-    agg = grouped.agg(
-        policy_id=("policy_id", "first"),
-        revision=("revision", "first"),
-        matches=("match_id", "nunique"),
-        achievement=("achievement", "mean"),
-        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
-    )
     players = [p for p in agg.index if (latest is None or p in latest or p in ANCHORS)]
     agg = agg.loc[players]
     ts = standings.trueskill.ratings
@@ -105,13 +97,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
 
 def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.DataFrame:
     """Per latest revision: its status, and per PvE stage Top1Ratio and mean Achievement."""
-    rows = standings.teams[(standings.teams["track"] == "pve") & ~standings.teams["policy_id"].str.startswith("builtin:")]
-    per = rows.groupby(["player", "stage"]).agg(
-        matches=("match_id", "nunique"),
-        top1=("rank", lambda r: float(np.mean(np.asarray(r) == 1))),
-        mean=("achievement", "mean"),
-        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
-    )
+    per = standings.pve_stages
     out = []
     for state in statuses:
         if not state.latest:
@@ -166,34 +152,23 @@ def matches_table(
     limit: int = 500,
 ) -> pd.DataFrame:
     """Recorded matches, newest first, filtered; the winner(s) and top score of each."""
-    rows = standings.teams
+    table = standings.match_summary
+    if table.empty:
+        return table
+    keep = np.ones(len(table), dtype=bool)
     if track:
-        rows = rows[rows["track"] == track]
+        keep &= (table["Track"] == track).to_numpy()
     if stage:
-        rows = rows[rows["stage"] == stage]
+        keep &= (table["Stage"] == stage).to_numpy()
     if since:
-        rows = rows[rows["started_at"] >= since]
+        keep &= (table["Started"] >= since).to_numpy()
     if until:
-        rows = rows[rows["started_at"] <= until + "\uffff"]
+        keep &= (table["Started"] <= until + "\uffff").to_numpy()
     if policy:
-        ids = rows.loc[rows["policy_id"].str.contains(policy, case=False, regex=False), "match_id"].unique()
-        rows = rows[rows["match_id"].isin(ids)]
-    if rows.empty:
-        return pd.DataFrame(columns=["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"])
-    winners = rows[rows["rank"] == 1].groupby("match_id")["policy_id"].agg(lambda p: ", ".join(sorted(set(p))))
-    meta = rows.groupby("match_id").agg(
-        Started=("started_at", "first"),
-        Track=("track", "first"),
-        Stage=("stage", "first"),
-        Map=("map_id", "first"),
-        Ticks=("ticks", "first"),
-        top=("achievement", "max"),
-        Teams=("slot", "count"),
-    )
-    meta["Winner"] = winners
-    meta = meta.rename(columns={"top": "Top score"}).sort_values("Started", ascending=False).head(limit)
-    meta.insert(0, "Match", meta.index)
-    return meta[["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]].reset_index(drop=True)
+        needle = policy.lower()
+        ids = [standings.policy_matches[p] for p in standings.policy_matches if needle in p.lower()]
+        keep &= table["Match"].isin(np.concatenate(ids) if ids else []).to_numpy()
+    return table[keep].head(limit).reset_index(drop=True)
 
 
 def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:

@@ -72,9 +72,6 @@ class MatchConfig:
     cpu_limit: int = 1
     """CPU cores a sandboxed team may run on."""
 
-    max_processes: int = 16
-    """Processes and threads a sandboxed team may have (stops fork bombs)."""
-
     max_file_mb: int = 64
     """Largest file a sandboxed team may write (in its private working folder)."""
 

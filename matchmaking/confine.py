@@ -182,6 +182,7 @@ def confine(
     workdir: Path,
     readable: Iterable[Path],
     cpu_index: int,
+    cpu_count: int = 1,
     cpu_seconds: int,
     max_file_mb: int,
 ) -> dict[str, str]:
@@ -190,14 +191,16 @@ def confine(
     Args:
         workdir (`Path`): the only folder it may write (and its working directory).
         readable (`Iterable[Path]`): folders and files it may read (policy, code).
-        cpu_index (`int`): which of the allowed CPUs to pin to (taken modulo their number).
+        cpu_index (`int`): which of the allowed CPUs to start from (taken modulo their number).
+        cpu_count (`int`): how many CPUs it may run on.
         cpu_seconds (`int`): CPU time after which the kernel kills it (a backstop).
         max_file_mb (`int`): largest file it may write.
     """
     applied = {}
     cpus = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpus[cpu_index % len(cpus)]})
-    applied["cpu"] = "one core"
+    chosen = {cpus[(cpu_index + i) % len(cpus)] for i in range(max(1, cpu_count))}
+    os.sched_setaffinity(0, chosen)
+    applied["cpu"] = f"{len(chosen)} core{'s' if len(chosen) > 1 else ''}"
     applied["network"] = _network_namespace()
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -122,9 +122,16 @@ class LocalExecutor:
                     yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
 
     def close(self) -> None:
+        """Stop at once: queued matches are cancelled, running ones abandoned (unfinished
+        matches are never recorded, and PvE plans them again after a restart)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            processes = list((pool._processes or {}).values())  # the executor offers no terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.join(timeout=5)
 
 
 class RayExecutor:

@@ -34,7 +34,7 @@ import os
 import secrets
 import tempfile
 import threading
-import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -258,7 +258,8 @@ class HistoryStore:
             shard = None
             if results:
                 table = pa.Table.from_pylist([row for result in results for row in rows(result)], schema=TEAM_SCHEMA)
-                stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+                # names sort in the order shards were written (microseconds, then a random tag)
+                stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
                 shard = self.data / f"teams-{stamp}-{secrets.token_hex(4)}.parquet"
                 sink = pa.BufferOutputStream()
                 pq.write_table(table, sink, compression="zstd")

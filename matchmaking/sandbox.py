@@ -190,8 +190,8 @@ class SandboxedTeam:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"arena-team{self.slot.team_id}-"))
         limits = {
             "cpu_index": self.slot.team_id,
+            "cpu_count": self.config.cpu_limit,
             "max_file_mb": self.config.max_file_mb,
-            "max_processes": self.config.max_processes,
             "memory_limit_mb": self.config.memory_limit_mb,
             # a backstop far above the per-step budget: a team that spins forever dies
             "cpu_seconds": int(self.config.init_timeout_s + self.config.horizon * self.config.step_timeout_s * 2 + 10),

@@ -9,7 +9,6 @@ a message, and anything the policy returns is turned into plain JSON before it l
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
@@ -27,6 +26,7 @@ from matchmaking.sandbox_protocol import (
     send_message,
     to_json_safe,
 )
+
 
 def _build_team(init: dict[str, Any]) -> Any:
     from matchmaking.policy import PolicyRef, team_factory
@@ -70,6 +70,7 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
             workdir=Path(limits["workdir"]),
             readable=[PROJECT_ROOT / "matchmaking", *([Path(policy_path)] if policy_path else [])],
             cpu_index=int(limits["cpu_index"]),
+            cpu_count=int(limits["cpu_count"]),
             cpu_seconds=int(limits["cpu_seconds"]),
             max_file_mb=int(limits["max_file_mb"]),
         )
