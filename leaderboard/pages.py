@@ -82,8 +82,10 @@ def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str =
 
         return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
 
-    def pvp_table(search: str = "") -> pd.DataFrame:
-        return tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest_players() or None, search=search or "")
+    def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
+        latest = None if older else (latest_players() or None)
+        table = tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest, search=search or "")
+        return table[table["Matches"] >= (min_matches or 0)].reset_index(drop=True) if len(table) else table
 
     def pve_table() -> pd.DataFrame:
         return tables.pve_table(data.standings(), data.statuses(), hub_url=hub_url)
@@ -111,7 +113,10 @@ def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str =
         timer = gr.Timer(REFRESH_S)
         with gr.Tabs() as tabs:
             with gr.Tab("PvP leaderboard", id="pvp"):
-                search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
+                with gr.Row():
+                    search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
+                    older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
+                    min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
                 pvp = gr.Dataframe(
                     pvp_table, datatype=[c.kind for c in tables.PVP_COLUMNS], elem_id="pvp-table", interactive=False, wrap=True
                 )
@@ -150,7 +155,10 @@ def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str =
                 gr.Markdown(about_markdown(tag=tag, history_repo=history_repo, hub_url=hub_url))
 
         filters = [f_policy, f_track, f_stage, f_since, f_until]
-        search.change(pvp_table, inputs=search, outputs=pvp, api_name="pvp_table")
+        pvp_inputs = [search, older, min_matches]
+        search.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name="pvp_table")
+        older.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
+        min_matches.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
         for box in filters:
             box.change(matches, inputs=filters, outputs=match_list, api_name=False)
         def api_matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> dict:
@@ -167,10 +175,16 @@ def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str =
         gr.api(api_submissions, api_name="submissions")
         chooser.change(policy, inputs=chooser, outputs=[rating_plot, task_plot, recent, h2h], api_name="policy")
 
-        def refresh(search_text: str, *values: str):
-            return pvp_table(search_text), pve_table(), submissions(), matches(*values), gr.Dropdown(choices=players())
+        def refresh(search_text: str, show_older: bool, at_least: float, *values: str):
+            return (
+                pvp_table(search_text, show_older, at_least),
+                pve_table(),
+                submissions(),
+                matches(*values),
+                gr.Dropdown(choices=players()),
+            )
 
-        timer.tick(refresh, inputs=[search, *filters], outputs=[pvp, pve, subs, match_list, chooser], api_name=False)
+        timer.tick(refresh, inputs=[*pvp_inputs, *filters], outputs=[pvp, pve, subs, match_list, chooser], api_name=False)
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame):
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
