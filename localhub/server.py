@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import threading
 import time
@@ -85,7 +86,27 @@ class LocalHubApp:
         if len(parts) >= 5 and parts[2] == "resolve" and method in ("GET", "HEAD"):
             repo = self.store.repo(kind, f"{unquote(parts[0])}/{unquote(parts[1])}")
             return self.resolve(request, repo, unquote(parts[3]), unquote("/".join(parts[4:])))
+        if len(parts) == 2 and method == "GET":  # a repo's page, where the leaderboard links
+            return self.repo_page(request, self.store.repo(kind, f"{unquote(parts[0])}/{unquote(parts[1])}"))
         return _error(_NotFound(f"Not found: {request.url.path}"))
+
+    def repo_page(self, request: Request, repo: Repo) -> Response:
+        """A minimal human page for a repo: its latest commit, files and model card."""
+        commit = self.store.commit(repo)
+        prefix = self._url_prefix(request, repo)
+        rows = "".join(
+            f'<li><a href="{prefix}/resolve/{commit.id}/{html.escape(path)}">{html.escape(path)}</a> ({entry["size"]} bytes)</li>'
+            for path, entry in sorted(commit.files.items())
+        )
+        readme = ""
+        if "README.md" in commit.files:
+            readme = html.escape(self.store.blob_path(commit.files["README.md"]["oid"]).read_text(errors="replace"))
+        body = (
+            f"<!doctype html><title>{html.escape(repo.repo_id)}</title><h1>{html.escape(repo.repo_id)}</h1>"
+            f"<p>{repo.repo_type} repo on the Arena's local Hub; commit <code>{commit.id}</code> ({commit.date}): "
+            f"{html.escape(commit.title)}</p><ul>{rows}</ul><pre>{readme}</pre>"
+        )
+        return Response(body, media_type="text/html")
 
     async def _repo_route(self, request: Request, repo: Repo, rest: list[str]) -> Response:
         method = request.method

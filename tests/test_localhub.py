@@ -39,6 +39,10 @@ def test_repos_commits_revisions_and_downloads(hub_api, tmp_path):
         assert f.read(10) == (bytes(range(256)) * 40)[300:310]
 
     assert [m.id for m in hub_api.list_models(filter="demo")] == ["ann/files"]
+    import urllib.request
+
+    page = urllib.request.urlopen(f"{hub_api.endpoint}/ann/files").read().decode()  # where leaderboard links go
+    assert "ann/files" in page and "sub/b.bin" in page and second in page
     assert not hub_api.repo_exists("ann/missing")
     assert not hub_api.file_exists("ann/files", "nope.txt")
     with pytest.raises(RevisionNotFoundError):
