@@ -28,13 +28,13 @@ from leaderboard.ratings import (
     TRUESKILL_MU,
     TRUESKILL_SIGMA,
     _design,
+    elo_ratings,
     _fit,
     outcomes,
     plackett_luce,
     trueskill_ratings,
 )
 from leaderboard.simulation import Population, random_history
-from leaderboard.standings import elo_incremental
 
 
 def package_trueskill(history) -> float:
@@ -77,7 +77,7 @@ def main() -> int:
         cut = int(len(history) * 0.99)
         checkpoint = trueskill_ratings(history[:cut], anchors={})
         _, incremental_s = timed(lambda: trueskill_ratings(history[cut:], state=checkpoint, anchors={}))
-        _, elo_s = timed(lambda: elo_incremental(history, None, anchors={}))
+        _, elo_s = timed(lambda: elo_ratings(history, anchors={}))
         fitted, fit_s = timed(lambda: plackett_luce(history, anchors={}, bootstrap=0))
         design = _design(history)
         import numpy as np

@@ -8,7 +8,7 @@ page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submiss
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -206,5 +206,3 @@ def _read(data: LeaderboardData, match_id: str) -> bytes | None:
     path = data.store.replay_path(match_id)
     return path.read_bytes() if path is not None else None
 
-
-Builder = Callable[[LeaderboardData], gr.Blocks]

@@ -236,27 +236,48 @@ def recomputed(state: TrueSkillState, history: Sequence[Outcome]) -> bool:
 ELO_K = 32.0
 
 
-def elo_ratings(history: Sequence[Outcome], *, k: float = ELO_K, anchors: Mapping[str, float] = ANCHORS) -> dict[str, float]:
-    """Elo after `history`, in order. A 16-team match is read as its 120 duels (a higher
-    Achievement wins, equal scores draw); anchors are fixed. New players start at 1200."""
+@dataclass(frozen=True)
+class EloState:
+    """Elo ratings after a prefix of the history: a checkpoint to extend with later matches."""
+
+    ratings: Mapping[str, float] = field(default_factory=dict)
+    last_key: tuple[str, str] = ("", "")
+    matches: int = 0
+
+
+def elo_ratings(
+    history: Sequence[Outcome],
+    *,
+    state: EloState | None = None,
+    k: float = ELO_K,
+    anchors: Mapping[str, float] = ANCHORS,
+) -> EloState:
+    """Elo after `history`, in order, carried forward from `state` if given.
+
+    A 16-team match is read as its duels (a higher Achievement wins, equal scores draw),
+    computed for the whole match at once; anchors are fixed; new players start at 1200.
+    If `history` holds matches at or before the checkpoint other than the ones it covers
+    (out-of-order arrival), everything is recomputed from scratch.
+    """
+    state = state or EloState()
+    new = [o for o in history if o.key > state.last_key]
+    if len(history) - len(new) != state.matches:
+        state, new = EloState(), list(history)
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
     fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
-    ratings: dict[str, float] = {}
-    for outcome in history:
-        current = [fixed.get(p, ratings.get(p, ELO_START)) for p in outcome.players]
+    ratings = dict(state.ratings)
+    for o in new:
+        current = np.array([fixed.get(p, ratings.get(p, ELO_START)) for p in o.players])
+        scores = np.array(o.scores)
         n = len(current)
-        delta = [0.0] * n
-        for i in range(n):
-            for j in range(n):
-                if i == j or outcome.players[i] == outcome.players[j]:
-                    continue
-                expected = 1.0 / (1.0 + 10.0 ** ((current[j] - current[i]) / 400.0))
-                actual = 1.0 if outcome.scores[i] > outcome.scores[j] else 0.5 if outcome.scores[i] == outcome.scores[j] else 0.0
-                delta[i] += k / (n - 1) * (actual - expected)
-        for i, p in enumerate(outcome.players):
+        expected = 1.0 / (1.0 + 10.0 ** ((current[None, :] - current[:, None]) / 400.0))
+        actual = np.where(scores[:, None] > scores[None, :], 1.0, np.where(scores[:, None] == scores[None, :], 0.5, 0.0))
+        same = np.array(o.players)[:, None] == np.array(o.players)[None, :]  # no duel with oneself
+        delta = k / max(n - 1, 1) * np.where(same, 0.0, actual - expected).sum(axis=1)
+        for p, d in zip(o.players, delta):
             if p not in fixed:
-                ratings[p] = ratings.get(p, ELO_START) + delta[i]
-    return ratings
+                ratings[p] = ratings.get(p, ELO_START) + float(d)
+    return EloState(ratings, new[-1].key if new else state.last_key, state.matches + len(new))
 
 
 # -- Plackett-Luce maximum likelihood -----------------------------------------------------
@@ -445,6 +466,7 @@ __all__ = [
     "Outcome",
     "TrueSkillRating",
     "TrueSkillState",
+    "EloState",
     "elo_ratings",
     "extend_trueskill",
     "outcomes",

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from leaderboard.ratings import (
-    ANCHORS,
-    ELO_K,
-    ELO_START,
+    EloState,
     MLERating,
     Outcome,
     TrueSkillState,
-    anchor_elo,
+    elo_ratings,
     extend_trueskill,
     plackett_luce,
     recomputed,
@@ -39,13 +37,6 @@ POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
 
 #: Ratings kept per player for the "rating over time" plot.
 TRAJECTORY_POINTS = 500
-
-
-@dataclass(frozen=True)
-class EloState:
-    ratings: Mapping[str, float] = field(default_factory=dict)
-    last_key: tuple[str, str] = ("", "")
-    matches: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,30 +85,6 @@ def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
     ]
 
 
-def elo_incremental(history: Sequence[Outcome], state: EloState | None, *, k: float = ELO_K, anchors: Mapping[str, float] = ANCHORS) -> EloState:
-    """Elo carried forward over the matches after `state` (vectorised per match); a full
-    recomputation when matches arrived out of order."""
-    state = state or EloState()
-    new = [o for o in history if o.key > state.last_key]
-    if len(history) - len(new) != state.matches:
-        state, new = EloState(), list(history)
-    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
-    fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
-    ratings = dict(state.ratings)
-    for o in new:
-        current = np.array([fixed.get(p, ratings.get(p, ELO_START)) for p in o.players])
-        scores = np.array(o.scores)
-        n = len(current)
-        expected = 1.0 / (1.0 + 10.0 ** ((current[None, :] - current[:, None]) / 400.0))
-        actual = np.where(scores[:, None] > scores[None, :], 1.0, np.where(scores[:, None] == scores[None, :], 0.5, 0.0))
-        same = np.array(o.players)[:, None] == np.array(o.players)[None, :]
-        delta = k / max(n - 1, 1) * np.where(same, 0.0, actual - expected).sum(axis=1)
-        for p, d in zip(o.players, delta):
-            if p not in fixed:
-                ratings[p] = ratings.get(p, ELO_START) + float(d)
-    return EloState(ratings, new[-1].key if new else state.last_key, state.matches + len(new))
-
-
 def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per match, newest first: what the Matches tab lists."""
     columns = ["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]
@@ -156,7 +123,7 @@ def compute(
         trajectory.setdefault(player, deque(maxlen=TRAJECTORY_POINTS)).append((outcome.key[0], rating.mu, rating.sigma))
 
     ts = extend_trueskill(previous.trueskill if previous is not None else TrueSkillState(), history, observe=observe)
-    elo = elo_incremental(history, previous.elo if previous is not None else None)
+    elo = elo_ratings(history, state=previous.elo if previous is not None else None)
     if refresh_mle or previous is None:
         mle = plackett_luce(history, bootstrap=bootstrap) if history else {}
     else:

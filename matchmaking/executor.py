@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -78,17 +78,11 @@ def run_matches(
         for spec in specs:
             yield _play(spec, host_factory)
         return
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(specs)), mp_context=context) as pool:
-        spec_of: dict[Future[MatchOutcome], MatchSpec] = {pool.submit(_play, spec, host_factory): spec for spec in specs}
-        pending = set(spec_of)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                try:
-                    yield future.result()
-                except Exception as exc:  # noqa: BLE001 - a worker died (e.g. killed): report, go on
-                    yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
+    executor = LocalExecutor(min(workers, len(specs)), host_factory=host_factory, record_replays=False)
+    try:
+        yield from executor.run(specs)
+    finally:
+        executor.close()
 
 
 class LocalExecutor:

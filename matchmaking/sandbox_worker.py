@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from matchmaking.config import PROJECT_ROOT
 from matchmaking.confine import confine, limit_memory
+from matchmaking.teams import describe_exception
 from matchmaking.sandbox_protocol import (
     ObservationLayout,
     ObservationReader,
@@ -38,14 +38,6 @@ def _build_team(init: dict[str, Any]) -> Any:
     if callable(reset):
         reset()
     return team
-
-
-def _describe(exc: BaseException, limit: int) -> str:
-    """`Type: message (at file:line)`, the line being the policy's own where known."""
-    frames = traceback.extract_tb((exc.__cause__ or exc).__traceback__)
-    where = f" (at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
-    text = f"{type(exc).__name__}: {exc}{where}"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def serve(ctrl_in: int, ctrl_out: int) -> int:
@@ -78,7 +70,7 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
         team = _build_team(init)
     except BaseException as exc:  # noqa: BLE001 - reported to the runner, whatever it is
         memory = isinstance(exc, MemoryError) or isinstance(exc.__cause__, MemoryError)
-        send_message(ctrl_out, {"type": "init_error", "kind": "MEMORY" if memory else "INIT", "message": _describe(exc, limit)})
+        send_message(ctrl_out, {"type": "init_error", "kind": "MEMORY" if memory else "INIT", "message": describe_exception(exc, limit=limit)})
         return 1
     send_message(ctrl_out, {"type": "ready", "confinement": confinement})
 
@@ -95,9 +87,9 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
         try:
             actions = team.act(observations)
         except MemoryError as exc:
-            reply = {"type": "error", "tick": tick, "kind": "MEMORY", "message": _describe(exc, limit)}
+            reply = {"type": "error", "tick": tick, "kind": "MEMORY", "message": describe_exception(exc, limit=limit)}
         except BaseException as exc:  # noqa: BLE001 - SystemExit and friends included
-            reply = {"type": "error", "tick": tick, "kind": "ERROR", "message": _describe(exc, limit)}
+            reply = {"type": "error", "tick": tick, "kind": "ERROR", "message": describe_exception(exc, limit=limit)}
         else:
             try:
                 reply = {"type": "actions", "tick": tick, "actions": to_json_safe(actions)}

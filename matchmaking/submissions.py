@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from huggingface_hub import HfApi
 
@@ -236,7 +236,3 @@ def faulty(team: TeamResult, ticks: int, *, max_fault_share: float = 0.1) -> str
         return f"{team.total_faults} faults in {ticks} ticks, first {first.kind.value} at tick {first.tick}: {first.message}"
     return ""
 
-
-def faulty_matches(results: Iterable[tuple[TeamResult, int]]) -> list[str]:
-    """Reasons of the faulty matches among (team result, ticks) pairs."""
-    return [reason for team, ticks in results if (reason := faulty(team, ticks))]

@@ -61,9 +61,10 @@ class TeamHost(Protocol):
 
 
 def describe_exception(exc: BaseException, *, limit: int) -> str:
-    """`Type: message (at file:line)`, cut to `limit` characters, for a fault record."""
+    """`Type: message (at file:line)`, cut to `limit` characters, for a fault record; the
+    line is that of the original error when `exc` wraps one (a policy's own line)."""
     where = ""
-    frames = traceback.extract_tb(exc.__traceback__)
+    frames = traceback.extract_tb((exc.__cause__ or exc).__traceback__)
     if frames:
         last = frames[-1]
         where = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno})"

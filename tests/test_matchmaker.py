@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi

@@ -28,12 +28,12 @@ def duel(a: str, b: str, score_a: int, score_b: int, i: int = 0) -> Outcome:
 
 
 def test_elo_by_hand():
-    ratings = elo_ratings([duel("a", "b", 10, 0)], anchors={})
+    ratings = elo_ratings([duel("a", "b", 10, 0)], anchors={}).ratings
     assert ratings == {"a": pytest.approx(1200 + ELO_K / 2), "b": pytest.approx(1200 - ELO_K / 2)}
-    draw = elo_ratings([duel("a", "b", 4, 4)], anchors={})
+    draw = elo_ratings([duel("a", "b", 4, 4)], anchors={}).ratings
     assert draw == {"a": 1200.0, "b": 1200.0}
     # three players: each duel moves K/(n-1) times (result - expected)
-    three = elo_ratings([Outcome(("t", "m"), ("a", "b", "c"), (21, 10, 10))], anchors={})
+    three = elo_ratings([Outcome(("t", "m"), ("a", "b", "c"), (21, 10, 10))], anchors={}).ratings
     assert three["a"] == pytest.approx(1200 + ELO_K / 2 * (0.5 + 0.5))
     assert three["b"] == pytest.approx(1200 + ELO_K / 2 * (-0.5 + 0.0))
     assert sum(three.values()) == pytest.approx(3600)  # zero-sum
@@ -86,5 +86,5 @@ def test_anchors_do_not_move():
     anchor = next(iter(ANCHORS))
     history = [Outcome((f"t{i}", f"m{i}"), (anchor, "newcomer"), (0, 10)) for i in range(5)]
     assert anchor not in trueskill_ratings(history).ratings
-    assert anchor not in elo_ratings(history)
+    assert anchor not in elo_ratings(history).ratings
     assert trueskill_ratings(history).ratings["newcomer"].matches == 5

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import time
 from dataclasses import replace
 
 import pytest

@@ -2,7 +2,6 @@
 every match right after it is recorded. Tests kill -9 it mid-match and mid-write."""
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from matchmaking.config import ArenaSettings
