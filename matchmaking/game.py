@@ -101,6 +101,20 @@ def make_env(match: MatchConfig, map_id: int) -> nmmo.Env:
     return nmmo.Env(nmmo_config(match, map_dir=ensure_map(map_id, match)))
 
 
+def dispose_env(env: nmmo.Env) -> None:
+    """Free a finished match's game now, in a worker that plays match after match.
+
+    nmmo keeps its map's tiles in a NumPy object array, and every tile refers back to the
+    realm. NumPy object arrays are invisible to Python's cycle collector, so that cycle
+    (the realm, map, datastore, entities: about 40 MB a match) is never collected: a
+    worker grew by that much per match without end. Emptying the array breaks the cycle.
+    """
+    realm = getattr(env, "realm", None)
+    tiles = getattr(getattr(realm, "map", None), "tiles", None)
+    if isinstance(tiles, np.ndarray) and tiles.dtype == object:
+        tiles.fill(None)
+
+
 def reset_env(env: nmmo.Env, seed: int) -> dict[int, dict[str, Any]]:
     """Reset for a team battle: the seed fixes spawn sides and NPCs. Returns observations."""
     observations, _ = env.reset(seed=seed, map_id=1, game=TeamBattle(env))
@@ -143,8 +157,13 @@ def share_observation_arrays(env: nmmo.Env, agent_id: int, layout: ObservationLa
 
 
 def action_space(env: nmmo.Env) -> ActionSpace:
-    """Action name -> argument name -> number of choices, read from the env's own space."""
-    space = env.action_space(env.possible_agents[0])
+    """Action name -> argument name -> number of choices, read from the env's own space.
+
+    Calls the function under nmmo's `lru_cache` directly: the cache lives on the `Env`
+    class, and an entry keyed by this env would keep it (and its whole game) alive for
+    the rest of the process.
+    """
+    space = type(env).action_space.__wrapped__(env, env.possible_agents[0])
     return {name: {arg: int(sub.n) for arg, sub in args.items()} for name, args in space.items()}
 
 

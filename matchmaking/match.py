@@ -151,6 +151,7 @@ def run_match(
     teams = game.team_agent_ids(config)
     faults = _FaultLog(config.num_teams, config.max_faults_recorded)
     hosts: list[TeamHost] = []
+    env = None
     try:
         # TRY NOT TO MODIFY: set-up order fixes what the seed determines
         env = game.make_env(config, map_id)
@@ -224,6 +225,8 @@ def run_match(
     finally:
         for host in hosts:
             host.close()
+        if env is not None:
+            game.dispose_env(env)
 
     # ALGO LOGIC: score and rank
     scores = {team_id: achievement(progress[team_id]) for team_id in teams}
