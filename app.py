@@ -3,7 +3,7 @@
 - `matchmaking.service.Arena` starts the Hub connection (or the embedded local Hub, seeded
   with example submissions), the match history, the submission statuses and the
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
-- `leaderboard.data.LeaderboardData` keeps the standings fresh from the history.
+- `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history.
 - `leaderboard.pages.build` is the Gradio UI over them.
 
 Configuration is read from the environment (see `matchmaking.config.ArenaSettings`).
@@ -16,9 +16,9 @@ import os
 
 import gradio as gr
 
-from leaderboard.data import LeaderboardData
+from arena.settings import ArenaSettings
 from leaderboard.pages import build
-from matchmaking.config import ArenaSettings
+from leaderboard.refresher import StandingsRefresher
 from matchmaking.service import Arena
 
 
@@ -28,10 +28,10 @@ def main() -> None:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # one line per job run is noise
     settings = ArenaSettings.from_env()
     arena = Arena.start(settings)
-    data = LeaderboardData(arena.store, statuses=arena.registry.states, hub_url=arena.api.endpoint)
+    data = StandingsRefresher(arena.store, statuses=arena.registry.states, hub_url=arena.api.endpoint)
     data.refresh()
     data.run_in_background()
-    demo = build(data, tag=settings.submission_tag, history_repo=settings.history_repo)
+    demo = build(data, settings)
     try:
         demo.launch(
             server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),

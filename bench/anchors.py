@@ -1,4 +1,4 @@
-"""Fit the built-in teams' anchor ratings (`leaderboard.ratings.ANCHORS`) from their matches.
+"""Fit the built-in teams' anchor ratings (`arena.ratings.ANCHORS`) from their matches.
 
     python -m bench.anchors --matches 12 [--workers 2]
     python -m bench.anchors --from calibration.json   # matches saved by bench.calibrate_tiers --json
@@ -15,12 +15,12 @@ import argparse
 import json
 import sys
 
+from arena.ratings import outcomes, plackett_luce
+from arena.schema import MatchResult
 from bench.match_speed import stage1_lineup
-from leaderboard.ratings import outcomes, plackett_luce
 from matchmaking.config import MatchConfig
 from matchmaking.executor import default_workers, run_matches
 from matchmaking.match import MatchSpec
-from matchmaking.records import MatchResult
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """How often the built-in teams reach each scoring tier, over full matches.
 
-The Forage and Equipment thresholds of `matchmaking.scoring.RULES` are calibrated on this
+The Forage and Equipment thresholds of `arena.scoring.RULES` are calibrated on this
 report: the hard tier should stay rare for nmmo's own scripted teams. It plays `--matches`
 full matches of PvE stage 1 (one extra Combat team as the 16th) and prints, per built-in
 and task, the distribution of raw values and the share of teams at each tier.
@@ -15,13 +15,13 @@ import json
 import sys
 from collections import Counter, defaultdict
 
+from arena.rules import stage_opponents
+from arena.schema import TASK_NAMES, MatchResult
+from arena.scoring import RULES, Task
 from matchmaking.config import MatchConfig
 from matchmaking.executor import default_workers, run_matches
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.policy import builtin
-from matchmaking.pve import stage_opponents
-from matchmaking.records import TASK_NAMES, MatchResult
-from matchmaking.scoring import RULES, Task
 
 
 def tier_report(results: list[MatchResult]) -> dict[str, dict[str, dict[str, object]]]:

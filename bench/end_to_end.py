@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from matchmaking.config import ArenaSettings
+from arena.settings import ArenaSettings
 from matchmaking.service import Arena
 
 

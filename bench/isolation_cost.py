@@ -25,8 +25,8 @@ from bench.match_speed import stage1_lineup
 from matchmaking import game
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, in_process_host, run_match
-from matchmaking.sandbox import always_sandboxed_host, protect_process
-from matchmaking.sandbox_protocol import ObservationLayout, ObservationReader, SharedBlock
+from matchmaking.sandbox.host import always_sandboxed_host, protect_process
+from matchmaking.sandbox.protocol import ObservationLayout, ObservationReader, SharedBlock
 
 
 def transfer_cost(repeats: int = 300) -> dict[str, float]:

@@ -34,13 +34,13 @@ from dataclasses import replace
 import numpy as np
 from nmmo.entity.entity import EntityState
 
+from arena.rules import stage_opponents
 from matchmaking import game
 from matchmaking.builtin import SCRIPTED_AGENTS
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, policies_for, run_match, team_seed
 from matchmaking.policy import PolicyRef, builtin
 from matchmaking.progress import TravelTracker, team_progress
-from matchmaking.pve import stage_opponents
 
 
 def stage1_lineup() -> tuple[PolicyRef, ...]:

@@ -2,7 +2,7 @@
 
     python -m bench.pairing_study [--policies 100] [--matches 3000] [--seeds 3] [--spread 1.5]
 
-A population with hidden skills plays 16-team matches (`leaderboard.simulation`, coarse
+A population with hidden skills plays 16-team matches (`arena.simulation`, coarse
 scores: ties and zeros like real matches). Each pairing rule of `matchmaking.pairing`
 chooses the pools from the live TrueSkill ratings, as the matchmaker does. Reported per
 rule, averaged over seeds:
@@ -25,9 +25,10 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import spearmanr
 
-from leaderboard.ratings import Outcome, TrueSkillState, outcomes, plackett_luce, player_id, trueskill_ratings
-from leaderboard.simulation import Population, play
-from matchmaking.pairing import Pairing, make_pool
+from arena.ratings import Outcome, TrueSkillState, outcomes, plackett_luce, player_id, trueskill_ratings
+from arena.rules import Pairing
+from arena.simulation import Population, play
+from matchmaking.pairing import make_pool
 
 
 def newcomer_width(history: list[Outcome], newcomer: str, others: dict[str, float], skill_guess: float) -> float:

@@ -3,9 +3,9 @@
     python -m bench.ratings_recompute [--sizes 10000 100000] [--package-sample 2000]
 
 A population of 1,000 policies with hidden skills plays uniformly random 16-team pools
-(`leaderboard.simulation`). For each size the bench times, in one run:
+(`arena.simulation`). For each size the bench times, in one run:
 
-- TrueSkill through `leaderboard.trueskill_ffa` (this project's specialisation), and the
+- TrueSkill through `arena.trueskill_ffa` (this project's specialisation), and the
   `trueskill` package on the first `--package-sample` matches of the same history, as the
   baseline: the ratio is per match;
 - the incremental update: a checkpoint at 99% of the history plus the last 1%;
@@ -22,19 +22,19 @@ import time
 
 import trueskill
 
-from leaderboard.ratings import (
+from arena.ratings import (
     DRAW_PROBABILITY,
     TRUESKILL_BETA,
     TRUESKILL_MU,
     TRUESKILL_SIGMA,
     _design,
-    elo_ratings,
     _fit,
+    elo_ratings,
     outcomes,
     plackett_luce,
     trueskill_ratings,
 )
-from leaderboard.simulation import Population, random_history
+from arena.simulation import Population, random_history
 
 
 def package_trueskill(history) -> float:

@@ -14,11 +14,11 @@ import multiprocessing
 import sys
 import time
 
+from arena.replay import ReplayRecorder
 from bench.match_speed import stage1_lineup
 from matchmaking import game
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
-from matchmaking.replay import ReplayRecorder
 
 
 def _timed(spec: MatchSpec, record: bool) -> dict[str, float]:

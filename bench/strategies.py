@@ -15,11 +15,11 @@ import json
 import sys
 from statistics import fmean
 
+from arena.schema import TASK_NAMES
 from matchmaking.config import MatchConfig
 from matchmaking.executor import default_workers, run_matches
 from matchmaking.match import MatchSpec
 from matchmaking.policy import builtin
-from matchmaking.records import TASK_NAMES
 
 
 def main() -> int:

@@ -17,10 +17,10 @@ import time
 
 import pandas as pd
 
+from arena.simulation import Population, random_history
+from history.store import rows
 from leaderboard import tables
-from leaderboard.simulation import Population, random_history
 from leaderboard.standings import compute
-from matchmaking.history import rows
 
 
 def best_of(fn, repeats: int = 3) -> float:

@@ -1,7 +1,7 @@
 """The Space's pages: Gradio wiring of the tables, plots and the replay viewer.
 
 Each callback only reads the latest `Standings` (kept fresh in the background by
-`leaderboard.data.LeaderboardData`) and formats it with `leaderboard.tables`, so every
+`leaderboard.refresher.StandingsRefresher`) and formats it with `leaderboard.tables`, so every
 page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submissions`,
 `/matches`, `/policy`) make the same data available through `gradio_client`.
 """
@@ -13,12 +13,13 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from arena.rules import BUILTIN_TEAMS, MATCH, PVE
+from arena.schema import player_id
+from arena.scoring import tier_table
+from arena.settings import ArenaSettings
 from leaderboard import tables
-from leaderboard.data import LeaderboardData
+from leaderboard.refresher import StandingsRefresher
 from leaderboard.viewer import replay_viewer
-from matchmaking.builtin import DESCRIPTIONS
-from matchmaking.pve import STAGE_OPPONENTS
-from matchmaking.scoring import tier_table
 
 REFRESH_S = 10.0
 
@@ -28,16 +29,22 @@ def builtin_references() -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "Built-in": f"builtin:{name}",
-                "What it is": text,
-                "PvE stages": ", ".join(str(s) for s, names in STAGE_OPPONENTS.items() if name in names) or "-",
+                "Built-in": team.policy_id,
+                "Kind": team.kind,
+                "What it is": team.description,
+                "PvE stages": ", ".join(str(s) for s, names in PVE.stages.items() if team.name in names) or "-",
+                "Anchor rating": "-" if team.anchor is None else f"{team.anchor:.2f}",
             }
-            for name, text in DESCRIPTIONS.items()
+            for team in BUILTIN_TEAMS
         ]
     )
 
 
-def about_markdown(*, tag: str, history_repo: str, hub_url: str) -> str:
+def about_markdown(settings: ArenaSettings, *, hub_url: str) -> str:
+    """The About / Submit tab: how to submit, the rules as this Space runs them, the data."""
+    tag, history_repo = settings.submission_tag, settings.history_repo
+    learned = [s for s in PVE.stages if "learned" in PVE.kinds(s)]
+    scripted = [s for s in PVE.stages if s not in learned]
     rows = "\n".join(
         f"| {r['task']} | {r['measure']} | {r['easy (4)']} | {r['medium (10)']} | {r['hard (21)']} |" for r in tier_table()
     )
@@ -52,19 +59,22 @@ hf upload YOUR-USER/YOUR-TEAM ./your-team .
 ```
 
 The Arena finds it, validates it in a sandbox (the Submissions tab says why if it is
-rejected), plays PvE: 10 matches a stage against built-in teams, and qualifies it for PvP
-at a mean Achievement of 25 in stage 1. PvP pools 16 qualified policies at random.
+rejected), plays PvE: {settings.pve_matches_per_stage} matches a stage against built-in teams
+(a Top1Ratio of {settings.next_stage_top1:g} opens the next stage), and qualifies it for PvP at a
+mean Achievement of {settings.qualify_achievement:g} in stage 1. PvP pools {MATCH.num_teams} qualified
+policies ({settings.pairing} pairing).
 
 ## Rules
-16 teams of 8 agents, 128x128 maps, 1024 ticks, Neural MMO 2.x with every game system.
+{MATCH.num_teams} teams of {MATCH.team_size} agents, {MATCH.map_size}x{MATCH.map_size} maps,
+{settings.match_horizon} ticks, Neural MMO 2.x with every game system.
 A team's Achievement is the sum over four tasks of its highest tier reached by any member:
 
 | Task | Measured as | Easy (4) | Medium (10) | Hard (21) |
 |---|---|---|---|---|
 {rows}
 
-Built-in teams of stages 2 and 3 are the Arena's own **scripted** teams, not the paper's
-RL baselines.
+PvE opponents: {"; ".join(f"stage {s}: {PVE.describe(s)} ({PVE.kinds(s)})" for s in PVE.stages)}.
+Stages {", ".join(map(str, scripted)) or "none"} are played by **scripted** teams{"" if not learned else "; stages " + ", ".join(map(str, learned)) + " by **learned** ones"}.
 
 ## Data
 Every match is in the dataset [`{history_repo}`]({hub_url.rstrip('/')}/datasets/{history_repo}),
@@ -73,13 +83,12 @@ one row per team per match; every rating here is computed from it alone:
 """
 
 
-def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str = "nmmo-arena/match-history") -> gr.Blocks:
-    """The Blocks app over `data`."""
+def build(data: StandingsRefresher, settings: ArenaSettings | None = None) -> gr.Blocks:
+    """The Blocks app over `data`, describing the rules as `settings` run them."""
+    settings = settings or ArenaSettings()
     hub_url = data.hub_url
 
     def latest_players() -> set[str]:
-        from leaderboard.ratings import player_id
-
         return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
 
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
@@ -127,7 +136,7 @@ def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str =
                 )
             with gr.Tab("PvE", id="pve"):
                 pve = gr.Dataframe(pve_table, elem_id="pve-table", interactive=False, wrap=True)
-                gr.Markdown("Built-in teams (references; stages 2 and 3 are scripted by the Arena, not the paper's RL baselines):")
+                gr.Markdown("Built-in teams: the references PvE is played against (the Kind column says which are scripted and which learned):")
                 gr.Dataframe(builtin_references(), elem_id="builtin-table", interactive=False, wrap=True)
             with gr.Tab("Submissions", id="submissions"):
                 subs = gr.Dataframe(submissions, elem_id="submissions-table", interactive=False, wrap=True)
@@ -152,7 +161,7 @@ def build(data: LeaderboardData, *, tag: str = "nmmo-arena", history_repo: str =
                     show = gr.Button("Replay", elem_id="replay-load")
                 viewer = replay_viewer(lambda m: _read(data, m))
             with gr.Tab("About / Submit", id="about"):
-                gr.Markdown(about_markdown(tag=tag, history_repo=history_repo, hub_url=hub_url))
+                gr.Markdown(about_markdown(settings, hub_url=hub_url))
 
         filters = [f_policy, f_track, f_stage, f_since, f_until]
         pvp_inputs = [search, older, min_matches]
@@ -202,7 +211,7 @@ def _json(frame: pd.DataFrame) -> dict:
     return {"headers": [str(c) for c in frame.columns], "data": clean.values.tolist()}
 
 
-def _read(data: LeaderboardData, match_id: str) -> bytes | None:
+def _read(data: StandingsRefresher, match_id: str) -> bytes | None:
     path = data.store.replay_path(match_id)
     return path.read_bytes() if path is not None else None
 

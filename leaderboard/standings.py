@@ -21,7 +21,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from leaderboard.ratings import (
+from arena.ratings import (
     EloState,
     MLERating,
     Outcome,
@@ -31,7 +31,7 @@ from leaderboard.ratings import (
     plackett_luce,
     recomputed,
 )
-from matchmaking.records import TASK_NAMES
+from arena.schema import BUILTIN_PREFIX, TASK_NAMES
 
 POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
 
@@ -65,7 +65,7 @@ class Standings:
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
     """Add the rated entity of each row: a built-in by name, a submission by repo@revision."""
     rows = rows.copy()
-    builtin = rows["policy_id"].str.startswith("builtin:")
+    builtin = rows["policy_id"].str.startswith(BUILTIN_PREFIX)
     rows["player"] = np.where(builtin, rows["policy_id"], rows["policy_id"] + "@" + rows["revision"])
     return rows
 
@@ -136,7 +136,7 @@ def compute(
         achievement=("achievement", "mean"),
         **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
     )
-    pve = rows[(rows["track"] == "pve") & ~rows["policy_id"].str.startswith("builtin:")]
+    pve = rows[(rows["track"] == "pve") & ~rows["policy_id"].str.startswith(BUILTIN_PREFIX)]
     pve_stages = pve.assign(won=pve["rank"] == 1).groupby(["player", "stage"]).agg(
         matches=("match_id", "nunique"),
         top1=("won", "mean"),

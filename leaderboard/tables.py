@@ -12,9 +12,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from leaderboard.ratings import ANCHORS, player_id
+from arena.rules import ANCHORS
+from arena.schema import TASK_NAMES, is_builtin, player_id
 from leaderboard.standings import POINT_COLUMNS, Standings
-from matchmaking.records import TASK_NAMES
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ PVP_COLUMNS = [
 
 
 def _link(policy_id: str, revision: str, hub_url: str) -> str:
-    if policy_id.startswith("builtin:"):
+    if is_builtin(policy_id):
         return f"{policy_id} (anchor)"
     return f"[{policy_id}]({hub_url.rstrip('/')}/{policy_id})@{revision[:7]}"
 

@@ -1,6 +1,7 @@
 """Built-in teams: nmmo's scripted baselines behind the same contract as a submission.
 
-A built-in team is a `Team` like any other (`__init__(team_id, env_config)`, `act`,
+What each built-in is (its description, scripted or learned, anchor or not) is written in
+`arena.rules.BUILTIN_TEAMS`; this module is how they play. A built-in team is a `Team` like any other (`__init__(team_id, env_config)`, `act`,
 `reset`), so built-in and submitted teams mix freely in a match and a participant can
 read these as example policies. Each member is one of nmmo's scripted agents
 (`scripted/baselines.py`); they expect nmmo's `Observation` object rather than the
@@ -15,14 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-import numpy as np
 import nmmo
+import numpy as np
 from nmmo.core.observation import Observation
 from nmmo.entity.entity import EntityState
 from nmmo.lib import seeding
 from nmmo.systems.item import ItemState
 from scripted import baselines
 
+from arena.rules import builtin_team
 from matchmaking.config import MatchConfig
 from matchmaking.game import nmmo_config
 
@@ -39,22 +41,6 @@ SCRIPTED_AGENTS: dict[str, tuple[type[baselines.Scripted], ...]] = {
     "range": (baselines.Range,),
     "mage": (baselines.Mage,),
 }
-
-#: One line per built-in, for listings.
-DESCRIPTIONS: dict[str, str] = {
-    "random": "nmmo's Random baseline: every member moves in a random direction.",
-    "forage": "nmmo's Forage baseline: eats and drinks when low, otherwise explores toward the centre.",
-    "combat": "nmmo's Combat baselines (Melee, Range, Mage members): forage, trade, equip, attack weak targets, evade.",
-    "melee": "nmmo's Melee baseline on every member.",
-    "range": "nmmo's Range baseline on every member.",
-    "mage": "nmmo's Mage baseline on every member.",
-    "coordinated": "The Arena's scripted stage-2 team: scouts, gatherers and two fighters with one shared target.",
-    "elite": "The Arena's scripted stage-3 team: as coordinated, plus NPC hunting, healing and three fighters.",
-}
-
-#: Every built-in team's name, in listing order.
-BUILTINS: tuple[str, ...] = tuple(DESCRIPTIONS)
-
 
 def _present_rows(table: np.ndarray, id_col: int) -> np.ndarray:
     """The rows of an observation table that hold something, as a view.
@@ -129,7 +115,8 @@ class ScriptedTeam:
 
 
 def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], Any]:
-    """A `Team` constructor for built-in `name` (see `BUILTINS`)."""
+    """A `Team` constructor for built-in `name` (one of `arena.rules.BUILTIN_TEAMS`)."""
+    name = builtin_team(name).name
     if name not in SCRIPTED_AGENTS:
         from matchmaking import strategies
 
@@ -139,5 +126,5 @@ def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], Any]:
     def make(team_id: int, env_config: Mapping[str, Any]) -> ScriptedTeam:
         return ScriptedTeam(team_id, env_config, agents)
 
-    make.__name__ = f"builtin:{name}"
+    make.__name__ = builtin_team(name).policy_id
     return make

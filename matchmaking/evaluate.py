@@ -7,7 +7,7 @@ Usage::
 
 TARGET is a folder holding `policy.py` or `builtin:NAME`. Each match puts TARGET's team
 against 3 Combat, 5 Forage and 7 Random teams, a folder's team isolated in its own sandboxed
-process exactly as on the Arena (`matchmaking.sandbox`); match `i` uses seed `S + i`, so a run is
+process exactly as on the Arena (`matchmaking.sandbox.host`); match `i` uses seed `S + i`, so a run is
 reproducible. The report gives Top1Ratio, mean Achievement and mean points per task;
 `--json` prints one JSON object on stdout instead (progress stays on stderr), with every
 match's full record.
@@ -22,14 +22,15 @@ from typing import Sequence
 
 from tqdm import tqdm
 
+from arena.errors import ArenaError
+from arena.rules import PVE, stage_opponents
+from arena.schema import TASK_NAMES, MatchResult
 from matchmaking.config import MatchConfig
-from matchmaking.errors import ArenaError
 from matchmaking.executor import default_workers, run_matches
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.policy import PolicyRef, builtin, parse_target
-from matchmaking.pve import PolicySummary, stage_opponents, summarize
-from matchmaking.records import TASK_NAMES, MatchResult
-from matchmaking.sandbox import protect_process, sandboxed_host
+from matchmaking.pve import PolicySummary, summarize
+from matchmaking.sandbox.host import protect_process, sandboxed_host
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +61,7 @@ def format_report(summary: PolicySummary, results: Sequence[MatchResult], failur
     """The human-readable report."""
     lines = [
         f"Policy        {summary.policy_id} (revision {summary.revision[:12]})",
-        f"Matches       {summary.matches} against PvE stage 1 (3 Combat, 5 Forage, 7 Random)",
+        f"Matches       {summary.matches} against PvE stage 1 ({PVE.describe(1)})",
         f"Top1Ratio     {summary.top1_ratio:.2f} ({summary.wins} won)",
         f"Achievement   {summary.mean_achievement:.1f} mean of 84",
         "",

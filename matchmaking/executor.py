@@ -19,9 +19,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from arena.replay import ReplayRecorder
+from arena.schema import MatchResult
 from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
-from matchmaking.records import MatchResult
-from matchmaking.replay import ReplayRecorder
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ class RayExecutor:
     ):
         import ray  # optional: only needed when Ray is configured
 
-        from matchmaking.config import PROJECT_ROOT
+        from arena import PROJECT_ROOT
 
         self.ray = ray
         self.host_factory = host_factory

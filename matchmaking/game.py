@@ -17,15 +17,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import nmmo
+import numpy as np
 from nmmo.core.config import AllGameSystems, Medium
 from nmmo.core.game_api import TeamBattle
 from nmmo.core.terrain import MapGenerator, Save
 
-from matchmaking.config import ARENA_VERSION, MatchConfig
+from arena import ARENA_VERSION
+from matchmaking.config import MatchConfig
 from matchmaking.contract import ActionSpace
-from matchmaking.sandbox_protocol import ObservationLayout
+from matchmaking.sandbox.protocol import ObservationLayout
 
 NMMO_VERSION: str = nmmo.__version__
 

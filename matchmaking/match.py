@@ -3,11 +3,11 @@
 `run_match(spec)` builds the map and environment from the spec's seed, starts one host per
 team, then for every tick gives each team its alive members' observations, checks the
 answers against the action space and steps the game. At the end it reads each team's
-progress, scores it (`matchmaking.scoring`) and returns a `MatchResult`. The same spec
+progress, scores it (`arena.scoring`) and returns a `MatchResult`. The same spec
 gives the same result: the seed fixes the map, spawn order, NPCs and built-in teams'
 randomness.
 
-Team failures never end a match (see `matchmaking.teams`); only a failure of the game
+Team failures never end a match (see `matchmaking.hosting`); only a failure of the game
 engine itself raises `MatchFailedError`.
 """
 
@@ -25,17 +25,18 @@ from nmmo.entity.entity import EntityState
 from nmmo.lib.event_code import EventCode
 from nmmo.lib.event_log import EventAttr
 
+from arena import ARENA_VERSION
+from arena.errors import MatchFailedError, MatchSetupError
+from arena.replay import ReplayRecorder
+from arena.schema import Fault, FaultKind, MatchResult, TaskResult, TeamResult
+from arena.scoring import RULES, achievement, competition_ranks
 from matchmaking import game
-from matchmaking.config import ARENA_VERSION, MatchConfig
+from matchmaking.config import MatchConfig
 from matchmaking.contract import check_actions
-from matchmaking.errors import MatchFailedError, MatchSetupError
+from matchmaking.hosting import InProcessTeam, TeamHost, TeamSlot
 from matchmaking.policy import PolicyRef, team_factory
 from matchmaking.progress import TravelTracker, team_progress
-from matchmaking.records import Fault, FaultKind, MatchResult, TaskResult, TeamResult
-from matchmaking.replay import ReplayRecorder
-from matchmaking.scoring import RULES, achievement, competition_ranks
-from matchmaking.sandbox_protocol import ObservationLayout
-from matchmaking.teams import InProcessTeam, TeamHost, TeamSlot
+from matchmaking.sandbox.protocol import ObservationLayout
 
 #: Builds the host of one team: `(policy, slot) -> TeamHost`.
 HostFactory = Callable[[PolicyRef, TeamSlot], TeamHost]

@@ -10,25 +10,16 @@ whose ratings are least certain first). `bench/pairing_study.py` measures them; 
 split the field into groups that rarely meet, so random stays the default.
 
 With fewer qualified policies than seats, built-in teams fill the pool; they are the
-fixed anchors of the ratings (`leaderboard.ratings.ANCHORS`).
+fixed anchors of the ratings (`arena.rules.ANCHORS`, `POOL_FILL`).
 """
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Mapping, Sequence
 
 import numpy as np
 
-
-class Pairing(str, Enum):
-    RANDOM = "random"
-    CLOSEST_RATING = "closest-rating"
-    UNCERTAINTY = "uncertainty"
-
-
-#: Built-in teams that fill a pool with fewer qualified policies than seats, in order.
-FILL: tuple[str, ...] = ("builtin:combat", "builtin:forage", "builtin:random")
+from arena.rules import POOL_FILL, Pairing
 
 
 def _least_played_first(candidates: Sequence[str], counts: Mapping[str, int], rng: np.random.Generator) -> list[str]:
@@ -46,7 +37,7 @@ def make_pool(
     ratings: Mapping[str, float] | None = None,
     uncertainty: Mapping[str, float] | None = None,
     closest: int = 31,
-    fill: Sequence[str] = FILL,
+    fill: Sequence[str] = POOL_FILL,
 ) -> list[str]:
     """One pool of `size` players.
 

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from matchmaking.errors import InvalidPolicySpecError, PolicyLoadError, PolicyNotFoundError
-
-BUILTIN_PREFIX = "builtin:"
-LOCAL_PREFIX = "local:"
+from arena.errors import InvalidPolicySpecError, PolicyLoadError, PolicyNotFoundError
+from arena.rules import builtin_team
+from arena.schema import BUILTIN_PREFIX, LOCAL_PREFIX, is_builtin
 
 #: The file every submission's root must hold.
 POLICY_FILE = "policy.py"
@@ -51,7 +50,7 @@ class PolicyRef:
 
     @property
     def is_builtin(self) -> bool:
-        return self.policy_id.startswith(BUILTIN_PREFIX)
+        return is_builtin(self.policy_id)
 
     @property
     def builtin_name(self) -> str:
@@ -66,18 +65,12 @@ class PolicyRef:
 
 
 def builtin(name: str) -> PolicyRef:
-    """The reference of built-in team `name`.
+    """The reference of built-in team `name` (case-insensitive: `Forage` is `forage`).
 
     Raises:
         `PolicyNotFoundError`: no built-in of that name.
     """
-    from matchmaking.builtin import BUILTINS  # nmmo is only needed when a built-in is named
-
-    if name not in BUILTINS:
-        raise PolicyNotFoundError(
-            f"No built-in team {name!r}. Available: {', '.join(f'builtin:{n}' for n in BUILTINS)}."
-        )
-    return PolicyRef(policy_id=f"{BUILTIN_PREFIX}{name}", revision="builtin")
+    return PolicyRef(policy_id=builtin_team(name).policy_id, revision="builtin")
 
 
 def folder_revision(path: Path) -> str:
@@ -116,8 +109,8 @@ def parse_target(text: str) -> PolicyRef:
     text = text.strip()
     if not text:
         raise InvalidPolicySpecError("Empty policy: give `builtin:NAME` or the path of a folder holding policy.py.")
-    if text.startswith(BUILTIN_PREFIX):
-        return builtin(text[len(BUILTIN_PREFIX):])
+    if text.lower().startswith(BUILTIN_PREFIX):
+        return builtin(text)
     return local(text)
 
 

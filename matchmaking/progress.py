@@ -3,7 +3,7 @@
 Three of the four values come from nmmo's event log at the end of the match (level-ups,
 equipped items, player kills); travel is measured by the runner every tick, because nmmo
 2.x only logs progress toward the map centre, not distance from spawn. The functions take
-plain arrays so that tests can build situations by hand; `matchmaking.scoring` turns the
+plain arrays so that tests can build situations by hand; `arena.scoring` turns the
 values into points.
 """
 
@@ -16,7 +16,7 @@ from nmmo.entity.entity import EntityState
 from nmmo.lib.event_code import EventCode
 from nmmo.lib.event_log import EventAttr
 
-from matchmaking.scoring import TeamProgress
+from arena.scoring import TeamProgress
 
 _ID = EntityState.State.attr_name_to_col["id"]
 _ROW = EntityState.State.attr_name_to_col["row"]

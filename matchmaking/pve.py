@@ -1,10 +1,7 @@
-"""The PvE track: a submission's team against 15 built-in teams, scored by Top1Ratio.
+"""The PvE track, played: which matches a revision still owes, and its figures so far.
 
-Stage 1 is the IJCAI 2022 starter kit's mix of nmmo's scripted baselines: 3 Combat,
-5 Forage and 7 Random teams. Stages 2 and 3 add the Arena's own coordinated scripted
-teams (`matchmaking.strategies`; scripted, not the paper's RL baselines), stage 3's
-stronger than stage 2's. A revision plays 10 matches a stage; the next stage opens at a
-Top1Ratio threshold; a mean Achievement of 25 in stage 1 qualifies it for PvP.
+The rules (opponents per stage, matches per stage, thresholds) are `arena.rules.PVE`;
+this module applies them to the history.
 
 `summarize` turns a policy's matches into the paper's figures: Top1Ratio (share of
 matches won, ties at the top included), mean Achievement and mean points per task.
@@ -20,30 +17,8 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Mapping, Sequence
 
-from matchmaking.records import TASK_NAMES, MatchResult
-
-#: Built-in opponents of each stage, by name, 15 per stage.
-STAGE_OPPONENTS: dict[int, tuple[str, ...]] = {
-    1: ("combat",) * 3 + ("forage",) * 5 + ("random",) * 7,
-    2: ("coordinated",) * 6 + ("combat",) * 5 + ("forage",) * 4,
-    3: ("elite",) * 8 + ("coordinated",) * 7,
-}
-
-#: Top1Ratio in a stage that opens the next one.
-NEXT_STAGE_TOP1 = 0.5
-
-#: Matches a revision plays per stage (the paper's 10).
-MATCHES_PER_STAGE = 10
-
-#: Mean Achievement in stage 1 that qualifies a revision for PvP (the paper's 25 points).
-PVP_QUALIFYING_ACHIEVEMENT = 25.0
-
-
-def stage_opponents(stage: int) -> tuple[str, ...]:
-    """Names of the built-in teams a submission meets in `stage`."""
-    if stage not in STAGE_OPPONENTS:
-        raise ValueError(f"No PvE stage {stage}; stages are {sorted(STAGE_OPPONENTS)}.")
-    return STAGE_OPPONENTS[stage]
+from arena.rules import PVE
+from arena.schema import TASK_NAMES, MatchResult
 
 
 @dataclass(frozen=True)
@@ -147,12 +122,12 @@ def plan(
     policy_id: str,
     revision: str,
     *,
-    matches_per_stage: int = MATCHES_PER_STAGE,
-    next_stage_top1: float = NEXT_STAGE_TOP1,
+    matches_per_stage: int = PVE.matches_per_stage,
+    next_stage_top1: float = PVE.next_stage_top1,
 ) -> PvePlan:
     """What PvE matches `policy_id@revision` still has to play, judged from the history."""
     summaries: dict[int, PolicySummary] = {}
-    for stage in sorted(STAGE_OPPONENTS):
+    for stage in sorted(PVE.stages):
         played = {r.seed for r in stage_results(results, policy_id, revision, stage)}
         wanted = [stage_seed(policy_id, revision, stage, i) for i in range(matches_per_stage)]
         missing = tuple(seed for seed in wanted if seed not in played)
@@ -160,12 +135,12 @@ def plan(
             return PvePlan(stage=stage, seeds=missing, summaries=summaries, finished=False)
         mine = [r for r in stage_results(results, policy_id, revision, stage) if r.seed in set(wanted)]
         summaries[stage] = summarize(mine, policy_id)
-        if summaries[stage].top1_ratio < next_stage_top1 or stage == max(STAGE_OPPONENTS):
+        if summaries[stage].top1_ratio < next_stage_top1 or stage == PVE.last_stage:
             return PvePlan(stage=stage, seeds=(), summaries=summaries, finished=True)
     raise AssertionError("unreachable")
 
 
-def qualifies(summaries: Mapping[int, PolicySummary], *, threshold: float = PVP_QUALIFYING_ACHIEVEMENT) -> tuple[bool, str]:
+def qualifies(summaries: Mapping[int, PolicySummary], *, threshold: float = PVE.qualify_achievement) -> tuple[bool, str]:
     """The paper's PvP qualification: mean Achievement in stage 1 at least `threshold`."""
     first = summaries.get(1)
     if first is None:

@@ -20,11 +20,13 @@ import yaml
 from huggingface_hub import HfApi
 from huggingface_hub.utils import disable_progress_bars
 
-from matchmaking.config import PROJECT_ROOT, ArenaSettings
+from arena import PROJECT_ROOT
+from arena.rules import builtin_team
+from arena.settings import ArenaSettings
+from history.store import HistoryStore, HubMirror
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
-from matchmaking.history import HistoryStore, HubMirror
-from matchmaking.sandbox import protect_process, sandboxed_host
-from matchmaking.scheduler import Matchmaker
+from matchmaking.matchmaker import Matchmaker
+from matchmaking.sandbox.host import protect_process, sandboxed_host
 from matchmaking.submissions import SubmissionRegistry
 
 log = logging.getLogger(__name__)
@@ -65,8 +67,6 @@ def _card(tag: str, name: str, description: str) -> str:
 
 def seed_hub(api: HfApi, *, tag: str) -> list[str]:
     """Push the example and packaged built-in submissions that are missing. Returns their ids."""
-    from matchmaking.builtin import DESCRIPTIONS
-
     pushed = []
     entries: list[tuple[str, str, str, dict[str, str] | Path]] = []
     for folder in sorted(EXAMPLES.iterdir()):
@@ -75,7 +75,7 @@ def seed_hub(api: HfApi, *, tag: str) -> list[str]:
             entries.append((f"{EXAMPLE_OWNER}/example-{folder.name}", f"Example: {folder.name}", doc, folder))
     for name in PACKAGED_BUILTINS:
         entries.append(
-            (f"{EXAMPLE_OWNER}/builtin-{name}", f"Built-in: {name}", DESCRIPTIONS[name], {"policy.py": _BUILTIN_POLICY.format(name=name)})
+            (f"{EXAMPLE_OWNER}/builtin-{name}", f"Built-in: {name}", builtin_team(name).description, {"policy.py": _BUILTIN_POLICY.format(name=name)})
         )
     for repo_id, name, description, content in entries:
         if api.repo_exists(repo_id):

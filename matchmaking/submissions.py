@@ -30,8 +30,8 @@ from typing import Any, Callable
 
 from huggingface_hub import HfApi
 
+from arena.schema import FaultKind, TeamResult
 from matchmaking.discovery import Submission, discover, download, format_problem
-from matchmaking.records import FaultKind, TeamResult
 from matchmaking.validation import ValidationReport, validate
 
 

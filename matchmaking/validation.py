@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from arena.schema import Fault, FaultKind
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
 from matchmaking.policy import PolicyRef, builtin
-from matchmaking.records import Fault, FaultKind
-from matchmaking.sandbox import SandboxedTeam, sandboxed_host
+from matchmaking.sandbox.host import SandboxedTeam, sandboxed_host
 
 #: Seed of every validation match: a revision is judged on the same game as every other.
 VALIDATION_SEED = 0

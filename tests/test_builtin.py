@@ -6,7 +6,10 @@ import numpy as np
 from nmmo.core import action
 
 from matchmaking import game
-from matchmaking.builtin import BUILTINS, _to_contract, builtin_factory
+from arena.rules import BUILTIN_TEAMS
+from matchmaking.builtin import _to_contract, builtin_factory
+
+BUILTINS = tuple(team.name for team in BUILTIN_TEAMS)
 from matchmaking.config import MatchConfig
 from matchmaking.contract import check_actions
 

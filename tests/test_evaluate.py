@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from matchmaking.records import MatchResult
+from arena.schema import MatchResult
 from tests_support import EXAMPLES, TESTS, policy_dir
 
 ROOT = TESTS.parent

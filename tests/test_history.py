@@ -11,8 +11,8 @@ import time
 
 import pyarrow.parquet as pq
 
-from leaderboard.simulation import Population, random_history
-from matchmaking.history import TEAM_SCHEMA, HistoryStore, HubMirror, results_from_rows, rows
+from arena.simulation import Population, random_history
+from history.store import TEAM_SCHEMA, HistoryStore, HubMirror, results_from_rows, rows
 from tests_support import TESTS
 
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from arena.errors import MatchSetupError
+from arena.schema import FaultKind, MatchResult
 from matchmaking.config import MatchConfig
-from matchmaking.errors import MatchSetupError
 from matchmaking.match import MatchSpec, policies_for, run_match
 from matchmaking.policy import builtin, local
-from matchmaking.records import FaultKind, MatchResult
 from tests_support import EXAMPLES, policy_dir
 
 SHORT = MatchConfig(horizon=40, step_wall_timeout_s=0.5, max_faults_recorded=10)

@@ -13,11 +13,12 @@ from collections import Counter
 import pytest
 from huggingface_hub import HfApi
 
-from leaderboard.ratings import outcomes, trueskill_ratings
+from arena.ratings import outcomes, trueskill_ratings
+from arena.settings import ArenaSettings
+from history.store import HistoryStore
 from leaderboard.standings import compute
 from localhub import LocalHub
-from matchmaking.config import ArenaSettings, MatchConfig
-from matchmaking.history import HistoryStore
+from matchmaking.config import MatchConfig
 from matchmaking.submissions import Status, SubmissionRegistry
 from tests_support import EXAMPLES, POLICIES, TESTS, push_policy
 
@@ -100,11 +101,11 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
 
 def test_ray_executor_gives_the_same_results(tmp_path):
     pytest.importorskip("ray")
+    from arena.rules import stage_opponents
     from matchmaking.executor import LocalExecutor, RayExecutor
     from matchmaking.match import MatchSpec, policies_for
     from matchmaking.policy import builtin, local
-    from matchmaking.pve import stage_opponents
-    from matchmaking.sandbox import sandboxed_host
+    from matchmaking.sandbox.host import sandboxed_host
 
     lineup = policies_for(local(EXAMPLES / "explorer"), [builtin(n) for n in stage_opponents(1)])
     specs = [MatchSpec(seed=s, policies=lineup, config=MatchConfig(horizon=16)) for s in (1, 2)]

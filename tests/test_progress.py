@@ -13,10 +13,10 @@ from nmmo.lib.event_code import EventCode
 from nmmo.systems import item as items
 from nmmo.systems import skill
 
+from arena.scoring import RULES, Task, achievement
 from matchmaking import game
 from matchmaking.config import MatchConfig
 from matchmaking.progress import TravelTracker, team_progress
-from matchmaking.scoring import RULES, Task, achievement
 
 COLS = EntityState.State.attr_name_to_col
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from leaderboard.ratings import Outcome, _design, _negative_log_likelihood, outcomes, plackett_luce, player_id
-from leaderboard.simulation import Population, random_history
+from arena.ratings import Outcome, _design, _negative_log_likelihood, outcomes, plackett_luce, player_id
+from arena.simulation import Population, random_history
 
 
 def test_gradient_matches_finite_differences():

@@ -7,7 +7,7 @@ import math
 import pytest
 import trueskill
 
-from leaderboard.ratings import (
+from arena.ratings import (
     ANCHORS,
     DRAW_PROBABILITY,
     ELO_K,
@@ -20,7 +20,7 @@ from leaderboard.ratings import (
     outcomes,
     trueskill_ratings,
 )
-from leaderboard.simulation import Population, random_history
+from arena.simulation import Population, random_history
 
 
 def duel(a: str, b: str, score_a: int, score_b: int, i: int = 0) -> Outcome:

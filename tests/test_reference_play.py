@@ -9,10 +9,10 @@ benchmark compares like with like.
 
 from __future__ import annotations
 
+from arena.scoring import Task
 from bench.match_speed import bare_match, stage1_lineup
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
-from matchmaking.scoring import Task
 
 
 def test_runner_reproduces_nmmo_scripted_play():

@@ -16,11 +16,12 @@ from dataclasses import replace
 
 import pytest
 
-from matchmaking.config import PROJECT_ROOT, MatchConfig
+from arena import PROJECT_ROOT
+from arena.schema import MatchResult
+from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, in_process_host, run_match
 from matchmaking.policy import builtin, local
-from matchmaking.records import MatchResult
-from matchmaking.sandbox import SandboxedTeam, protect_process, sandboxed_host
+from matchmaking.sandbox.host import SandboxedTeam, protect_process, sandboxed_host
 from tests_support import POLICIES
 
 ADVERSARIES = (
@@ -84,7 +85,7 @@ def arena(tmp_path_factory):
             [
                 f"write {PROJECT_ROOT / 'sandbox-escape.txt'}",
                 f"write {history / 'forged.parquet'}",
-                f"write /tmp/arena-sandbox-escape.txt",
+                "write /tmp/arena-sandbox-escape.txt",
                 f"read {history / 'matches.parquet'}",
                 f"read {other / 'weights.bin'}",
                 f"read {policies['idle'] / 'policy.py'}",
@@ -200,8 +201,8 @@ def test_confinement_report():
     """What the sandbox applied on this machine (printed for the CI log)."""
     config = MatchConfig(horizon=4)
     from matchmaking import game
-    from matchmaking.sandbox_protocol import ObservationLayout
-    from matchmaking.teams import TeamSlot
+    from matchmaking.hosting import TeamSlot
+    from matchmaking.sandbox.protocol import ObservationLayout
 
     env = game.make_env(replace(config, num_teams=1), map_id=1)
     obs = game.reset_env(env, seed=0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchmaking.scoring import (
+from arena.scoring import (
     MAX_ACHIEVEMENT,
     RULES,
     TIER_POINTS,

@@ -13,7 +13,7 @@ import pytest
 import trueskill
 from trueskill import Rating
 
-from leaderboard.trueskill_ffa import _v_w_draw, _v_w_win, rate_ffa
+from arena.trueskill_ffa import _v_w_draw, _v_w_win, rate_ffa
 
 TOLERANCE = 1e-6
 # The project's environment, and a second one with a dynamic factor and more draws.

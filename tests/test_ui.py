@@ -13,13 +13,13 @@ from dataclasses import replace
 
 import pytest
 
-from leaderboard.simulation import Population, play
+from arena.replay import ReplayRecorder
+from arena.rules import stage_opponents
+from arena.simulation import Population, play
+from history.store import HistoryStore
 from matchmaking.config import MatchConfig
-from matchmaking.history import HistoryStore
 from matchmaking.match import MatchSpec, policies_for, run_match
 from matchmaking.policy import builtin
-from matchmaking.pve import stage_opponents
-from matchmaking.replay import ReplayRecorder
 from matchmaking.submissions import Status, SubmissionRegistry
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -38,8 +38,8 @@ def free_port() -> int:
 def app(tmp_path_factory):
     import numpy as np
 
-    from leaderboard.data import LeaderboardData
     from leaderboard.pages import build
+    from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("ui")
     store = HistoryStore(root / "history")
@@ -62,7 +62,7 @@ def app(tmp_path_factory):
     store.record(real, replay=recorder.data)
     store.flush()
 
-    data = LeaderboardData(store, statuses=registry.states, hub_url="http://hub.example", bootstrap=50)
+    data = StandingsRefresher(store, statuses=registry.states, hub_url="http://hub.example", bootstrap=50)
     data.refresh()
     demo = build(data)
     port = free_port()

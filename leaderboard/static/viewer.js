@@ -1,6 +1,6 @@
 // NMMO Arena replay viewer: runs inside a gr.HTML component (js_on_load).
 // Gradio provides `element` (this component's root), `props`, `watch` and `server`
-// (server.load_replay). The replay format is documented in matchmaking/replay.py.
+// (server.load_replay). The replay format is documented in arena/replay.py.
 // Three levels, as the IJCAI viewer: the whole map with team trajectories; a close-up
 // that follows one agent and shows its fights; the agent's numbers; team achievements.
 

@@ -4,8 +4,8 @@ every match right after it is recorded. Tests kill -9 it mid-match and mid-write
 import sys
 from pathlib import Path
 
-from matchmaking.config import ArenaSettings
-from matchmaking.history import HistoryStore
+from arena.settings import ArenaSettings
+from history.store import HistoryStore
 from matchmaking.service import Arena
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from leaderboard.simulation import Population, play
-from matchmaking.history import HistoryStore
+from arena.simulation import Population, play
+from history.store import HistoryStore
 
 store = HistoryStore(sys.argv[1])
 start = int(sys.argv[2])

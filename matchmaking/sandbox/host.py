@@ -1,8 +1,8 @@
 """How a policy is isolated: one OS process per submitted team, confined and watched.
 
-A `SandboxedTeam` starts `matchmaking.sandbox_worker` in its own process with an empty
+A `SandboxedTeam` starts `matchmaking.sandbox.worker` in its own process with an empty
 environment (no `HF_TOKEN`, no secret of the Space) and a private working folder; the
-worker confines itself before it loads the policy (`matchmaking.confine`: one CPU, a
+worker confines itself before it loads the policy (`matchmaking.sandbox.confine`: one CPU, a
 memory limit, no network, no new processes, and Landlock rules that let it read only the
 Python installation, the Arena's code and its own policy and write only its folder).
 Observations reach it through shared memory; its answers come back as JSON over a pipe;
@@ -35,11 +35,12 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from matchmaking.config import PROJECT_ROOT, MatchConfig
+from arena import PROJECT_ROOT
+from arena.schema import Fault, FaultKind
+from matchmaking.config import MatchConfig
+from matchmaking.hosting import Answer, TeamSlot, over_budget
 from matchmaking.policy import PolicyRef
-from matchmaking.records import Fault, FaultKind
-from matchmaking.sandbox_protocol import ProtocolError, SharedBlock, from_json_safe, receive_message, send_message
-from matchmaking.teams import Answer, TeamSlot, over_budget
+from matchmaking.sandbox.protocol import ProtocolError, SharedBlock, from_json_safe, receive_message, send_message
 
 _PR_SET_DUMPABLE = 4
 
@@ -97,7 +98,7 @@ def _clean_environment(home: Path | str) -> dict[str, str]:
 
 
 class _Zygote:
-    """This process's handle on its sandbox zygote (`matchmaking.sandbox_zygote`)."""
+    """This process's handle on its sandbox zygote (`matchmaking.sandbox.zygote`)."""
 
     _instance: "_Zygote | None" = None
     _guard = threading.Lock()
@@ -115,7 +116,7 @@ class _Zygote:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         home = tempfile.mkdtemp(prefix="arena-zygote-")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "matchmaking.sandbox_zygote", str(theirs.fileno())],
+            [sys.executable, "-m", "matchmaking.sandbox.zygote", str(theirs.fileno())],
             env=_clean_environment(home),
             cwd=home,
             stdin=subprocess.DEVNULL,

@@ -1,23 +1,47 @@
-"""The match result record: the one schema every match is written in.
+"""The match record: the one schema every match is written in, and its table form.
 
 A `MatchResult` is what the runner returns, what `python -m matchmaking.evaluate --json`
-prints, and (flattened to one row per team) what the match-history dataset stores. Its
-fields, with units and meaning, are listed in the README under "Match record". Records are
-frozen and versioned: a reader checks `schema_version` before trusting a field.
+prints, and, flattened to one row per team (`rows`, `TEAM_COLUMNS`), what the
+match-history dataset stores. Its fields, with units and meaning, are listed in the README
+under "Match record". Records are frozen and versioned: a reader checks `schema_version`
+before trusting a field.
 
-Only the standard library here: the leaderboard reads these records without nmmo.
+Policies are named here too, since every record names them: `builtin:NAME` for the
+Arena's own teams, `local:NAME` for a folder played by the evaluation tool, `owner/name`
+for a Hub repo; the rated entity (`player_id`) is a built-in by name or a submission by
+repo and revision.
+
+Only the standard library here: the leaderboard reads these records without nmmo, and the
+sandboxed team processes import this module too.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from matchmaking.scoring import Task
+from arena.scoring import Task
 
 #: Bumped whenever a field is added, removed or changes meaning.
 SCHEMA_VERSION = 1
+
+#: Policy id prefix of the Arena's own teams (`builtin:forage`).
+BUILTIN_PREFIX = "builtin:"
+
+#: Policy id prefix of a folder played locally by the evaluation tool (`local:my-team`).
+LOCAL_PREFIX = "local:"
+
+
+def is_builtin(policy_id: str) -> bool:
+    """Whether `policy_id` names one of the Arena's own teams."""
+    return policy_id.startswith(BUILTIN_PREFIX)
+
+
+def player_id(policy_id: str, revision: str) -> str:
+    """The rated entity: a built-in by name, a submission by repo and revision."""
+    return policy_id if is_builtin(policy_id) else f"{policy_id}@{revision}"
 
 
 class FaultKind(str, Enum):
@@ -202,3 +226,116 @@ class MatchResult:
 
 #: Names of the tasks in record order, for code that builds columns.
 TASK_NAMES: tuple[str, ...] = tuple(task.value for task in Task)
+
+
+# -- the table form -------------------------------------------------------------------
+
+#: The history table: one row per team per match, match fields repeated on each of a
+#: match's rows. (column, Arrow type name); `fault_counts` and `faults` hold JSON.
+TEAM_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("schema_version", "int16"),
+    ("match_id", "string"),
+    ("seed", "int64"),
+    ("map_id", "int32"),
+    ("horizon", "int32"),
+    ("ticks", "int32"),
+    ("nmmo_version", "string"),
+    ("arena_version", "string"),
+    ("started_at", "string"),
+    ("duration_s", "float64"),
+    ("track", "string"),
+    ("stage", "int16"),
+    ("slot", "int16"),
+    ("policy_id", "string"),
+    ("revision", "string"),
+    ("achievement", "int16"),
+    ("rank", "int16"),
+    *((f"{task}_{part}", "int32") for task in TASK_NAMES for part in ("value", "points")),
+    ("alive", "int16"),
+    ("player_kills", "int32"),
+    ("deaths", "int16"),
+    ("fault_counts", "string"),  # JSON object: kind -> count
+    ("faults", "string"),  # JSON list of {tick, kind, message}
+)
+
+
+def rows(result: MatchResult) -> list[dict[str, Any]]:
+    """A match as table rows, one per team (the columns of `TEAM_COLUMNS`)."""
+    match = {
+        "schema_version": result.schema_version,
+        "match_id": result.match_id,
+        "seed": result.seed,
+        "map_id": result.map_id,
+        "horizon": result.horizon,
+        "ticks": result.ticks,
+        "nmmo_version": result.nmmo_version,
+        "arena_version": result.arena_version,
+        "started_at": result.started_at,
+        "duration_s": result.duration_s,
+        "track": result.track,
+        "stage": result.stage,
+    }
+    out = []
+    for team in result.teams:
+        row = dict(match)
+        row.update(
+            slot=team.slot,
+            policy_id=team.policy_id,
+            revision=team.revision,
+            achievement=team.achievement,
+            rank=team.rank,
+            alive=team.alive,
+            player_kills=team.player_kills,
+            deaths=team.deaths,
+            fault_counts=json.dumps(dict(team.fault_counts), sort_keys=True),
+            faults=json.dumps([f.to_dict() for f in team.faults]),
+        )
+        for task in TASK_NAMES:
+            row[f"{task}_value"] = team.tasks[task].value
+            row[f"{task}_points"] = team.tasks[task].points
+        out.append(row)
+    return out
+
+
+def results_from_rows(records: Iterable[Mapping[str, Any]]) -> list[MatchResult]:
+    """Rebuild match records from table rows (any order; duplicates by (match, slot)
+    dropped), in the order ratings apply them: start time, then match id."""
+    by_match: dict[str, dict[int, Mapping[str, Any]]] = {}
+    for row in records:
+        by_match.setdefault(row["match_id"], {}).setdefault(int(row["slot"]), row)
+    results = []
+    for match_id, teams in by_match.items():
+        first = next(iter(teams.values()))
+        results.append(
+            MatchResult(
+                match_id=match_id,
+                seed=int(first["seed"]),
+                map_id=int(first["map_id"]),
+                horizon=int(first["horizon"]),
+                ticks=int(first["ticks"]),
+                nmmo_version=first["nmmo_version"],
+                arena_version=first["arena_version"],
+                started_at=first["started_at"],
+                duration_s=float(first["duration_s"]),
+                track=first["track"],
+                stage=int(first["stage"]),
+                schema_version=int(first["schema_version"]),
+                teams=tuple(
+                    TeamResult(
+                        slot=slot,
+                        policy_id=row["policy_id"],
+                        revision=row["revision"],
+                        achievement=int(row["achievement"]),
+                        rank=int(row["rank"]),
+                        tasks={t: TaskResult(int(row[f"{t}_value"]), int(row[f"{t}_points"])) for t in TASK_NAMES},
+                        alive=int(row["alive"]),
+                        player_kills=int(row["player_kills"]),
+                        deaths=int(row["deaths"]),
+                        fault_counts=json.loads(row["fault_counts"]),
+                        faults=tuple(Fault.from_dict(f) for f in json.loads(row["faults"])),
+                    )
+                    for slot, row in sorted(teams.items())
+                ),
+            )
+        )
+    return sorted(results, key=lambda r: (r.started_at, r.match_id))

@@ -3,7 +3,7 @@
 Starting a team by `python -m ...` costs a second or more of imports (NumPy, nmmo); with 16
 teams per match on two cores that is most of a short match. The zygote imports them once,
 then forks a child per team on request (the children share those pages, copy-on-write).
-A child becomes `matchmaking.sandbox_worker.serve`, which confines itself before loading
+A child becomes `matchmaking.sandbox.worker.serve`, which confines itself before loading
 any policy: the zygote itself runs only the Arena's code, with an empty environment.
 
 Protocol with the match process, over a Unix socket: a request is one JSON line with
@@ -42,7 +42,7 @@ def main(fd: int) -> int:
     # the imports every team needs, done once: children inherit them
     import matchmaking.builtin  # noqa: F401
     import matchmaking.policy  # noqa: F401
-    from matchmaking.sandbox_worker import serve
+    from matchmaking.sandbox.worker import serve
 
     while True:
         ready, _, _ = select.select([sock], [], [], 0.05)

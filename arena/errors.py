@@ -30,3 +30,15 @@ class MatchSetupError(ArenaError, ValueError):
 class MatchFailedError(ArenaError, RuntimeError):
     """The game engine itself failed during a match (never a policy's fault: those are
     recorded as faults and the match plays on)."""
+
+
+class SettingsError(ArenaError, ValueError):
+    """One or more settings of the Space are not accepted; the message names each one.
+
+    Raised before anything starts (no Hub contacted, nothing seeded, no match played).
+    """
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        head = "The Arena cannot start: " + ("a setting is" if len(self.problems) == 1 else f"{len(self.problems)} settings are") + " not accepted."
+        super().__init__("\n".join([head, *(f"- {p}" for p in self.problems)]))

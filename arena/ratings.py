@@ -29,19 +29,13 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from matchmaking.records import MatchResult
+from arena.rules import ANCHORS
+from arena.schema import MatchResult, player_id
+from arena.scoring import competition_ranks
 
 # -- anchors ------------------------------------------------------------------------------
 
-#: Fixed ratings of the built-in teams that fill PvP pools, in Plackett-Luce units, random
-#: play at 0. They make the scale mean the same thing as the population changes. Fitted by
-#: `python -m bench.anchors` on 12 full built-in matches (95% intervals: Forage 1.44-2.75,
-#: Combat 1.82-3.87); refit when the built-ins change.
-ANCHORS: dict[str, float] = {
-    "builtin:random": 0.0,
-    "builtin:forage": 1.88,
-    "builtin:combat": 2.65,
-}
+# The anchors' fixed ratings, in Plackett-Luce units, are part of the rules (`arena.rules`).
 
 #: TrueSkill mu per Plackett-Luce unit: a duel won with probability sigmoid(d) in PL is won
 #: with probability Phi(mu_gap / (sqrt(2) beta)) in TrueSkill; matching the slopes at 0
@@ -82,12 +76,7 @@ class Outcome:
 
     def ranks(self) -> list[int]:
         """1 for the best score; equal scores share a rank."""
-        return [1 + sum(o > s for o in self.scores) for s in self.scores]
-
-
-def player_id(policy_id: str, revision: str) -> str:
-    """The rated entity: a built-in by name, a submission by repo and revision."""
-    return policy_id if policy_id.startswith("builtin:") else f"{policy_id}@{revision}"
+        return competition_ranks(self.scores)
 
 
 def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
@@ -132,7 +121,7 @@ def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tu
     """One free-for-all update; falls back to the package's mpmath backend where the
     default float maths fails (the package raises FloatingPointError, or ValueError
     "math domain error" for extreme rating gaps), as the package itself advises."""
-    from leaderboard.trueskill_ffa import rate_ffa
+    from arena.trueskill_ffa import rate_ffa
 
     try:
         return rate_ffa(
@@ -393,17 +382,6 @@ def _fit(design: _Design, weights: np.ndarray, fixed: dict[int, float], l2: floa
     return s
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """1 for the highest value; equal values share a rank."""
-    order = np.argsort(-values, kind="stable")
-    ranks = np.empty(len(values), dtype=np.int64)
-    ranks[order] = np.arange(1, len(values) + 1)
-    for i in range(1, len(order)):
-        if values[order[i]] == values[order[i - 1]]:
-            ranks[order[i]] = ranks[order[i - 1]]
-    return ranks
-
-
 def plackett_luce(
     history: Sequence[Outcome],
     *,
@@ -432,7 +410,7 @@ def plackett_luce(
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
     m = len(history)
     estimate = _fit(design, np.ones(m), fixed, l2)
-    ranks = _ranks(estimate)
+    ranks = np.array(competition_ranks(estimate))
     counts = np.bincount(design.order[design.valid], minlength=len(design.players))
     samples = np.empty((bootstrap, len(design.players)))
     rng = np.random.default_rng(seed)
@@ -441,7 +419,7 @@ def plackett_luce(
         samples[b] = _fit(design, weights, fixed, l2, start=estimate)
     if bootstrap:
         low, high = np.percentile(samples, [2.5, 97.5], axis=0)
-        sample_ranks = np.array([_ranks(row) for row in samples])
+        sample_ranks = np.array([competition_ranks(row) for row in samples])
         rank_low, rank_high = np.percentile(sample_ranks, [2.5, 97.5], axis=0)
     else:
         low, high, rank_low, rank_high = estimate, estimate, ranks, ranks

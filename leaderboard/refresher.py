@@ -14,13 +14,13 @@ import threading
 import time
 from typing import Any, Callable
 
+from history.store import HistoryStore
 from leaderboard.standings import Standings, compute
-from matchmaking.history import HistoryStore
 
 log = logging.getLogger(__name__)
 
 
-class LeaderboardData:
+class StandingsRefresher:
     """The latest `Standings` of a history store, and the statuses beside them."""
 
     def __init__(

@@ -21,15 +21,17 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from arena.rules import Pairing, stage_opponents
+from arena.schema import MatchResult
+from arena.settings import ArenaSettings
+from history.store import HistoryStore, HubMirror
 from matchmaking import pve
-from matchmaking.config import ArenaSettings, MatchConfig
+from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
-from matchmaking.history import HistoryStore, HubMirror
 from matchmaking.match import MatchSpec, policies_for
-from matchmaking.pairing import Pairing, make_pool
+from matchmaking.pairing import make_pool
 from matchmaking.policy import PolicyRef, builtin
-from matchmaking.records import MatchResult
 from matchmaking.submissions import Status, SubmissionRegistry, faulty, sync, validate_queued
 
 log = logging.getLogger(__name__)
@@ -166,7 +168,7 @@ class Matchmaker:
             if len(specs) >= budget:
                 continue
             ref = self._ref(state.repo_id, state.revision)
-            opponents = [builtin(name) for name in pve.stage_opponents(plan.stage)]
+            opponents = [builtin(name) for name in stage_opponents(plan.stage)]
             for seed in plan.seeds[: budget - len(specs)]:
                 specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=plan.stage))
         played = self._play(specs)
@@ -178,7 +180,7 @@ class Matchmaker:
         qualified = self.registry.with_status(Status.QUALIFIED)
         if not qualified:
             return 0
-        from leaderboard.ratings import outcomes, player_id, trueskill_ratings
+        from arena.ratings import outcomes, player_id, trueskill_ratings
 
         refs = {player_id(s.repo_id, s.revision): (s.repo_id, s.revision) for s in qualified}
         history = self.history.get()

@@ -5,7 +5,7 @@ DuckDB read it directly):
 
     README.md                       dataset card, with the `configs:` block for `datasets`
     data/teams-<time>-<id>.parquet  append-only shards: one row per team per match (TEAM_SCHEMA)
-    replays/<match id>.replay       one compact replay per match (see leaderboard.replay)
+    replays/<match id>.replay       one compact replay per match (see arena.replay)
     submissions/statuses.jsonl      the submissions' status log (matchmaking.submissions)
     wal/<match id>.json             local only: matches recorded but not yet in a shard
 
@@ -36,43 +36,17 @@ import tempfile
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from matchmaking.records import SCHEMA_VERSION, TASK_NAMES, Fault, MatchResult, TaskResult, TeamResult
+from arena.schema import SCHEMA_VERSION, TEAM_COLUMNS, MatchResult, results_from_rows, rows
 
 log = logging.getLogger(__name__)
 
-#: One row per team per match. Match fields repeat on the 16 rows of a match.
-TEAM_SCHEMA = pa.schema(
-    [
-        pa.field("schema_version", pa.int16()),
-        pa.field("match_id", pa.string()),
-        pa.field("seed", pa.int64()),
-        pa.field("map_id", pa.int32()),
-        pa.field("horizon", pa.int32()),
-        pa.field("ticks", pa.int32()),
-        pa.field("nmmo_version", pa.string()),
-        pa.field("arena_version", pa.string()),
-        pa.field("started_at", pa.string()),
-        pa.field("duration_s", pa.float64()),
-        pa.field("track", pa.string()),
-        pa.field("stage", pa.int16()),
-        pa.field("slot", pa.int16()),
-        pa.field("policy_id", pa.string()),
-        pa.field("revision", pa.string()),
-        pa.field("achievement", pa.int16()),
-        pa.field("rank", pa.int16()),
-        *[pa.field(f"{task}_{part}", pa.int32()) for task in TASK_NAMES for part in ("value", "points")],
-        pa.field("alive", pa.int16()),
-        pa.field("player_kills", pa.int32()),
-        pa.field("deaths", pa.int16()),
-        pa.field("fault_counts", pa.string()),  # JSON object: kind -> count
-        pa.field("faults", pa.string()),  # JSON list of {tick, kind, message}
-    ]
-)
+#: The Arrow form of the history table (`arena.schema.TEAM_COLUMNS`).
+TEAM_SCHEMA = pa.schema([pa.field(name, getattr(pa, kind)()) for name, kind in TEAM_COLUMNS])
 
 _CARD = """---
 license: mit
@@ -100,87 +74,6 @@ teams = load_dataset("REPO_ID", split="train").to_pandas()
 
 Columns: see "Match record" in the NMMO Arena README (schema version {version}).
 """
-
-
-def rows(result: MatchResult) -> list[dict[str, Any]]:
-    """A match as table rows, one per team."""
-    match = {
-        "schema_version": result.schema_version,
-        "match_id": result.match_id,
-        "seed": result.seed,
-        "map_id": result.map_id,
-        "horizon": result.horizon,
-        "ticks": result.ticks,
-        "nmmo_version": result.nmmo_version,
-        "arena_version": result.arena_version,
-        "started_at": result.started_at,
-        "duration_s": result.duration_s,
-        "track": result.track,
-        "stage": result.stage,
-    }
-    out = []
-    for team in result.teams:
-        row = dict(match)
-        row.update(
-            slot=team.slot,
-            policy_id=team.policy_id,
-            revision=team.revision,
-            achievement=team.achievement,
-            rank=team.rank,
-            alive=team.alive,
-            player_kills=team.player_kills,
-            deaths=team.deaths,
-            fault_counts=json.dumps(dict(team.fault_counts), sort_keys=True),
-            faults=json.dumps([f.to_dict() for f in team.faults]),
-        )
-        for task in TASK_NAMES:
-            row[f"{task}_value"] = team.tasks[task].value
-            row[f"{task}_points"] = team.tasks[task].points
-        out.append(row)
-    return out
-
-
-def results_from_rows(records: Iterable[dict[str, Any]]) -> list[MatchResult]:
-    """Rebuild match records from table rows (any order; duplicates by (match, slot) dropped)."""
-    by_match: dict[str, dict[int, dict[str, Any]]] = {}
-    for row in records:
-        by_match.setdefault(row["match_id"], {}).setdefault(int(row["slot"]), row)
-    results = []
-    for match_id, teams in by_match.items():
-        first = next(iter(teams.values()))
-        results.append(
-            MatchResult(
-                match_id=match_id,
-                seed=int(first["seed"]),
-                map_id=int(first["map_id"]),
-                horizon=int(first["horizon"]),
-                ticks=int(first["ticks"]),
-                nmmo_version=first["nmmo_version"],
-                arena_version=first["arena_version"],
-                started_at=first["started_at"],
-                duration_s=float(first["duration_s"]),
-                track=first["track"],
-                stage=int(first["stage"]),
-                schema_version=int(first["schema_version"]),
-                teams=tuple(
-                    TeamResult(
-                        slot=slot,
-                        policy_id=row["policy_id"],
-                        revision=row["revision"],
-                        achievement=int(row["achievement"]),
-                        rank=int(row["rank"]),
-                        tasks={t: TaskResult(int(row[f"{t}_value"]), int(row[f"{t}_points"])) for t in TASK_NAMES},
-                        alive=int(row["alive"]),
-                        player_kills=int(row["player_kills"]),
-                        deaths=int(row["deaths"]),
-                        fault_counts=json.loads(row["fault_counts"]),
-                        faults=tuple(Fault.from_dict(f) for f in json.loads(row["faults"])),
-                    )
-                    for slot, row in sorted(teams.items())
-                ),
-            )
-        )
-    return sorted(results, key=lambda r: (r.started_at, r.match_id))
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

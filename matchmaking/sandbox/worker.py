@@ -1,8 +1,8 @@
 """The inside of a sandbox: the process that hosts one untrusted team.
 
-Started by `matchmaking.sandbox` as `python -m matchmaking.sandbox_worker CTRL_IN CTRL_OUT`
+Started by `matchmaking.sandbox.host` as `python -m matchmaking.sandbox.worker CTRL_IN CTRL_OUT`
 with an empty environment. It reads its instructions, maps the team's shared observation
-block, confines itself (`matchmaking.confine`), and only then imports the policy. From then on it
+block, confines itself (`matchmaking.sandbox.confine`), and only then imports the policy. From then on it
 answers one request per tick. Nothing here trusts the policy: every failure is reported as
 a message, and anything the policy returns is turned into plain JSON before it leaves.
 """
@@ -14,18 +14,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from matchmaking.config import PROJECT_ROOT
-from matchmaking.confine import confine, limit_memory
-from matchmaking.teams import describe_exception
-from matchmaking.sandbox_protocol import (
+from arena import PROJECT_ROOT
+from matchmaking.hosting import describe_exception
+from matchmaking.sandbox.confine import confine, limit_memory
+from matchmaking.sandbox.protocol import (
     ObservationLayout,
     ObservationReader,
-    SharedBlock,
     ProtocolError,
+    SharedBlock,
     receive_message,
     send_message,
     to_json_safe,
 )
+
+#: The Arena's code a team's process may read (it imports parts of it after confinement).
+ARENA_CODE = (PROJECT_ROOT / "arena", PROJECT_ROOT / "matchmaking")
 
 
 def _build_team(init: dict[str, Any]) -> Any:
@@ -60,7 +63,7 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
         policy_path = init["policy_path"]
         confinement = confine(
             workdir=Path(limits["workdir"]),
-            readable=[PROJECT_ROOT / "matchmaking", *([Path(policy_path)] if policy_path else [])],
+            readable=[*ARENA_CODE, *([Path(policy_path)] if policy_path else [])],
             cpu_index=int(limits["cpu_index"]),
             cpu_count=int(limits["cpu_count"]),
             cpu_seconds=int(limits["cpu_seconds"]),

@@ -6,7 +6,7 @@ block laid out once per match (`ObservationLayout`), and only a small control me
 JSON: the match never unpickles anything a policy produced, and a message over
 `MAX_REPLY_BYTES` is refused rather than read into memory.
 
-Both sides import this module: the match process and `matchmaking.sandbox_worker`.
+Both sides import this module: the match process and `matchmaking.sandbox.worker`.
 """
 
 from __future__ import annotations

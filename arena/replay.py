@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from matchmaking.scoring import RULES, TIER_POINTS, Task
+from arena.scoring import RULES, TIER_POINTS, Task
 
 MAGIC = b"NMRP"
 VERSION = 1

@@ -15,8 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-from matchmaking.records import MatchResult, TaskResult, TeamResult
-from matchmaking.scoring import competition_ranks
+from arena.schema import MatchResult, TaskResult, TeamResult
+from arena.scoring import competition_ranks
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping, Sequence
 
+import numpy as np
+
 #: Points of the easy, medium and hard tier of every task.
 TIER_POINTS: tuple[int, int, int] = (4, 10, 21)
 
@@ -146,11 +148,16 @@ def achievement(progress: TeamProgress) -> Achievement:
 def competition_ranks(scores: Sequence[float]) -> list[int]:
     """Rank scores highest first; equal scores share the best rank ("1224" ranking).
 
+    The one ranking rule of the Arena: teams in a match, and ratings on a leaderboard
+    (a rank is 1 + the number of strictly higher values).
+
     Example:
         >>> competition_ranks([10, 35, 10, 0])
         [2, 1, 2, 4]
     """
-    return [1 + sum(other > score for other in scores) for score in scores]
+    values = np.asarray(scores, dtype=np.float64)
+    higher = len(values) - np.searchsorted(np.sort(values), values, side="right")
+    return (1 + higher).tolist()
 
 
 def top1(ranks: Sequence[int]) -> list[bool]:

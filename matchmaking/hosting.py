@@ -6,7 +6,7 @@ closed set of kinds and the team's agents idle for that tick. Nothing a team doe
 the match.
 
 `TeamHost` is the protocol the runner uses; `InProcessTeam` hosts a team in the match's
-own process (built-in teams, trusted local runs). `matchmaking.sandbox` hosts a team in
+own process (built-in teams, trusted local runs). `matchmaking.sandbox.host` hosts a team in
 its own OS process behind the same protocol.
 """
 
@@ -17,9 +17,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
+from arena.schema import Fault, FaultKind
 from matchmaking.config import MatchConfig
-from matchmaking.records import Fault, FaultKind
-from matchmaking.sandbox_protocol import ObservationLayout
+from matchmaking.sandbox.protocol import ObservationLayout
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class InProcessTeam:
 
     Exceptions (and `SystemExit`) from the team's constructor, `reset` or `act` become
     faults, and so does an answer over the CPU or wall-time budget. A team in an endless
-    loop cannot be stopped here, which is why untrusted teams use `matchmaking.sandbox`.
+    loop cannot be stopped here, which is why untrusted teams use `matchmaking.sandbox.host`.
     """
 
     def __init__(self, factory: Callable[[int, dict[str, Any]], Any], slot: TeamSlot):

@@ -1,0 +1,281 @@
+"""How a running Space is configured: every setting, its variable, its default, its check.
+
+A Space is configured in its settings page, that is, through environment variables, so
+every field of `ArenaSettings` has one (`NMMO_ARENA_...`, listed by `variables()` and in
+the README). Every value is checked before anything starts: `ArenaSettings.from_env()`
+raises one `SettingsError` naming each bad variable, its value and what is accepted, and
+an `NMMO_ARENA_...` variable that is no setting at all (a typo) is refused the same way,
+so that a Space never runs for hours on a value it silently ignored.
+
+The defaults of the PvE thresholds are the rules' own (`arena.rules.PVE`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from arena import PROJECT_ROOT
+from arena.errors import SettingsError
+from arena.rules import PVE, Pairing
+
+#: Prefix of every variable this module reads.
+PREFIX = "NMMO_ARENA_"
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def default_cache_dir() -> Path:
+    """Where generated maps and other rebuildable files go (`NMMO_ARENA_CACHE` overrides)."""
+    return Path(os.environ.get(f"{PREFIX}CACHE") or PROJECT_ROOT / ".cache")
+
+
+# -- parsing and checking one value -----------------------------------------------------
+
+class _Bad(ValueError):
+    """A value that does not parse or does not pass its check; the message says what is accepted."""
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise _Bad("an integer") from None
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise _Bad("a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _Bad("a finite number")
+    return value
+
+
+def _boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise _Bad("one of 1, 0, true, false, yes, no, on, off")
+
+
+def _text(text: str) -> str:
+    return text.strip()
+
+
+def _optional(text: str) -> str | None:
+    return text.strip() or None
+
+
+def _path(text: str) -> Path:
+    return Path(text.strip()).expanduser()
+
+
+def _between(low: float, high: float) -> Callable[[Any], str]:
+    return lambda v: "" if low <= v <= high else f"a value from {low:g} to {high:g}"
+
+
+def _at_least(low: float) -> Callable[[Any], str]:
+    return lambda v: "" if v >= low else f"a value of at least {low:g}"
+
+
+def _positive(v: float) -> str:
+    return "" if v > 0 else "a positive value"
+
+
+def _url(v: str | None) -> str:
+    return "" if v is None or re.match(r"^https?://[^\s/]+", v) else "an http:// or https:// URL, e.g. https://huggingface.co"
+
+
+def _ray(v: str | None) -> str:
+    if v is None or v in ("auto", "local") or re.match(r"^(ray://)?[^\s:/]+:\d+$", v):
+        return ""
+    return "auto, local, ray://HOST:PORT or HOST:PORT"
+
+
+def _repo_id(v: str) -> str:
+    return "" if _REPO_ID.match(v) else "a Hub repo id OWNER/NAME"
+
+
+def _tag(v: str) -> str:
+    return "" if _TAG.match(v) else "a Hub tag: letters, digits and . _ : -"
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    return lambda v: "" if v in choices else "one of " + ", ".join(choices)
+
+
+def _folder(v: Path) -> str:
+    return "" if not v.exists() or v.is_dir() else "a folder (this path is a file)"
+
+
+def setting(default: Any = None, *, env: str, parse: Callable[[str], Any], check: Callable[[Any], str] | None = None,
+            factory: Callable[[], Any] | None = None, doc: str) -> Any:
+    """A field of `ArenaSettings`: its variable (`NMMO_ARENA_` + `env`), parser and check."""
+    metadata = {"env": PREFIX + env, "parse": parse, "check": check, "doc": doc}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class ArenaSettings:
+    """How the Space runs: where its Hub and data are, what it accepts, how often it acts.
+
+    Built from the environment by `from_env`; built directly (tests, benchmarks), it is
+    checked the same way.
+
+    Raises:
+        `SettingsError`: a value is not accepted (every bad one is named at once).
+    """
+
+    hub_endpoint: str | None = setting(None, env="HUB", parse=_optional, check=_url,
+        doc="URL of the Hub to use; unset starts the embedded Hub on DATA/hub (no account, no network)")
+    data_dir: Path = setting(PROJECT_ROOT / "data", env="DATA", parse=_path, check=_folder,
+        doc="the Space's own state: the embedded Hub, downloads, the history, the statuses")
+    cache_dir: Path = setting(env="CACHE", parse=_path, check=_folder, factory=default_cache_dir,
+        doc="rebuildable files: generated maps")
+    submission_tag: str = setting("nmmo-arena", env="TAG", parse=_text, check=_tag,
+        doc="the tag a model repo carries to be a submission")
+    max_submission_mb: float = setting(200.0, env="MAX_MB", parse=_number, check=_positive,
+        doc="largest submission (all its files) that is downloaded, in MB")
+    history_repo: str = setting("nmmo-arena/match-history", env="HISTORY_REPO", parse=_text, check=_repo_id,
+        doc="the dataset repo the match history is pushed to")
+    validation_ticks: int = setting(16, env="VALIDATION_TICKS", parse=_integer, check=_between(1, 1024),
+        doc="ticks of the small match that validates a new revision")
+    validation_timeout_s: float = setting(300.0, env="VALIDATION_TIMEOUT_S", parse=_number, check=_positive,
+        doc="seconds one revision's download and validation may take before it is tried again later")
+    validation_workers: int = setting(2, env="VALIDATION_WORKERS", parse=_integer, check=_between(1, 64),
+        doc="revisions validated at the same time (one slow download does not hold the others)")
+    download_attempts: int = setting(5, env="DOWNLOAD_ATTEMPTS", parse=_integer, check=_at_least(1),
+        doc="failed downloads (or validations cut off by the time limit) after which a revision ends in error")
+    match_horizon: int = setting(1024, env="HORIZON", parse=_integer, check=_between(1, 1024),
+        doc="ticks of every PvE and PvP match (shorten only for demos: results are not comparable)")
+    workers: int = setting(0, env="WORKERS", parse=_integer, check=_between(0, 1024),
+        doc="parallel matches on this machine (0: one per CPU)")
+    ray_address: str | None = setting(None, env="RAY", parse=_optional, check=_ray,
+        doc="a Ray cluster to run matches on (auto, ray://HOST:PORT); unset: local worker processes")
+    pairing: str = setting(Pairing.RANDOM.value, env="PAIRING", parse=_text, check=_choice(tuple(p.value for p in Pairing)),
+        doc="how PvP pools are drawn")
+    pvp_matches_per_round: int = setting(0, env="PVP_PER_ROUND", parse=_integer, check=_at_least(0),
+        doc="PvP matches started per PvP round (0: one per worker)")
+    pve_matches_per_round: int = setting(0, env="PVE_PER_ROUND", parse=_integer, check=_at_least(0),
+        doc="PvE matches started per PvE round (0: two per worker)")
+    sync_every_s: float = setting(60.0, env="SYNC_S", parse=_number, check=_positive,
+        doc="seconds between looks at the Hub for new revisions")
+    validate_every_s: float = setting(15.0, env="VALIDATE_S", parse=_number, check=_positive,
+        doc="seconds between validation rounds")
+    pve_every_s: float = setting(10.0, env="PVE_S", parse=_number, check=_positive,
+        doc="seconds between PvE rounds (a round waits for its matches, so rounds never overlap)")
+    pvp_every_s: float = setting(10.0, env="PVP_S", parse=_number, check=_positive,
+        doc="seconds between PvP rounds")
+    flush_every_s: float = setting(30.0, env="FLUSH_S", parse=_number, check=_positive,
+        doc="seconds between moves of recorded matches from the write-ahead log into a shard")
+    push_every_minutes: float = setting(5.0, env="PUSH_MINUTES", parse=_number, check=_positive,
+        doc="minutes between pushes of the history to the Hub (one commit each)")
+    pve_matches_per_stage: int = setting(PVE.matches_per_stage, env="PVE_MATCHES", parse=_integer, check=_between(1, 1000),
+        doc="PvE matches per stage (the paper's 10)")
+    next_stage_top1: float = setting(PVE.next_stage_top1, env="NEXT_STAGE_TOP1", parse=_number, check=_between(0, 1),
+        doc="Top1Ratio in a PvE stage that opens the next stage")
+    qualify_achievement: float = setting(PVE.qualify_achievement, env="QUALIFY", parse=_number, check=_between(0, 84),
+        doc="mean Achievement in PvE stage 1 that qualifies for PvP (the paper's 25)")
+    error_after_faulty_matches: int = setting(2, env="ERROR_AFTER", parse=_integer, check=_at_least(1),
+        doc="faulty matches (crash, memory, or faults on 10% of ticks) after which a revision is marked error")
+    seed_examples: bool = setting(True, env="SEED_EXAMPLES", parse=_boolean,
+        doc="push the example and built-in submissions to an empty embedded Hub at start")
+    log_level: str = setting("INFO", env="LOG", parse=lambda t: t.strip().upper(), check=_choice(_LOG_LEVELS),
+        doc="how much the Space logs")
+
+    def __post_init__(self) -> None:
+        problems = [problem for f in fields(self) if (problem := _problem(f, getattr(self, f.name), None))]
+        if problems:
+            raise SettingsError(problems)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ArenaSettings":
+        """The settings the environment gives (`os.environ` by default), every value checked.
+
+        Raises:
+            `SettingsError`: naming every variable whose value is not accepted, and every
+                `NMMO_ARENA_` variable that is not a setting.
+        """
+        environ = os.environ if environ is None else environ
+        known = {f.metadata["env"]: f for f in fields(cls)}
+        problems: list[str] = []
+        for name in sorted(k for k in environ if k.startswith(PREFIX) and k not in known):
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" Did you mean {close[0]}?" if close else ""
+            problems.append(f"{name} is not a setting of the Arena.{hint} Known settings: {', '.join(sorted(known))}.")
+        values: dict[str, Any] = {}
+        for name, f in known.items():
+            if name not in environ:
+                continue
+            text = environ[name]
+            try:
+                value = f.metadata["parse"](text)
+            except _Bad as exc:
+                problems.append(_message(f, text, str(exc)))
+                continue
+            problem = _problem(f, value, text)
+            if problem:
+                problems.append(problem)
+                continue
+            values[f.name] = value
+        if problems:
+            raise SettingsError(problems)
+        return cls(**values)
+
+    @classmethod
+    def variables(cls) -> list[tuple[str, str, str]]:
+        """(variable, default, meaning) of every setting, for the README and `--help`."""
+        return [(f.metadata["env"], _shown(_default(f)), f.metadata["doc"]) for f in fields(cls)]
+
+    @property
+    def submissions_dir(self) -> Path:
+        """Downloaded submissions, one folder per revision."""
+        return self.data_dir / "submissions"
+
+    @property
+    def local_hub_dir(self) -> Path:
+        """Storage of the embedded local Hub."""
+        return self.data_dir / "hub"
+
+    @property
+    def history_dir(self) -> Path:
+        """The match-history dataset folder (see `history.store`)."""
+        return self.data_dir / "history"
+
+    @property
+    def status_log(self) -> Path:
+        """The submissions' status log, inside the history dataset (see `history.statuses`)."""
+        return self.history_dir / "submissions" / "statuses.jsonl"
+
+
+def _default(f: Any) -> Any:
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else str(value)
+
+
+def _problem(f: Any, value: Any, text: str | None) -> str:
+    check = f.metadata.get("check")
+    wanted = check(value) if check is not None else ""
+    return _message(f, text if text is not None else str(value), wanted) if wanted else ""
+
+
+def _message(f: Any, text: str, wanted: str) -> str:
+    return (
+        f"{f.metadata['env']}={text!r} is not accepted: {f.metadata['doc']} must be {wanted}. "
+        f"Set it to such a value, or unset it for the default ({_shown(_default(f))})."
+    )
