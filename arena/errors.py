@@ -42,3 +42,20 @@ class SettingsError(ArenaError, ValueError):
         self.problems = list(problems)
         head = "The Arena cannot start: " + ("a setting is" if len(self.problems) == 1 else f"{len(self.problems)} settings are") + " not accepted."
         super().__init__("\n".join([head, *(f"- {p}" for p in self.problems)]))
+
+
+class TransitionError(ArenaError, ValueError):
+    """A revision was asked to change status in a way its lifecycle does not allow
+    (`arena.lifecycle.TRANSITIONS`): a bug in the caller, never a user's doing."""
+
+
+class DamagedFileError(ArenaError, ValueError):
+    """A file of the Space's state (a history shard, a replay) cannot be read. The Space
+    moves it aside (quarantine) and goes on with everything else; restore it from the
+    Hub dataset or a backup if it matters."""
+
+
+class ProtocolError(ArenaError):
+    """A team's process broke the sandbox protocol: closed its pipe, sent too much, too
+    deeply nested or malformed data, or a message of the wrong shape or at the wrong time.
+    Always the team's fault, recorded as such; never an error of the match."""

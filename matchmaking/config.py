@@ -66,6 +66,10 @@ class MatchConfig:
     max_file_mb: int = 64
     """Largest file a sandboxed team may write (in its private working folder)."""
 
+    workdir_mb: int = 128
+    """Total size of a sandboxed team's working folder (a tmpfs of this size where the
+    kernel allows a mount namespace; elsewhere the host measures it every tick)."""
+
     output_tail_chars: int = 2000
     """Characters of a sandboxed team's own output (prints, tracebacks) kept for diagnosis;
     the rest is read and thrown away, so printing megabytes harms nobody."""

@@ -10,10 +10,16 @@ kernel offers and reports what it applied.
   open or accept TCP connections, and on ABI 6+ it may not signal processes or reach
   abstract sockets outside itself. This is what keeps a team out of the history store,
   the Space's files and other submissions, as root or not.
-- **Network namespace**: a new, empty one (as root, or inside a new user namespace).
+- **Namespaces**: a new, empty network namespace, and a mount namespace in which the
+  working folder is a private tmpfs of a fixed size (the disk quota: writing past it
+  fails with ENOSPC); as root, or inside a new user namespace that maps only the
+  process's own user.
 - **seccomp**: no new processes (`fork`, `vfork`, `clone` without `CLONE_THREAD`); threads
   are allowed. Stops fork bombs, including as root, where `RLIMIT_NPROC` does not apply.
-- **Capabilities**: all dropped, so a team started as root cannot undo the above.
+  System calls of the x32 ABI (numbers with bit 30 set) are refused outright, as
+  libseccomp does, since they would reach `fork` under another number.
+- **Capabilities**: all dropped (also those a new user namespace grants), so the team
+  cannot undo the above, unmount its quota or regain privileges.
 - **rlimits**: file size, CPU seconds, no core dumps; address space once the interpreter
   and libraries are loaded (`limit_memory`).
 """
@@ -39,6 +45,9 @@ _SECCOMP_MODE_FILTER = 2
 _CLONE_THREAD = 0x00010000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_X32_SYSCALL_BIT = 0x40000000
 
 # Landlock (include/uapi/linux/landlock.h); its syscalls share numbers on every architecture.
 _SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -115,12 +124,43 @@ def _landlock(read_only: Iterable[Path], read_write: Iterable[Path]) -> str:
     return f"Landlock ABI {abi}: read-only system and policy files, writes only in its folder{extras}"
 
 
-def _network_namespace() -> str:
+def _map_own_user(uid: int, gid: int) -> None:
+    """In a new user namespace, map the process's own user and group (and nothing else)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def _namespaces() -> tuple[str, bool]:
+    """Enter new network and mount namespaces; (what was applied, whether mounts are private)."""
+    uid, gid = os.getuid(), os.getgid()
+    if _libc.unshare(_CLONE_NEWNET | _CLONE_NEWNS) == 0:
+        return "empty network namespace", True
+    if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWNS) == 0:
+        try:
+            _map_own_user(uid, gid)
+        except OSError:
+            return "empty network namespace (in a user namespace)", False
+        return "empty network namespace (in a user namespace)", True
     if _libc.unshare(_CLONE_NEWNET) == 0:
-        return "empty network namespace"
+        return "empty network namespace", False
     if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
-        return "empty network namespace (in a user namespace)"
-    return "no namespace available"
+        return "empty network namespace (in a user namespace)", False
+    return "no namespace available", False
+
+
+def _disk_quota(workdir: Path, size_mb: int, private_mounts: bool) -> str:
+    """Mount a tmpfs of `size_mb` over the working folder, seen only by this process."""
+    if not private_mounts:
+        return f"no mount namespace: the host measures the folder every tick (quota {size_mb} MB)"
+    mount = _libc.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    if mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:  # nothing propagates out
+        return f"not mounted (making mounts private: {os.strerror(ctypes.get_errno())}); the host measures the folder"
+    options = f"size={int(size_mb)}m,mode=0700,uid={os.getuid()},gid={os.getgid()}".encode()
+    if mount(b"tmpfs", str(workdir).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options) != 0:
+        return f"not mounted ({os.strerror(ctypes.get_errno())}); the host measures the folder every tick"
+    return f"its folder is a private {size_mb} MB tmpfs"
 
 
 def _no_new_processes() -> str:
@@ -142,6 +182,10 @@ def _no_new_processes() -> str:
         jump(_BPF_JEQ_K, arch, 1, 0),
         stmt(_BPF_RET_K, _RET_ALLOW),  # unknown arch: leave alone
         stmt(_BPF_LD_W_ABS, 0),  # syscall number
+    ]
+    if platform.machine() == "x86_64":  # x32 ABI calls share the arch value: refuse them all
+        program += [jump(_BPF_JSET_K, _X32_SYSCALL_BIT, 0, 1), stmt(_BPF_RET_K, deny)]
+    program += [
         jump(_BPF_JEQ_K, clone3, 0, 1),
         stmt(_BPF_RET_K, _RET_ERRNO | errno.ENOSYS),  # clone3 hides its flags: make libc fall back to clone
     ]
@@ -165,8 +209,8 @@ def _no_new_processes() -> str:
 
 
 def _drop_capabilities() -> str:
-    if os.getuid() != 0:
-        return "none held"
+    """Empty the bounding set (where allowed) and every capability set: dropping is always
+    permitted, and a new user namespace grants a full set that must go too."""
     cap = 0
     while _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
         cap += 1
@@ -174,7 +218,7 @@ def _drop_capabilities() -> str:
     data = bytes(24)  # two empty {effective, permitted, inheritable} sets
     if _libc.capset(ctypes.create_string_buffer(header, 8), ctypes.create_string_buffer(data, 24)) != 0:
         return f"not dropped ({os.strerror(ctypes.get_errno())})"
-    return "all dropped (root without privileges)"
+    return "all dropped" + (" (root without privileges)" if os.getuid() == 0 else "")
 
 
 def confine(
@@ -185,6 +229,7 @@ def confine(
     cpu_count: int = 1,
     cpu_seconds: int,
     max_file_mb: int,
+    workdir_mb: int = 128,
 ) -> dict[str, str]:
     """Confine the calling process for good. Returns what was applied, by mechanism.
 
@@ -195,13 +240,15 @@ def confine(
         cpu_count (`int`): how many CPUs it may run on.
         cpu_seconds (`int`): CPU time after which the kernel kills it (a backstop).
         max_file_mb (`int`): largest file it may write.
+        workdir_mb (`int`): total size of its working folder.
     """
     applied = {}
     cpus = sorted(os.sched_getaffinity(0))
     chosen = {cpus[(cpu_index + i) % len(cpus)] for i in range(max(1, cpu_count))}
     os.sched_setaffinity(0, chosen)
     applied["cpu"] = f"{len(chosen)} core{'s' if len(chosen) > 1 else ''}"
-    applied["network"] = _network_namespace()
+    applied["network"], private_mounts = _namespaces()
+    applied["disk"] = _disk_quota(workdir, workdir_mb, private_mounts)
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     file_bytes = max_file_mb << 20

@@ -36,13 +36,66 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from arena import PROJECT_ROOT
+from arena.errors import ProtocolError
 from arena.schema import Fault, FaultKind
 from matchmaking.config import MatchConfig
 from matchmaking.hosting import Answer, TeamSlot, over_budget
 from matchmaking.policy import PolicyRef
-from matchmaking.sandbox.protocol import ProtocolError, SharedBlock, from_json_safe, receive_message, send_message
+from matchmaking.sandbox.protocol import (
+    SHM_PREFIX,
+    SharedBlock,
+    parse_ready,
+    parse_reply,
+    receive_message,
+    send_message,
+)
 
 _PR_SET_DUMPABLE = 4
+
+#: Where every team process's private working folder (and each zygote's home) is made:
+#: `<kind>-<pid of the match process>-<random>`, so that the folders of a match process
+#: killed before it could clean up are found and removed at the next start.
+SANDBOX_ROOT = Path(tempfile.gettempdir()) / "nmmo-arena-sandboxes"
+
+
+def _private_folder(kind: str) -> Path:
+    SANDBOX_ROOT.mkdir(mode=0o700, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=SANDBOX_ROOT))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_sandboxes() -> int:
+    """Remove the working folders and shared-memory blocks of match processes that are
+    gone (killed with kill -9, say: their teams' folders and memory outlive them).
+    Returns how many were removed. Safe while other match processes run: only the
+    leftovers of dead processes are touched."""
+    removed = 0
+    candidates = [(p, p.name.split("-")) for p in SANDBOX_ROOT.glob("*-*-*")] if SANDBOX_ROOT.is_dir() else []
+    shm = Path("/dev/shm")
+    if shm.is_dir():
+        candidates += [(p, ["shm", *p.name[len(SHM_PREFIX):].split("-")]) for p in shm.glob(f"{SHM_PREFIX}*")]
+    for path, parts in candidates:
+        try:
+            pid = int(parts[1])
+        except (IndexError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 
@@ -114,7 +167,7 @@ class _Zygote:
     def __init__(self):
         self.owner = os.getpid()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        home = tempfile.mkdtemp(prefix="arena-zygote-")
+        home = self.home = _private_folder("zygote")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "matchmaking.sandbox.zygote", str(theirs.fileno())],
             env=_clean_environment(home),
@@ -176,6 +229,7 @@ class SandboxedTeam:
         self._busy_fault: Fault | None = None
         self._crash_fault: Fault | None = None
         self._waited_timeouts = 0
+        self._check_disk = False  # True where no tmpfs quota could be mounted: the host checks
         self.max_step_cpu_s = 0.0  # most CPU one answer took, for validation reports
         self.peak_memory_mb = 0.0  # resident-memory high-water mark, read when the team closes
 
@@ -188,11 +242,12 @@ class SandboxedTeam:
         layout = self.slot.layout
         self.shm = SharedBlock.create(layout.total_bytes)
         self.views = layout.views(self.shm.buf)
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"arena-team{self.slot.team_id}-"))
+        self.workdir = _private_folder(f"team{self.slot.team_id}")
         limits = {
             "cpu_index": self.slot.team_id,
             "cpu_count": self.config.cpu_limit,
             "max_file_mb": self.config.max_file_mb,
+            "workdir_mb": self.config.workdir_mb,
             "memory_limit_mb": self.config.memory_limit_mb,
             # a backstop far above the per-step budget: a team that spins forever dies
             "cpu_seconds": int(self.config.init_timeout_s + self.config.horizon * self.config.step_timeout_s * 2 + 10),
@@ -230,17 +285,21 @@ class SandboxedTeam:
         self.launch()
         limit = self.config.fault_message_chars
         try:
-            reply = receive_message(self._in, timeout=self.config.init_timeout_s)
-        except ProtocolError:
-            reply = {"type": "init_error", "kind": "INIT", "message": self._exit_description("while starting")}
-        if reply is None:
+            message = receive_message(self._in, timeout=self.config.init_timeout_s)
+            ready = None if message is None else parse_ready(message)
+        except ProtocolError as exc:
+            alive = self._exit_code(0.2) is None
+            why = f"the team process sent a bad message while starting ({exc})" if alive else self._exit_description("while starting")
+            self._stop("failed to start")
+            return Fault(0, FaultKind.INIT, why[:limit])
+        if ready is None:
             self._stop(f"not ready within {self.config.init_timeout_s:.0f} s")
             return Fault(0, FaultKind.INIT, f"the team was not ready within {self.config.init_timeout_s:.0f} s (import and Team() took too long)")
-        if reply.get("type") != "ready":
+        if not ready.ok:
             self._stop("failed to start")
-            kind = FaultKind.MEMORY if reply.get("kind") == "MEMORY" else FaultKind.INIT
-            return Fault(0, kind, str(reply.get("message", "failed to start"))[:limit])
-        self.confinement = dict(reply.get("confinement", {}))
+            return Fault(0, FaultKind(ready.kind), (ready.message or "failed to start")[:limit])
+        self.confinement = ready.confinement
+        self._check_disk = "tmpfs" not in self.confinement.get("disk", "")
         return None
 
     def close(self) -> None:
@@ -282,8 +341,8 @@ class SandboxedTeam:
         if self._pending is not None:  # still working on an earlier tick: do not pile up
             try:
                 stale = receive_message(self._in, timeout=0)
-            except ProtocolError:
-                self._crashed(tick)
+            except ProtocolError as exc:
+                self._crash_fault = self._broke(tick, exc)
                 return
             if stale is None:
                 busy_for = time.monotonic() - self._sent_at
@@ -318,27 +377,45 @@ class SandboxedTeam:
         tick = self._pending
         wall_limit = self.config.step_wall_timeout_s
         try:
-            reply = receive_message(self._in, timeout=max(0.0, self._sent_at + wall_limit - time.monotonic()))
+            message = receive_message(self._in, timeout=max(0.0, self._sent_at + wall_limit - time.monotonic()))
         except ProtocolError as exc:
-            if self._exit_code(0.2) is None:  # alive but talking nonsense
-                self._stop(f"broke the protocol ({exc})")
-                return Answer(fault=Fault(tick, FaultKind.INVALID, f"the team process sent a bad message ({exc}) and was stopped"))
-            self._crashed(tick)
-            return self.answer()
-        if reply is None:
+            return Answer(fault=self._broke(tick, exc))
+        if message is None:
             return Answer(fault=self._timeout(tick, f"no answer within {wall_limit:.2f} s"))
         self._pending = None
-        if reply.get("tick") != tick:
+        try:
+            reply = parse_reply(message)
+        except ProtocolError as exc:
+            return Answer(fault=self._broke(tick, exc))
+        if reply.tick != tick:
             return Answer(fault=Fault(tick, FaultKind.INVALID, "the team process answered the wrong tick"))
-        over = over_budget(float(reply.get("wall_s", 0)), float(reply.get("cpu_s", 0)), self.config)
-        if reply.get("type") == "error":
-            kind = reply.get("kind", "ERROR")
-            kind = FaultKind(kind) if kind in ("ERROR", "INVALID", "MEMORY") else FaultKind.ERROR
-            return Answer(fault=Fault(tick, kind, str(reply.get("message", ""))[: self.config.fault_message_chars]))
-        self.max_step_cpu_s = max(self.max_step_cpu_s, float(reply.get("cpu_s", 0)))
+        disk = self._disk_over_quota()
+        if disk:
+            self._stop("over its disk quota")
+            return Answer(fault=Fault(tick, FaultKind.ERROR, disk))
+        if reply.error_kind:
+            return Answer(fault=Fault(tick, FaultKind(reply.error_kind), reply.message[: self.config.fault_message_chars]))
+        self.max_step_cpu_s = max(self.max_step_cpu_s, reply.cpu_s)
+        over = over_budget(reply.wall_s, reply.cpu_s, self.config)
         if over:
             return Answer(fault=self._timeout(tick, over, answered=True))
-        return Answer(actions=from_json_safe(reply.get("actions")))
+        return Answer(actions=reply.actions)
+
+    def _disk_over_quota(self) -> str:
+        """Where the kernel gave no tmpfs quota: why the working folder is over it, or ""."""
+        if not self._check_disk or self.workdir is None:
+            return ""
+        used = 0
+        for root, _, files in os.walk(self.workdir):
+            for name in files:
+                try:
+                    used += os.lstat(os.path.join(root, name)).st_blocks * 512
+                except OSError:
+                    pass
+        if used > self.config.workdir_mb << 20:
+            return (f"wrote {used / 2**20:.0f} MB into its working folder, over the {self.config.workdir_mb} MB quota: "
+                    "stopped for the rest of the match")
+        return ""
 
     def _exit_code(self, timeout: float) -> int | None:
         """The team process's exit code (negative: killed by that signal), None if running."""
@@ -366,6 +443,16 @@ class SandboxedTeam:
             self._stop("too many timeouts")
             return Fault(tick, FaultKind.TIMEOUT, f"{why}; stopped for the rest of the match after {self._waited_timeouts} timeouts")
         return Fault(tick, FaultKind.TIMEOUT, why)
+
+    def _broke(self, tick: int, exc: ProtocolError) -> Fault:
+        """The fault for a bad message: INVALID if the process is alive (it is stopped),
+        else its crash."""
+        if self._exit_code(0.2) is None:
+            self._stop(f"broke the protocol ({exc})")
+            return Fault(tick, FaultKind.INVALID, f"the team process sent a bad message ({exc}) and was stopped")
+        self._crashed(tick)
+        fault, self._crash_fault = self._crash_fault, None
+        return fault
 
     def _crashed(self, tick: int) -> None:
         how = self._exit_description(f"at tick {tick}")

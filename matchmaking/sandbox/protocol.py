@@ -3,8 +3,13 @@
 Observations go through shared memory: each tick a team's members' arrays are copied into a
 block laid out once per match (`ObservationLayout`), and only a small control message
 (tick, alive members) goes down the pipe. Everything the team sends back is length-prefixed
-JSON: the match never unpickles anything a policy produced, and a message over
-`MAX_REPLY_BYTES` is refused rather than read into memory.
+JSON: the match never unpickles anything a policy produced. A message is bounded before it
+is decoded: over `MAX_REPLY_BYTES` it is refused unread, nested deeper than `MAX_DEPTH` it
+is refused undecoded (a policy can write to its own reply pipe, so its bytes are never
+trusted: 300,000 nested arrays once made the decoder raise `RecursionError` in the match),
+and once decoded it must have the shape of the message expected (`parse_ready`,
+`parse_reply`). Every breach is a `ProtocolError`, which the host turns into the team's
+fault.
 
 Both sides import this module: the match process and `matchmaking.sandbox.worker`.
 """
@@ -23,14 +28,39 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from arena.errors import ProtocolError
+
 #: Largest reply a team may send for one tick (its actions are a few hundred bytes).
 MAX_REPLY_BYTES = 1 << 20
 
+#: Deepest nesting of arrays and objects in a message (an answer needs 4).
+MAX_DEPTH = 16
+
 _HEADER = struct.Struct(">I")
+_OPEN = np.zeros(256, dtype=np.int8)
+_OPEN[[ord("["), ord("{")]] = 1
+_OPEN[[ord("]"), ord("}")]] = -1
 
 
-class ProtocolError(Exception):
-    """The other side broke the protocol: closed the pipe, or sent too much or garbage."""
+def nesting_depth(data: bytes) -> int:
+    """How deeply arrays and objects nest in JSON text, brackets inside strings ignored.
+
+    Vectorised (a megabyte takes a few milliseconds): a quote opens or closes a string
+    unless an odd number of backslashes precedes it.
+    """
+    if not data:
+        return 0
+    raw = np.frombuffer(data, dtype=np.uint8)
+    positions = np.arange(len(raw))
+    backslash = raw == ord("\\")
+    last_other = np.maximum.accumulate(np.where(backslash, -1, positions))  # last non-backslash at or before i
+    run_before = np.empty(len(raw), dtype=np.int64)  # backslashes right before i
+    run_before[0] = 0
+    run_before[1:] = positions[:-1] - last_other[:-1]
+    quote = (raw == ord('"')) & (run_before % 2 == 0)
+    inside = (np.cumsum(quote) % 2).astype(bool) & ~quote
+    steps = np.where(inside, 0, _OPEN[raw])
+    return int(np.cumsum(steps, dtype=np.int64).max(initial=0))
 
 
 def send_message(fd: int, message: Mapping[str, Any]) -> None:
@@ -59,13 +89,88 @@ def receive_message(fd: int, *, timeout: float | None, limit: int = MAX_REPLY_BY
     body = _read_exactly(fd, length, None if deadline is None else max(deadline, time.monotonic() + 1.0))
     if body is None:
         raise ProtocolError("message cut off")
+    depth = nesting_depth(body)
+    if depth > MAX_DEPTH:
+        raise ProtocolError(f"message nests {depth} levels deep, over the limit of {MAX_DEPTH}")
     try:
         message = json.loads(body)
-    except ValueError as exc:
-        raise ProtocolError(f"message is not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"message is not JSON: {str(exc)[:120]}") from exc
     if not isinstance(message, dict):
         raise ProtocolError("message is not a JSON object")
     return message
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The team's process answered its instructions: built, or not."""
+
+    ok: bool
+    confinement: dict[str, str]
+    kind: str = ""
+    """For a failure: `INIT` or `MEMORY`."""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The team's answer to one tick: its actions, or the error that replaced them."""
+
+    tick: int
+    actions: Any = None
+    error_kind: str = ""
+    """`ERROR`, `INVALID` or `MEMORY` when `act()` failed; "" with actions."""
+    message: str = ""
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+
+def _field(message: Mapping[str, Any], key: str, types: tuple[type, ...], default: Any = ...) -> Any:
+    if key not in message:
+        if default is ...:
+            raise ProtocolError(f"message has no {key!r}")
+        return default
+    value = message[key]
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+        raise ProtocolError(f"{key!r} is a {type(value).__name__}, not a {' or '.join(t.__name__ for t in types)}")
+    return value
+
+
+def parse_ready(message: Mapping[str, Any]) -> Ready:
+    """The answer to `init`, checked.
+
+    Raises:
+        `ProtocolError`: any other message, or one of the wrong shape.
+    """
+    kind = message.get("type")
+    if kind == "ready":
+        confinement = _field(message, "confinement", (dict,), {})
+        return Ready(True, {str(k): str(v) for k, v in confinement.items()})
+    if kind == "init_error":
+        error = _field(message, "kind", (str,), "INIT")
+        return Ready(False, {}, "MEMORY" if error == "MEMORY" else "INIT", str(_field(message, "message", (str,), "")))
+    raise ProtocolError(f"expected a ready message, got {str(kind)[:40]!r}")
+
+
+def parse_reply(message: Mapping[str, Any]) -> Reply:
+    """An answer to `act`, checked (the actions themselves are checked by the runner).
+
+    Raises:
+        `ProtocolError`: any other message, or one of the wrong shape.
+    """
+    kind = message.get("type")
+    if kind not in ("actions", "error"):
+        raise ProtocolError(f"expected actions, got a message of type {str(kind)[:40]!r}")
+    tick = _field(message, "tick", (int,))
+    cpu = float(_field(message, "cpu_s", (int, float), 0.0))
+    wall = float(_field(message, "wall_s", (int, float), 0.0))
+    if not (0 <= cpu < 1e6 and 0 <= wall < 1e6):
+        raise ProtocolError("its timings are out of range")
+    if kind == "error":
+        error = _field(message, "kind", (str,), "ERROR")
+        return Reply(tick, error_kind=error if error in ("ERROR", "INVALID", "MEMORY") else "ERROR",
+                     message=str(_field(message, "message", (str,), "")), cpu_s=cpu, wall_s=wall)
+    return Reply(tick, actions=from_json_safe(message.get("actions")), cpu_s=cpu, wall_s=wall)
 
 
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
@@ -84,6 +189,10 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
             raise ProtocolError("pipe closed")
         chunks += chunk
     return bytes(chunks)
+
+
+#: Name prefix of every shared block (`arena-<pid of its creator>-<random>`).
+SHM_PREFIX = "arena-"
 
 
 class SharedBlock:
@@ -109,7 +218,7 @@ class SharedBlock:
 
     @classmethod
     def create(cls, size: int) -> "SharedBlock":
-        return cls(f"arena-{os.getpid()}-{secrets.token_hex(8)}", size, create=True)
+        return cls(f"{SHM_PREFIX}{os.getpid()}-{secrets.token_hex(8)}", size, create=True)
 
     def unlink(self) -> None:
         try:

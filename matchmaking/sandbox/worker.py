@@ -68,6 +68,7 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
             cpu_count=int(limits["cpu_count"]),
             cpu_seconds=int(limits["cpu_seconds"]),
             max_file_mb=int(limits["max_file_mb"]),
+            workdir_mb=int(limits["workdir_mb"]),
         )
         limit_memory(int(limits["memory_limit_mb"]))
         team = _build_team(init)
