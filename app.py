@@ -1,37 +1,45 @@
 """NMMO Arena: the Space's entry point. It wires the parts together; they live in packages.
 
+- `arena.settings.ArenaSettings` reads and checks every setting from the environment,
+  before anything starts (a bad value stops here, with a message that names it).
 - `matchmaking.service.Arena` starts the Hub connection (or the embedded local Hub, seeded
   with example submissions), the match history, the submission statuses and the
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
 - `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history.
 - `leaderboard.pages.build` is the Gradio UI over them.
-
-Configuration is read from the environment (see `matchmaking.config.ArenaSettings`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
-import gradio as gr
-
+from arena.errors import SettingsError
 from arena.settings import ArenaSettings
-from leaderboard.pages import build
-from leaderboard.refresher import StandingsRefresher
-from matchmaking.service import Arena
 
 
-def main() -> None:
-    logging.basicConfig(level=os.environ.get("NMMO_ARENA_LOG", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def main() -> int:
+    try:
+        settings = ArenaSettings.from_env()
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # one line per job run is noise
-    settings = ArenaSettings.from_env()
+    # the Hub client logs every retry and failed push; the Arena's Hub status says it once
+    logging.getLogger("huggingface_hub").setLevel(logging.CRITICAL)
+
+    from leaderboard.pages import build
+    from leaderboard.refresher import StandingsRefresher
+    from matchmaking.service import Arena
+
     arena = Arena.start(settings)
-    data = StandingsRefresher(arena.store, statuses=arena.registry.states, hub_url=arena.api.endpoint)
+    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint)
     data.refresh()
     data.run_in_background()
-    demo = build(data, settings)
+    demo = build(data, settings, operator=arena.operator_lines)
     try:
         demo.launch(
             server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
@@ -40,7 +48,8 @@ def main() -> None:
     finally:
         data.stop()
         arena.stop()
+    return 0
 
 
-if __name__ == "__main__" and gr.NO_RELOAD:
-    main()
+if __name__ == "__main__":
+    sys.exit(main())

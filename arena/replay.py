@@ -21,10 +21,12 @@ from __future__ import annotations
 import gzip
 import json
 import struct
+import zlib
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from arena.errors import DamagedFileError
 from arena.scoring import RULES, TIER_POINTS, Task
 
 MAGIC = b"NMRP"
@@ -172,18 +174,31 @@ def encode(header: dict[str, Any], arrays: Mapping[str, np.ndarray]) -> bytes:
 
 
 def read(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Decode replay bytes into (header, arrays)."""
-    raw = gzip.decompress(data)
-    if raw[:4] != MAGIC:
-        raise ValueError("Not an NMMO Arena replay (bad magic bytes).")
-    (length,) = struct.unpack("<I", raw[4:8])
-    header = json.loads(raw[8 : 8 + length])
-    if header.get("version") != VERSION:
-        raise ValueError(f"Replay version {header.get('version')} is not supported (this code reads {VERSION}).")
-    base = 8 + length
-    arrays = {}
-    for spec in header["arrays"]:
-        dtype = np.dtype("<" + spec["dtype"]) if spec["dtype"][0] in "iuf" else np.dtype(spec["dtype"])
-        count = int(np.prod(spec["shape"]))
-        arrays[spec["name"]] = np.frombuffer(raw, dtype=dtype, count=count, offset=base + spec["offset"]).reshape(spec["shape"])
+    """Decode replay bytes into (header, arrays), checking that they hold a whole replay.
+
+    Raises:
+        `DamagedFileError`: not a replay of this version, or cut short or corrupt.
+    """
+    try:
+        raw = gzip.decompress(data)
+        if raw[:4] != MAGIC:
+            raise ValueError("not an NMMO Arena replay (bad magic bytes)")
+        (length,) = struct.unpack("<I", raw[4:8])
+        header = json.loads(raw[8 : 8 + length])
+        if not isinstance(header, dict) or header.get("version") != VERSION:
+            raise ValueError(f"replay version {header.get('version') if isinstance(header, dict) else '?'} is not "
+                             f"supported (this code reads {VERSION})")
+        base = 8 + length
+        arrays = {}
+        for spec in header["arrays"]:
+            dtype = np.dtype("<" + spec["dtype"]) if spec["dtype"][0] in "iuf" else np.dtype(spec["dtype"])
+            count = int(np.prod(spec["shape"]))
+            arrays[spec["name"]] = np.frombuffer(raw, dtype=dtype, count=count, offset=base + spec["offset"]).reshape(spec["shape"])
+        missing = {"map", "players", "npc_count", "npcs"} - set(arrays)
+        if missing:
+            raise ValueError(f"arrays missing: {', '.join(sorted(missing))}")
+        if arrays["players"].shape[0] != int(header["ticks"]) + 1:
+            raise ValueError("fewer frames than ticks")
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, struct.error, zlib.error) as exc:
+        raise DamagedFileError(f"this replay is damaged and cannot be played ({type(exc).__name__}: {exc})") from exc
     return header, arrays

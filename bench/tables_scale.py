@@ -17,8 +17,8 @@ import time
 
 import pandas as pd
 
+from arena.schema import rows
 from arena.simulation import Population, random_history
-from history.store import rows
 from leaderboard import tables
 from leaderboard.standings import compute
 

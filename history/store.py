@@ -1,15 +1,16 @@
-"""The match history: every played match, exactly once, as a Hub dataset others can load.
+"""The match history on disk: every played match exactly once, readable while it is written.
 
 Layout of the history folder (a Hub dataset repo as it stands; `datasets.load_dataset` and
 DuckDB read it directly):
 
     README.md                       dataset card, with the `configs:` block for `datasets`
-    data/teams-<time>-<id>.parquet  append-only shards: one row per team per match (TEAM_SCHEMA)
-    replays/<match id>.replay       one compact replay per match (see arena.replay)
-    submissions/statuses.jsonl      the submissions' status log (matchmaking.submissions)
+    data/teams-<time>-<id>.parquet  append-only shards: one row per team per match (arena.schema)
+    replays/<match id>.replay       one compact replay per match (arena.replay)
+    submissions/statuses.jsonl      the submissions' status log (history.statuses)
     wal/<match id>.json             local only: matches recorded but not yet in a shard
+    quarantine/                     local only: damaged files moved aside
 
-How a match is recorded exactly once, whatever happens:
+How a match is recorded exactly once, whatever happens (`HistoryStore`):
 
 1. `record()` writes the match to `wal/<match id>.json` (temporary name, fsync, rename):
    from then on it is durable. A match id already known is refused, so a match played
@@ -19,11 +20,14 @@ How a match is recorded exactly once, whatever happens:
    `recover()` at start-up deletes WAL files whose ids are already in a shard, and
    readers also deduplicate by match id. A crash mid-write leaves only a temporary file,
    which `recover()` removes; the WAL still holds the matches.
-3. `HubMirror` pushes the folder (shards, replays, statuses, card) to the Hub dataset with
-   `huggingface_hub.CommitScheduler`: one commit per interval, never one per match. While
-   the Hub is unreachable nothing is lost: files stay on disk and the next push sends them.
+3. `history.mirror.HubMirror` pushes the folder to the Hub dataset.
 
-Shards are never rewritten or deleted, as `CommitScheduler` requires.
+Reading (`HistoryReader`, all the leaderboard uses) needs no lock: it reads the WAL first
+and lists the shards after, so a match that a flush moves from the WAL into a new shard
+meanwhile is found in one place or the other (entries vanishing under the reader are
+skipped), and duplicates are dropped. Damaged files (a truncated shard, a corrupt replay)
+are moved into `quarantine/`, named in the log and in `damaged` (the UI's operator line),
+and everything else loads.
 """
 
 from __future__ import annotations
@@ -32,15 +36,18 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import tempfile
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from arena import replay as replay_format
+from arena.errors import DamagedFileError
 from arena.schema import SCHEMA_VERSION, TEAM_COLUMNS, MatchResult, results_from_rows, rows
 
 log = logging.getLogger(__name__)
@@ -96,14 +103,128 @@ def _write_atomically(path: Path, data: bytes) -> None:
         os.close(directory)
 
 
-class HistoryStore:
-    """The history folder: record matches durably, compact them into shards, read them back."""
+class HistoryReader:
+    """Read access to a history folder: the team table, match records, replays.
+
+    Args:
+        root (`Path`): the history folder.
+    """
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self.data = self.root / "data"
         self.wal = self.root / "wal"
         self.replays = self.root / "replays"
+        self.quarantine_dir = self.root / "quarantine"
+        self.damaged: list[str] = []
+        """One line per damaged file moved aside, for the operator."""
+        self._damage_lock = threading.Lock()
+
+    # -- damage --------------------------------------------------------------------------
+    def quarantine(self, path: Path, why: str) -> None:
+        """Move a damaged file into `quarantine/`, and say so in the log and in `damaged`."""
+        with self._damage_lock:
+            if not path.exists():
+                return
+            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+            target = self.quarantine_dir / f"{path.relative_to(self.root).as_posix().replace('/', '__')}.{stamp}"
+            try:
+                shutil.move(str(path), target)
+            except OSError as exc:
+                why += f" (could not be moved aside: {exc})"
+                target = path
+            message = (f"history file {path.relative_to(self.root)} is damaged ({why}); moved to "
+                       f"{target.relative_to(self.root)}. Restore it from the Hub dataset if it matters.")
+            self.damaged.append(message)
+            log.error(message)
+
+    # -- the table -----------------------------------------------------------------------
+    def shards(self) -> list[Path]:
+        return sorted(p for p in self.data.glob("*.parquet") if not p.name.startswith("."))
+
+    def _wal_entries(self) -> list[Path]:
+        return sorted(p for p in self.wal.glob("*.json") if not p.name.startswith("."))
+
+    def signature(self) -> tuple[int, int, float]:
+        """Changes whenever the history does: for caching what is computed from it."""
+        latest = 0.0
+        files = self.shards() + self._wal_entries()
+        for path in files:
+            try:
+                latest = max(latest, path.stat().st_mtime)
+            except FileNotFoundError:  # flushed away meanwhile
+                continue
+        return (len(self.shards()), len(self._wal_entries()), latest)
+
+    def _read_wal(self) -> list[MatchResult]:
+        results = []
+        for entry in self._wal_entries():
+            try:
+                data = entry.read_bytes()
+            except FileNotFoundError:
+                continue  # flushed into a shard meanwhile: listed below
+            try:
+                results.append(MatchResult.from_dict(json.loads(data)))
+            except (ValueError, KeyError, TypeError) as exc:
+                if entry.exists():
+                    self.quarantine(entry, f"not a match record: {type(exc).__name__}: {exc}")
+        return results
+
+    def _read_shard(self, shard: Path) -> pa.Table | None:
+        try:
+            return pq.read_table(shard, schema=TEAM_SCHEMA)
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            self.quarantine(shard, f"{type(exc).__name__}: {str(exc)[:200]}")
+            return None
+
+    def table(self) -> pa.Table:
+        """Every recorded team row (the WAL's, then the shards'), one per (match, slot)."""
+        pending = [row for result in self._read_wal() for row in rows(result)]
+        parts = [t for t in (self._read_shard(shard) for shard in self.shards()) if t is not None]
+        if pending:
+            parts.append(pa.Table.from_pylist(pending, schema=TEAM_SCHEMA))
+        if not parts:
+            return TEAM_SCHEMA.empty_table()
+        return _dedupe(pa.concat_tables(parts))
+
+    def results(self) -> list[MatchResult]:
+        """Every recorded match, in the order ratings apply them (start time, then id)."""
+        return results_from_rows(self.table().to_pylist())
+
+    # -- replays -------------------------------------------------------------------------
+    def replay_path(self, match_id: str) -> Path | None:
+        path = self.replays / f"{match_id}.replay"
+        return path if path.exists() else None
+
+    def replay(self, match_id: str) -> bytes | None:
+        """A match's replay bytes, checked; None if none was recorded.
+
+        Raises:
+            `DamagedFileError`: the replay cannot be decoded (it is quarantined).
+        """
+        path = self.replay_path(match_id)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            replay_format.read(data)
+        except DamagedFileError as exc:
+            self.quarantine(path, str(exc))
+            raise
+        return data
+
+
+class HistoryStore(HistoryReader):
+    """The history folder, written: record matches durably, move them into shards."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
         for folder in (self.data, self.wal, self.replays):
             folder.mkdir(parents=True, exist_ok=True)
         card = self.root / "README.md"
@@ -113,17 +234,22 @@ class HistoryStore:
         self._sharded: set[str] = set()
         self.recover()
 
-    # -- writing -------------------------------------------------------------------------
     def recover(self) -> None:
-        """Start-up repair after a crash: drop temporary files and WAL entries already sharded."""
+        """Start-up repair after a crash: drop temporary files and WAL entries already
+        sharded; move damaged shards aside."""
         with self._lock:
             for folder in (self.data, self.wal, self.replays):
                 for leftover in folder.glob(".*"):
                     leftover.unlink(missing_ok=True)
             self._sharded = set()
             for shard in self.shards():
-                self._sharded.update(pq.read_table(shard, columns=["match_id"]).column("match_id").to_pylist())
-            for entry in self.wal.glob("*.json"):
+                try:
+                    ids = pq.read_table(shard, columns=["match_id"]).column("match_id").to_pylist()
+                except (OSError, pa.ArrowException, ValueError) as exc:
+                    self.quarantine(shard, f"{type(exc).__name__}: {str(exc)[:200]}")
+                    continue
+                self._sharded.update(ids)
+            for entry in self._wal_entries():
                 if entry.stem in self._sharded:
                     entry.unlink()
 
@@ -143,11 +269,15 @@ class HistoryStore:
     def flush(self) -> Path | None:
         """Move every WAL match into one new shard; returns it (None if the WAL was empty)."""
         with self._lock:
-            entries = sorted(self.wal.glob("*.json"))
+            entries = self._wal_entries()
             results = []
             for entry in entries:
-                if entry.stem not in self._sharded:
+                if entry.stem in self._sharded:
+                    continue
+                try:
                     results.append(MatchResult.from_dict(json.loads(entry.read_bytes())))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self.quarantine(entry, f"not a match record: {type(exc).__name__}: {exc}")
             shard = None
             if results:
                 table = pa.Table.from_pylist([row for result in results for row in rows(result)], schema=TEAM_SCHEMA)
@@ -162,43 +292,6 @@ class HistoryStore:
                 entry.unlink(missing_ok=True)
             return shard
 
-    # -- reading -------------------------------------------------------------------------
-    def shards(self) -> list[Path]:
-        return sorted(p for p in self.data.glob("*.parquet") if not p.name.startswith("."))
-
-    def signature(self) -> tuple[int, int, float]:
-        """Changes whenever the history does: for caching what is computed from it."""
-        shards = self.shards()
-        wal = list(self.wal.glob("*.json"))
-        latest = max([p.stat().st_mtime for p in shards + wal], default=0.0)
-        return (len(shards), len(wal), latest)
-
-    def table(self) -> pa.Table:
-        """Every recorded team row (shards, then the WAL), one per (match, slot)."""
-        parts = [pq.read_table(shard, schema=TEAM_SCHEMA) for shard in self.shards()]
-        pending = []
-        for entry in sorted(self.wal.glob("*.json")):
-            try:
-                result = MatchResult.from_dict(json.loads(entry.read_bytes()))
-            except (ValueError, KeyError):
-                continue  # being replaced right now
-            if result.match_id not in self._sharded:
-                pending.extend(rows(result))
-        if pending:
-            parts.append(pa.Table.from_pylist(pending, schema=TEAM_SCHEMA))
-        if not parts:
-            return TEAM_SCHEMA.empty_table()
-        table = pa.concat_tables(parts)
-        return _dedupe(table)
-
-    def results(self) -> list[MatchResult]:
-        """Every recorded match, in the order ratings apply them (start time, then id)."""
-        return results_from_rows(self.table().to_pylist())
-
-    def replay_path(self, match_id: str) -> Path | None:
-        path = self.replays / f"{match_id}.replay"
-        return path if path.exists() else None
-
 
 def _dedupe(table: pa.Table) -> pa.Table:
     """Keep the first row of each (match_id, slot)."""
@@ -212,59 +305,3 @@ def _dedupe(table: pa.Table) -> pa.Table:
             seen.add(key)
             keep.append(index)
     return table.take(pa.array(keep))
-
-
-class HubMirror:
-    """Pushes the history folder to its Hub dataset, every few minutes, in one commit each.
-
-    `CommitScheduler` does the pushing (and retries a failed push at the next interval);
-    this class only starts it once the Hub can be reached, since creating it contacts the
-    Hub. Call `ensure()` periodically: it is cheap once started.
-    """
-
-    def __init__(self, store: HistoryStore, *, api: Any, repo_id: str, every_minutes: float = 5.0):
-        self.store = store
-        self.api = api
-        self.repo_id = repo_id
-        self.every_minutes = every_minutes
-        self.scheduler: Any = None
-        self.last_error = ""
-
-    def ensure(self) -> bool:
-        """Start the scheduler if it is not running; False while the Hub is unreachable."""
-        if self.scheduler is not None:
-            return True
-        from huggingface_hub import CommitScheduler
-
-        try:
-            self.scheduler = CommitScheduler(
-                repo_id=self.repo_id,
-                repo_type="dataset",
-                folder_path=self.store.root,
-                every=self.every_minutes,
-                allow_patterns=["README.md", "data/*.parquet", "replays/*.replay", "submissions/*.jsonl"],
-                ignore_patterns=["**/.*", ".*", "wal/**"],
-                hf_api=self.api,
-            )
-        except Exception as exc:  # noqa: BLE001 - the Hub is away: try again at the next call
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            log.warning("history push not started, Hub unreachable: %s", self.last_error)
-            return False
-        self.last_error = ""
-        return True
-
-    def push_now(self) -> bool:
-        """Push whatever changed, now (waits for it). False if the Hub is unreachable."""
-        if not self.ensure():
-            return False
-        try:
-            self.scheduler.trigger().result()
-        except Exception as exc:  # noqa: BLE001
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            return False
-        return True
-
-    def stop(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.stop()
-            self.scheduler = None

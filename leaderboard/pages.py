@@ -8,7 +8,7 @@ page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submiss
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 import pandas as pd
@@ -83,8 +83,15 @@ one row per team per match; every rating here is computed from it alone:
 """
 
 
-def build(data: StandingsRefresher, settings: ArenaSettings | None = None) -> gr.Blocks:
-    """The Blocks app over `data`, describing the rules as `settings` run them."""
+def operator_markdown(lines: list[str]) -> str:
+    """The operator's line: the Hub's state and any damaged state set aside."""
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
+          operator: Callable[[], list[str]] = list) -> gr.Blocks:
+    """The Blocks app over `data`, describing the rules as `settings` run them; `operator()`
+    gives the lines of the operator's status (the Hub, damaged files)."""
     settings = settings or ArenaSettings()
     hub_url = data.hub_url
 
@@ -116,9 +123,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None) -> gr
 
     with gr.Blocks(title="NMMO Arena") as demo:
         gr.Markdown(
-            "# NMMO Arena\nNeural MMO policies ranked in free-for-all matches of 16 teams of 8, "
+            f"# NMMO Arena\nNeural MMO policies ranked in free-for-all matches of {MATCH.num_teams} teams of {MATCH.team_size}, "
             "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
         )
+        status = gr.Markdown(lambda: operator_markdown(operator()), elem_id="operator-status")
         timer = gr.Timer(REFRESH_S)
         with gr.Tabs() as tabs:
             with gr.Tab("PvP leaderboard", id="pvp"):
@@ -159,7 +167,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None) -> gr
                 with gr.Row():
                     match_id = gr.Textbox(label="Match id", elem_id="replay-match")
                     show = gr.Button("Replay", elem_id="replay-load")
-                viewer = replay_viewer(lambda m: _read(data, m))
+                viewer = replay_viewer(data.store.replay)
             with gr.Tab("About / Submit", id="about"):
                 gr.Markdown(about_markdown(settings, hub_url=hub_url))
 
@@ -191,9 +199,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None) -> gr
                 submissions(),
                 matches(*values),
                 gr.Dropdown(choices=players()),
+                operator_markdown(operator()),
             )
 
-        timer.tick(refresh, inputs=[*pvp_inputs, *filters], outputs=[pvp, pve, subs, match_list, chooser], api_name=False)
+        timer.tick(refresh, inputs=[*pvp_inputs, *filters], outputs=[pvp, pve, subs, match_list, chooser, status], api_name=False)
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame):
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
@@ -209,9 +218,3 @@ def _json(frame: pd.DataFrame) -> dict:
     """A table as `{"headers": [...], "data": [[...], ...]}`, the way a Dataframe answers."""
     clean = frame.astype(object).where(frame.notna(), None)
     return {"headers": [str(c) for c in frame.columns], "data": clean.values.tolist()}
-
-
-def _read(data: StandingsRefresher, match_id: str) -> bytes | None:
-    path = data.store.replay_path(match_id)
-    return path.read_bytes() if path is not None else None
-

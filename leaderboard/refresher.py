@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from history.store import HistoryStore
+from history.store import HistoryReader
 from leaderboard.standings import Standings, compute
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ class StandingsRefresher:
 
     def __init__(
         self,
-        store: HistoryStore,
+        store: HistoryReader,
         *,
         statuses: Callable[[], list[Any]] = list,
         hub_url: str = "https://huggingface.co",

@@ -130,7 +130,7 @@ def submissions_table(statuses: Iterable, *, hub_url: str) -> pd.DataFrame:
         {
             "Policy": _link(s.repo_id, s.revision, hub_url),
             "Revision": s.revision[:12],
-            "Team": s.details.get("team_name", ""),
+            "Team": s.submission.team_name,
             "Status": s.status.value + ("" if s.latest else " (superseded)"),
             "Reason": s.reason,
             "Seen": pd.Timestamp(s.first_seen, unit="s").strftime("%Y-%m-%d %H:%M"),

@@ -14,6 +14,8 @@ from typing import Callable
 
 import gradio as gr
 
+from arena.errors import DamagedFileError
+
 STATIC = Path(__file__).resolve().parent / "static"
 
 HTML = """
@@ -58,11 +60,16 @@ CSS = """
 
 
 def replay_viewer(load: Callable[[str], bytes | None]) -> gr.HTML:
-    """The viewer component; `load(match_id)` returns a replay's bytes or None."""
+    """The viewer component; `load(match_id)` returns a replay's bytes or None, and raises
+    `DamagedFileError` for a replay that cannot be decoded."""
 
     def load_replay(args: dict) -> dict:
         match_id = str((args or {}).get("match_id", "")).strip()
-        data = load(match_id) if match_id else None
+        try:
+            data = load(match_id) if match_id else None
+        except DamagedFileError:
+            return {"error": f"The replay of match {match_id} is damaged and cannot be played; it was set aside "
+                             "for the operator. The match's results are unaffected."}
         if data is None:
             return {"error": f"No replay recorded for match {match_id!r}."}
         return {"match_id": match_id, "data": base64.b64encode(data).decode()}

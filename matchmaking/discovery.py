@@ -16,6 +16,7 @@ from typing import Any
 
 from huggingface_hub import HfApi, snapshot_download
 
+from arena.lifecycle import SubmissionInfo
 from matchmaking.policy import POLICY_FILE, PolicyRef
 
 #: Model-card keys read for display.
@@ -44,6 +45,11 @@ class Submission:
     @property
     def display_name(self) -> str:
         return self.team_name or self.repo_id
+
+    def info(self) -> SubmissionInfo:
+        """What the status log keeps of it."""
+        return SubmissionInfo(author=self.author, team_name=self.display_name, description=self.description,
+                              last_modified=self.last_modified, size_mb=round(self.size_bytes / 2**20, 3), files=self.files)
 
     def ref(self, path: Path | None = None) -> PolicyRef:
         """The policy reference of this revision (with its files once downloaded)."""
@@ -80,8 +86,8 @@ def discover(api: HfApi, *, tag: str) -> list[Submission]:
     return sorted(found, key=lambda s: s.repo_id)
 
 
-def format_problem(submission: Submission, *, max_mb: float) -> str:
-    """Why a revision cannot be played as it stands, in words that say what to fix; "" if fine."""
+def format_problem(submission: Submission) -> str:
+    """Why a revision's layout cannot be played, in words that say what to fix; "" if fine."""
     names = {path for path, _ in submission.files}
     if POLICY_FILE not in names:
         nested = sorted(p for p in names if p.endswith("/" + POLICY_FILE))
@@ -90,6 +96,11 @@ def format_problem(submission: Submission, *, max_mb: float) -> str:
             f"No {POLICY_FILE} at the root of the repository{hint}. A submission's root must hold "
             f"{POLICY_FILE} defining `class Team` with __init__(self, team_id, env_config) and act(self, observations)."
         )
+    return ""
+
+
+def size_problem(submission: Submission, max_mb: float) -> str:
+    """Why a revision is too large for this Space (its own limit, `NMMO_ARENA_MAX_MB`); "" if not."""
     size_mb = submission.size_bytes / 2**20
     if size_mb > max_mb:
         largest = max(submission.files, key=lambda f: f[1])

@@ -6,7 +6,10 @@ once) in background threads, while the matches themselves run in worker processe
 on Ray): a slow match never blocks the UI.
 
 Everything the matchmaker decides is derived from the history and the status log, never
-from memory: after a restart (or a kill -9) it picks up where the records say it was.
+from memory: after a restart (or a kill -9) it picks up where the records say it was
+(validations cut short are validated again, PvE plans are resumed). What it needs of the
+ratings (closest-rating and uncertainty pools) is the pure rating code of `arena.ratings`,
+carried forward from a checkpoint as matches arrive rather than recomputed every round.
 PvE matches have seeds fixed per (revision, stage, match), so an interrupted plan is
 planned again identically and the history keeps each match once.
 """
@@ -21,18 +24,23 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from arena.lifecycle import TRANSITIONS, StageFigures, Status
+from arena.ratings import TrueSkillState, extend_trueskill, outcomes
 from arena.rules import Pairing, stage_opponents
-from arena.schema import MatchResult
+from arena.schema import MatchResult, is_builtin, player_id
 from arena.settings import ArenaSettings
-from history.store import HistoryStore, HubMirror
+from history.mirror import HubMirror
+from history.statuses import StatusLog
+from history.store import HistoryStore
 from matchmaking import pve
 from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
+from matchmaking.hub import HubHealth
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.pairing import make_pool
 from matchmaking.policy import PolicyRef, builtin
-from matchmaking.submissions import Status, SubmissionRegistry, faulty, sync, validate_queued
+from matchmaking.submissions import Validator, faulty, sync
 
 log = logging.getLogger(__name__)
 
@@ -64,32 +72,50 @@ class Matchmaker:
         *,
         api: Any,
         store: HistoryStore,
-        registry: SubmissionRegistry,
+        statuses: StatusLog,
         executor: Any,
         mirror: HubMirror | None = None,
+        health: HubHealth | None = None,
         workers: int = 1,
     ):
         self.settings = settings
         self.api = api
         self.store = store
-        self.registry = registry
+        self.statuses = statuses
         self.executor = executor
         self.mirror = mirror
+        self.health = health
         self.workers = workers
         self.history = _HistoryCache(store)
-        self.config = MatchConfig(horizon=settings.match_horizon)
+        self.config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir)
+        self.validator = Validator(
+            api, statuses, settings.submissions_dir, settings.max_submission_mb,
+            ticks=settings.validation_ticks, timeout_s=settings.validation_timeout_s,
+            attempts=settings.download_attempts, workers=settings.validation_workers, health=health,
+        )
         self.rng = np.random.default_rng()
         self.scheduler: Any = None
+        self._trueskill = TrueSkillState()
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
         """The revision's downloaded folder (downloaded again if the disk lost it)."""
-        state = self.registry.get(repo_id, revision)
-        path = Path(state.details["path"]) if state and state.details.get("path") else None
+        state = self.statuses.get(repo_id, revision)
+        path = Path(state.download_path) if state and state.download_path else None
         if path is None or not (path / "policy.py").is_file():
             submission = Submission(repo_id=repo_id, revision=revision, author="", last_modified="")
             path = download(self.api, submission, self.settings.submissions_dir)
         return PolicyRef(policy_id=repo_id, revision=revision, path=path)
+
+    def _try_ref(self, repo_id: str, revision: str) -> PolicyRef | None:
+        """`_ref`, or None while the Hub cannot serve a lost download (that revision waits
+        for a later round; the others play on)."""
+        try:
+            return self._ref(repo_id, revision)
+        except Exception as exc:  # noqa: BLE001 - an outage is reported once; anything else is logged
+            if self.health is None or not self.health.failed(exc, doing=f"downloading {repo_id}"):
+                log.warning("cannot fetch %s@%s to play it: %s", repo_id, revision[:12], exc)
+            return None
 
     def _play(self, specs: list[MatchSpec]) -> list[MatchResult]:
         """Play specs not yet in the history; record each as it finishes."""
@@ -110,13 +136,13 @@ class Matchmaker:
 
     def _check_faults(self, results: Iterable[MatchResult]) -> None:
         """Mark revisions that keep failing in matches as `error`, with the last reason."""
-        touched = {(t.policy_id, t.revision) for r in results for t in r.teams if not t.policy_id.startswith("builtin:")}
+        touched = {(t.policy_id, t.revision) for r in results for t in r.teams if not is_builtin(t.policy_id)}
         if not touched:
             return
         history = self.history.get()
         for repo_id, revision in touched:
-            state = self.registry.get(repo_id, revision)
-            if state is None or state.status in (Status.ERROR, Status.REJECTED):
+            state = self.statuses.get(repo_id, revision)
+            if state is None or Status.ERROR not in TRANSITIONS[state.status]:
                 continue
             reasons = [
                 reason
@@ -125,34 +151,41 @@ class Matchmaker:
                 if t.policy_id == repo_id and t.revision == revision and (reason := faulty(t, r.ticks))
             ]
             if len(reasons) >= self.settings.error_after_faulty_matches:
-                self.registry.record(
+                self.statuses.record(
                     repo_id, revision, Status.ERROR,
                     f"Faulty in {len(reasons)} matches; latest: {reasons[-1]}. Fix it and push a new commit.",
                 )
 
+    def _ratings(self, history: list[MatchResult]) -> TrueSkillState:
+        """TrueSkill of the PvP history, carried forward from the last round's checkpoint."""
+        self._trueskill = extend_trueskill(self._trueskill, outcomes(history))
+        return self._trueskill
+
     # -- rounds --------------------------------------------------------------------------
     def sync(self) -> int:
-        """Look at the Hub for new revisions; returns how many were queued."""
-        return len(sync(self.api, self.registry, tag=self.settings.submission_tag))
+        """Look at the Hub for new revisions; returns how many were queued (0 while the Hub
+        is unreachable: the Hub status says so, and the next round looks again)."""
+        try:
+            queued = sync(self.api, self.statuses, tag=self.settings.submission_tag)
+        except Exception as exc:  # noqa: BLE001 - classified: an outage is reported once, a bug is raised
+            if self.health is None or not self.health.failed(exc, doing="discovery"):
+                raise
+            return 0
+        if self.health is not None:
+            self.health.ok()
+        return len(queued)
 
     def validate(self) -> int:
-        """Validate queued revisions; returns how many were decided."""
-        return len(
-            validate_queued(
-                self.api,
-                self.registry,
-                downloads=self.settings.submissions_dir,
-                max_mb=self.settings.max_submission_mb,
-                ticks=self.settings.validation_ticks,
-            )
-        )
+        """Validation rounds until nothing queued can start (see `Validator.round`: each
+        revision in its own thread, under its time limit); returns how many were decided."""
+        return self.validator.run_until_idle()
 
     def play_pve(self) -> int:
         """Play the next PvE matches of the revisions being evaluated; update their status."""
         history = self.history.get()
         budget = self.settings.pve_matches_per_round or 2 * self.workers
         specs: list[MatchSpec] = []
-        for state in self.registry.with_status(Status.EVALUATING):
+        for state in self.statuses.with_status(Status.EVALUATING):
             plan = pve.plan(
                 history, state.repo_id, state.revision,
                 matches_per_stage=self.settings.pve_matches_per_stage,
@@ -160,14 +193,16 @@ class Matchmaker:
             )
             if plan.finished:
                 ok, reason = pve.qualifies(plan.summaries, threshold=self.settings.qualify_achievement)
-                stages = {
-                    s: {"top1_ratio": v.top1_ratio, "mean_achievement": v.mean_achievement} for s, v in plan.summaries.items()
-                }
-                self.registry.record(state.repo_id, state.revision, Status.QUALIFIED if ok else Status.EVALUATED, reason, pve=stages)
+                stages = tuple(
+                    StageFigures(stage, v.top1_ratio, v.mean_achievement, v.matches) for stage, v in sorted(plan.summaries.items())
+                )
+                self.statuses.record(state.repo_id, state.revision, Status.QUALIFIED if ok else Status.EVALUATED, reason, pve=stages)
                 continue
             if len(specs) >= budget:
                 continue
-            ref = self._ref(state.repo_id, state.revision)
+            ref = self._try_ref(state.repo_id, state.revision)
+            if ref is None:
+                continue
             opponents = [builtin(name) for name in stage_opponents(plan.stage)]
             for seed in plan.seeds[: budget - len(specs)]:
                 specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=plan.stage))
@@ -177,11 +212,9 @@ class Matchmaker:
 
     def play_pvp(self) -> int:
         """One round of PvP pools among the qualified revisions."""
-        qualified = self.registry.with_status(Status.QUALIFIED)
+        qualified = self.statuses.with_status(Status.QUALIFIED)
         if not qualified:
             return 0
-        from arena.ratings import outcomes, player_id, trueskill_ratings
-
         refs = {player_id(s.repo_id, s.revision): (s.repo_id, s.revision) for s in qualified}
         history = self.history.get()
         counts: dict[str, int] = {}
@@ -193,7 +226,7 @@ class Matchmaker:
         how = Pairing(self.settings.pairing)
         ratings = uncertainty = None
         if how is not Pairing.RANDOM:
-            state = trueskill_ratings(outcomes(history))
+            state = self._ratings(history)
             ratings = {p: r.mu for p, r in state.ratings.items()}
             uncertainty = {p: r.sigma for p, r in state.ratings.items()}
         specs = []
@@ -201,7 +234,9 @@ class Matchmaker:
             pool = make_pool(list(refs), counts=counts, rng=self.rng, how=how, ratings=ratings, uncertainty=uncertainty)
             for p in pool:
                 counts[p] = counts.get(p, 0) + 1
-            lineup = tuple(builtin(p.split(":", 1)[1]) if p.startswith("builtin:") else self._ref(*refs[p]) for p in pool)
+            lineup = tuple(builtin(p) if is_builtin(p) else self._try_ref(*refs[p]) for p in pool)
+            if None in lineup:
+                continue
             specs.append(MatchSpec(seed=int(self.rng.integers(2**48)), policies=lineup, config=self.config, track="pvp"))
         played = self._play(specs)
         self._check_faults(played)
@@ -246,6 +281,7 @@ class Matchmaker:
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=False)
             self.scheduler = None
+        self.validator.close()
         self.store.flush()
 
 

@@ -23,11 +23,13 @@ from huggingface_hub.utils import disable_progress_bars
 from arena import PROJECT_ROOT
 from arena.rules import builtin_team
 from arena.settings import ArenaSettings
-from history.store import HistoryStore, HubMirror
+from history.mirror import HubMirror
+from history.statuses import StatusLog
+from history.store import HistoryStore
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
+from matchmaking.hub import HubHealth
 from matchmaking.matchmaker import Matchmaker
-from matchmaking.sandbox.host import protect_process, sandboxed_host
-from matchmaking.submissions import SubmissionRegistry
+from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host
 
 log = logging.getLogger(__name__)
 
@@ -103,19 +105,27 @@ class Arena:
     settings: ArenaSettings
     api: HfApi
     store: HistoryStore
-    registry: SubmissionRegistry
+    statuses: StatusLog
     matchmaker: Matchmaker
     mirror: HubMirror
+    health: HubHealth
     hub: Any = None
 
     @classmethod
     def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True) -> "Arena":
-        """Start everything; with `schedule=False` the rounds are left to the caller."""
+        """Start everything; with `schedule=False` the rounds are left to the caller.
+
+        Raises:
+            `SettingsError`: (from `ArenaSettings.from_env`) before anything has started.
+        """
         settings = settings or ArenaSettings.from_env()
         disable_progress_bars()  # downloads happen in the background: no progress bars in the log
         protect_process()  # sandboxes must not read this process's environment via /proc
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(settings.data_dir, 0o700)
+        removed = remove_stale_sandboxes()
+        if removed:
+            log.info("removed %d working folders and memory blocks left by killed team processes", removed)
         hub = None
         if settings.hub_endpoint is None:
             from localhub import LocalHub
@@ -131,20 +141,36 @@ class Arena:
                 seeded = seed_hub(api, tag=settings.submission_tag)
                 if seeded:
                     log.info("seeded %d example submissions", len(seeded))
+            setting = "embedded: NMMO_ARENA_HUB unset"
         else:
             api = HfApi(endpoint=settings.hub_endpoint, token=os.environ.get("HF_TOKEN"))
+            setting = "NMMO_ARENA_HUB"
         store = HistoryStore(settings.history_dir)
-        registry = SubmissionRegistry(settings.history_dir / "submissions" / "statuses.jsonl")
-        mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes)
+        statuses = StatusLog(settings.status_log)
+        health = HubHealth(api.endpoint, setting=setting)
+
+        def pushed(error: BaseException | None) -> None:
+            if error is None:
+                health.ok()
+            else:
+                health.failed(error, doing="history push")
+
+        mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes, report=pushed)
+        health.pending = mirror.pending
         workers = settings.workers or default_workers()
         if settings.ray_address:
             executor: Any = RayExecutor(settings.ray_address, host_factory=sandboxed_host)
         else:
             executor = LocalExecutor(workers, host_factory=sandboxed_host)
-        matchmaker = Matchmaker(settings, api=api, store=store, registry=registry, executor=executor, mirror=mirror, workers=workers)
+        matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,
+                                health=health, workers=workers)
         if schedule:
             matchmaker.start()
-        return cls(settings, api, store, registry, matchmaker, mirror, hub)
+        return cls(settings, api, store, statuses, matchmaker, mirror, health, hub)
+
+    def operator_lines(self) -> list[str]:
+        """What an operator should know now: the Hub's state, and any damaged state set aside."""
+        return [self.health.state().line(), *self.statuses.damaged, *self.store.damaged]
 
     def stop(self) -> None:
         self.matchmaker.stop()

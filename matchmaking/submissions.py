@@ -1,224 +1,256 @@
-"""Submissions and their statuses: what users see happen to each revision they push.
+"""Submissions, from the Hub to a verdict: discovery rounds and validation rounds.
 
-Every revision moves through::
-
-    queued -> validating -> rejected (reason)
-                         -> evaluating -> qualified           (PvE stage 1 passed: plays PvP)
-                                       -> evaluated (reason)  (PvE done, below the PvP bar)
-    any stage -> error (reason)                               (download failed for good, or
-                                                               repeated faults in matches)
-
-A new commit to a repo is a new revision with its own statuses; the older revision keeps
-its results in the history (they stay true of that code) but is no longer scheduled, and
-the leaderboard shows each repo's latest revision.
-
-The registry is an append-only JSON-lines log of status events: current state is the
-last event per revision, the log is the audit trail, and a crash can at worst lose the
-line being written (a torn last line is skipped on reading).
+`sync` queues every revision the Hub shows that the status log has not seen. `Validator`
+takes queued revisions through their checks, download and validation match, each in a
+worker thread under a time limit, so that one slow download holds nobody else; it also
+resumes what a restart interrupted and reconsiders rejections the Space itself caused.
+Its decisions are derived from the status log on every round, never from memory: after a
+kill -9 the next round picks up where the records stand. The lifecycle itself (statuses
+and allowed transitions) is `arena.lifecycle`; the log is `history.statuses`.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from enum import Enum
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from huggingface_hub import HfApi
 
+from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.schema import FaultKind, TeamResult
-from matchmaking.discovery import Submission, discover, download, format_problem
+from history.statuses import StatusLog
+from matchmaking.discovery import Submission, discover, download, format_problem, size_problem
+from matchmaking.hub import HubHealth, answered, describe
 from matchmaking.validation import ValidationReport, validate
 
-
-class Status(str, Enum):
-    QUEUED = "queued"
-    VALIDATING = "validating"
-    REJECTED = "rejected"
-    EVALUATING = "evaluating"
-    EVALUATED = "evaluated"
-    QUALIFIED = "qualified"
-    ERROR = "error"
+log = logging.getLogger(__name__)
 
 
-#: Statuses after which a revision is never played again.
-FINAL = frozenset({Status.REJECTED, Status.ERROR})
-
-
-@dataclass(frozen=True)
-class StatusEvent:
-    """One change of status of one revision."""
-
-    repo_id: str
-    revision: str
-    status: Status
-    reason: str = ""
-    at: float = field(default_factory=time.time)
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["status"] = self.status.value
-        return json.dumps(data, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, line: str) -> "StatusEvent":
-        data = json.loads(line)
-        return cls(
-            repo_id=data["repo_id"],
-            revision=data["revision"],
-            status=Status(data["status"]),
-            reason=data.get("reason", ""),
-            at=float(data["at"]),
-            details=dict(data.get("details", {})),
-        )
-
-
-@dataclass
-class RevisionState:
-    """Where one revision stands now, and what is known about it."""
-
-    repo_id: str
-    revision: str
-    status: Status
-    reason: str
-    first_seen: float
-    updated: float
-    details: dict[str, Any] = field(default_factory=dict)
-    latest: bool = True
-    """Whether this is its repo's newest revision (older ones are no longer played)."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.repo_id, self.revision)
-
-
-class SubmissionRegistry:
-    """Statuses of every revision, kept in an append-only log at `path`."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._states: dict[tuple[str, str], RevisionState] = {}
-        if self.path.exists():
-            for line in self.path.read_text().splitlines():
-                try:
-                    self._apply(StatusEvent.from_json(line))
-                except (ValueError, KeyError):
-                    continue  # a line torn by a crash mid-write
-
-    def _apply(self, event: StatusEvent) -> None:
-        key = (event.repo_id, event.revision)
-        state = self._states.get(key)
-        if state is None:
-            for other in self._states.values():  # a new revision supersedes its repo's older ones
-                if other.repo_id == event.repo_id:
-                    other.latest = False
-            state = self._states[key] = RevisionState(event.repo_id, event.revision, event.status, event.reason, event.at, event.at)
-        state.status, state.reason, state.updated = event.status, event.reason, event.at
-        state.details.update(event.details)
-
-    def record(self, repo_id: str, revision: str, status: Status, reason: str = "", **details: Any) -> RevisionState:
-        """Append a status change (durably) and return the revision's new state."""
-        event = StatusEvent(repo_id, revision, status, reason, details=details)
-        with self._lock:
-            with open(self.path, "a") as f:
-                f.write(event.to_json() + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            self._apply(event)
-            return self._states[(repo_id, revision)]
-
-    def get(self, repo_id: str, revision: str) -> RevisionState | None:
-        return self._states.get((repo_id, revision))
-
-    def states(self) -> list[RevisionState]:
-        """Every revision, newest first."""
-        with self._lock:
-            return sorted(self._states.values(), key=lambda s: s.first_seen, reverse=True)
-
-    def with_status(self, *statuses: Status, latest_only: bool = True) -> list[RevisionState]:
-        wanted = set(statuses)
-        return sorted(
-            (s for s in self.states() if s.status in wanted and (s.latest or not latest_only)),
-            key=lambda s: s.first_seen,
-        )
-
-
-def sync(api: HfApi, registry: SubmissionRegistry, *, tag: str) -> list[RevisionState]:
+def sync(api: HfApi, statuses: StatusLog, *, tag: str) -> list[RevisionState]:
     """Discover tagged repos and queue every revision not seen before. Returns the new ones."""
     new = []
     for submission in discover(api, tag=tag):
-        if registry.get(submission.repo_id, submission.revision) is None:
-            new.append(
-                registry.record(
-                    submission.repo_id,
-                    submission.revision,
-                    Status.QUEUED,
-                    "waiting for validation",
-                    author=submission.author,
-                    team_name=submission.display_name,
-                    description=submission.description,
-                    last_modified=submission.last_modified,
-                    size_mb=round(submission.size_bytes / 2**20, 3),
-                    files=[[path, size] for path, size in submission.files],
-                )
-            )
+        if statuses.get(submission.repo_id, submission.revision) is None:
+            new.append(statuses.record(submission.repo_id, submission.revision, Status.QUEUED, "waiting for validation",
+                                       submission=submission.info()))
     return new
 
 
-def validate_queued(
-    api: HfApi,
-    registry: SubmissionRegistry,
-    *,
-    downloads: Path,
-    max_mb: float,
-    ticks: int = 16,
-    validator: Callable[..., ValidationReport] = validate,
-) -> list[RevisionState]:
-    """Check, download and validate every queued latest revision. Returns their new states.
+def _submission(state: RevisionState) -> Submission:
+    info = state.submission
+    return Submission(repo_id=state.repo_id, revision=state.revision, author=info.author,
+                      last_modified=info.last_modified, files=info.files)
 
-    A revision whose files break the format or the size limit is rejected without being
-    downloaded. A failed download (the Hub unreachable) puts it back in the queue.
+
+@dataclass
+class _Running:
+    """One validation in a worker thread."""
+
+    future: Future
+    started: float
+    abandoned: bool = False
+    """Cut off by the time limit: its result, whenever it comes, is dropped."""
+
+
+@dataclass
+class Validator:
+    """The validation rounds of one Space.
+
+    Args:
+        api (`HfApi`): the Hub the revisions come from.
+        statuses (`StatusLog`): the lifecycle's records.
+        downloads (`Path`): where revisions are downloaded.
+        max_mb (`float`): the size limit.
+        ticks (`int`): length of the validation match.
+        timeout_s (`float`): time one revision's download and validation may take.
+        attempts (`int`): failures (downloads the Hub refused, or time limits hit) after
+            which a revision ends in `error`. Failures with the Hub unreachable do not
+            count: they are the Space's trouble, not the revision's.
+        workers (`int`): revisions validated at the same time.
+        health (`HubHealth`, *optional*): told of every download's outcome.
+        validator: the validation itself (a test can slow it down).
     """
-    done = []
-    for state in registry.with_status(Status.QUEUED):
-        registry.record(state.repo_id, state.revision, Status.VALIDATING, "checking files")
-        submission = Submission(
-            repo_id=state.repo_id,
-            revision=state.revision,
-            author=state.details.get("author", ""),
-            last_modified=state.details.get("last_modified", ""),
-            files=tuple((str(path), int(size)) for path, size in state.details.get("files", [])),
-        )
-        problem = format_problem(submission, max_mb=max_mb)
+
+    api: HfApi
+    statuses: StatusLog
+    downloads: Path
+    max_mb: float
+    ticks: int = 16
+    timeout_s: float = 300.0
+    attempts: int = 5
+    workers: int = 2
+    health: HubHealth | None = None
+    validator: Callable[..., ValidationReport] = validate
+    retry_after_s: float = 15.0
+    """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
+    _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+    _pool: ThreadPoolExecutor | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- a round -------------------------------------------------------------------------
+    def round(self) -> int:
+        """Collect finished validations, cut off slow ones, resume interrupted ones,
+        reconsider limit rejections, and start queued ones. Returns how many were decided."""
+        decided = self._collect()
+        self._cut_off_slow()
+        self._resume_interrupted()
+        self._reconsider_size_rejections()
+        self._start_queued()
+        return decided
+
+    def run_until_idle(self, timeout_s: float | None = None) -> int:
+        """Rounds until no revision is queued or being validated (or `timeout_s` passes).
+        Returns how many were decided."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        decided = self.round()
+        while any(not r.abandoned for r in self._running.values()) or self._startable():
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+            decided += self.round()
+        return decided
+
+    def close(self, *, wait: bool = False) -> None:
+        """Stop starting validations; `wait` for the running ones (abandoned ones included)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
+            self._pool = None
+
+    # -- steps ---------------------------------------------------------------------------
+    def _collect(self) -> int:
+        decided = 0
+        for key, running in list(self._running.items()):
+            if not running.future.done():
+                continue
+            del self._running[key]
+            if running.abandoned:
+                continue  # its attempt was already counted when it was cut off
+            try:
+                running.future.result()
+            except Exception:  # noqa: BLE001 - a bug in the validation itself must not stall the queue
+                log.exception("validating %s@%s failed", *key)
+                state = self.statuses.get(*key)
+                if state is not None and state.status is Status.VALIDATING:
+                    self._failed(state, "the Arena failed while validating it (our bug, not yours)", counts=True)
+            state = self.statuses.get(*key)
+            decided += state is not None and state.status is not Status.QUEUED
+        return decided
+
+    def _cut_off_slow(self) -> None:
+        now = time.monotonic()
+        for key, running in self._running.items():
+            if running.abandoned or now - running.started <= self.timeout_s:
+                continue
+            with self._lock:
+                running.abandoned = True
+                state = self.statuses.get(*key)
+                if state is not None and state.status is Status.VALIDATING:
+                    self._failed(state, f"downloading and validating it took longer than {self.timeout_s:.0f} s", counts=True)
+
+    def _resume_interrupted(self) -> None:
+        for state in self.statuses.with_status(Status.VALIDATING, latest_only=False):
+            if state.key not in self._running:
+                self.statuses.record(*state.key, Status.QUEUED, "its validation was interrupted (the Space restarted); validating again")
+
+    def _reconsider_size_rejections(self) -> None:
+        for state in self.statuses.with_status(Status.REJECTED):
+            if state.cause is RejectionCause.SIZE and state.limit_mb != self.max_mb and not size_problem(_submission(state), self.max_mb):
+                self.statuses.record(*state.key, Status.QUEUED,
+                                     f"the size limit changed from {state.limit_mb:g} MB to {self.max_mb:g} MB: validating again")
+
+    def _retry_at(self, state: RevisionState) -> float:
+        """When a queued revision may start: at once, or after a wait that doubles with
+        each counted failure; while the Hub is unreachable, every revision waits."""
+        if state.failed_attempts:
+            return state.updated + min(600.0, self.retry_after_s * 2 ** (state.failed_attempts - 1))
+        if self.health is not None and self.health.reachable is False:
+            return state.updated + 4 * self.retry_after_s
+        return 0.0
+
+    def _startable(self) -> list[RevisionState]:
+        now = time.time()
+        return [s for s in self.statuses.with_status(Status.QUEUED) if s.key not in self._running and now >= self._retry_at(s)]
+
+    def _start_queued(self) -> None:
+        free = self.workers - sum(not r.abandoned for r in self._running.values())
+        for state in self._startable()[: max(0, free)]:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="validate")
+            self.statuses.record(*state.key, Status.VALIDATING, "checking files")
+            self._running[state.key] = _Running(self._pool.submit(self._validate, state), time.monotonic())
+
+    # -- one revision, in a worker thread ------------------------------------------------
+    def _validate(self, state: RevisionState) -> None:
+        key = state.key
+        submission = _submission(state)
+        problem = format_problem(submission)
         if problem:
-            done.append(registry.record(state.repo_id, state.revision, Status.REJECTED, problem))
-            continue
+            self._decide(key, Status.REJECTED, problem, cause=RejectionCause.FORMAT)
+            return
+        problem = size_problem(submission, self.max_mb)
+        if problem:
+            self._decide(key, Status.REJECTED, problem, cause=RejectionCause.SIZE, limit_mb=self.max_mb)
+            return
         try:
-            folder = download(api, submission, downloads)
-        except Exception as exc:  # noqa: BLE001 - the Hub may be away: try again next round
-            done.append(registry.record(state.repo_id, state.revision, Status.QUEUED, f"download failed, will retry: {exc}"))
-            continue
-        registry.record(state.repo_id, state.revision, Status.VALIDATING, "playing a validation match", path=str(folder))
-        report = validator(submission.ref(folder), ticks=ticks)
-        status = Status.EVALUATING if report.ok else Status.REJECTED
-        done.append(
-            registry.record(
-                state.repo_id,
-                state.revision,
-                status,
-                report.reason,
-                max_step_cpu_ms=round(report.max_step_cpu_ms, 1),
-                peak_memory_mb=round(report.peak_memory_mb, 1),
-            )
-        )
-    return done
+            folder = download(self.api, submission, self.downloads)
+        except Exception as exc:  # noqa: BLE001 - the Hub's trouble or the revision's: decided below
+            unreachable = self.health.failed(exc, doing="download") if self.health else not answered(exc)
+            with self._lock:
+                if not self._abandoned(key):
+                    self._failed(self.statuses.get(*key), f"downloading it failed: {describe(exc)}", counts=not unreachable)
+            return
+        if self.health is not None:
+            self.health.ok()
+        if not self._decide(key, Status.VALIDATING, "playing a validation match", download_path=str(folder)):
+            return
+        report = self.validator(submission.ref(folder), ticks=self.ticks)
+        self._decide(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
+                     measurements=report.measurements, failed_attempts=0,
+                     cause=None if report.ok else RejectionCause.POLICY)
+
+    def _abandoned(self, key: tuple[str, str]) -> bool:
+        running = self._running.get(key)
+        return running is not None and running.abandoned
+
+    def _decide(self, key: tuple[str, str], status: Status, reason: str, **details: Any) -> bool:
+        """Record a step of a validation unless the time limit cut it off meanwhile."""
+        with self._lock:
+            if self._abandoned(key):
+                return False
+            self.statuses.record(*key, status, reason, **details)
+            return True
+
+    def _failed(self, state: RevisionState, why: str, *, counts: bool) -> None:
+        """A failed attempt: back in the queue, or `error` once it failed `attempts` times."""
+        failures = state.failed_attempts + (1 if counts else 0)
+        if counts and failures >= self.attempts:
+            self.statuses.record(*state.key, Status.ERROR, f"{why}. Failed {failures} times, so it will not be retried: "
+                                 "check that the repo and its files download (`hf download REPO --revision SHA`), "
+                                 "then push a new commit.", failed_attempts=failures)
+        elif counts:
+            self.statuses.record(*state.key, Status.QUEUED, f"{why}; will retry (attempt {failures} of {self.attempts} failed)",
+                                 failed_attempts=failures)
+        else:
+            self.statuses.record(*state.key, Status.QUEUED, f"{why}; the Hub is unreachable, will retry when it answers",
+                                 failed_attempts=failures)
+
+
+def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb: float, ticks: int = 16,
+                    validator: Callable[..., ValidationReport] = validate) -> list[RevisionState]:
+    """Validate every queued revision now and wait for the verdicts (scripts and tests).
+    Returns the revisions' new states."""
+    queued = [s.key for s in statuses.with_status(Status.QUEUED)]
+    runner = Validator(api, statuses, downloads, max_mb, ticks=ticks, validator=validator)
+    try:
+        runner.run_until_idle()
+    finally:
+        runner.close()
+    return [statuses.get(*key) for key in queued]
 
 
 #: Fault kinds that mean the team's process could not go on.
@@ -235,4 +267,3 @@ def faulty(team: TeamResult, ticks: int, *, max_fault_share: float = 0.1) -> str
         first = team.faults[0]
         return f"{team.total_faults} faults in {ticks} ticks, first {first.kind.value} at tick {first.tick}: {first.message}"
     return ""
-

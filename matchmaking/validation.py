@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from arena.lifecycle import Measurements
 from arena.schema import Fault, FaultKind
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
@@ -30,6 +31,11 @@ class ValidationReport:
     max_step_cpu_ms: float = 0.0
     peak_memory_mb: float = 0.0
     faults: tuple[Fault, ...] = ()
+
+    @property
+    def measurements(self) -> Measurements:
+        """What the status log keeps of it."""
+        return Measurements(max_step_cpu_ms=round(self.max_step_cpu_ms, 1), peak_memory_mb=round(self.peak_memory_mb, 1))
 
 
 def explain(fault: Fault, config: MatchConfig) -> str:

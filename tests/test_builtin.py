@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from nmmo.core import action
 
-from matchmaking import game
 from arena.rules import BUILTIN_TEAMS
+from matchmaking import game
 from matchmaking.builtin import _to_contract, builtin_factory
 
 BUILTINS = tuple(team.name for team in BUILTIN_TEAMS)

@@ -11,8 +11,10 @@ import time
 
 import pyarrow.parquet as pq
 
+from arena.schema import results_from_rows, rows
 from arena.simulation import Population, random_history
-from history.store import TEAM_SCHEMA, HistoryStore, HubMirror, results_from_rows, rows
+from history.mirror import HubMirror
+from history.store import TEAM_SCHEMA, HistoryStore
 from tests_support import TESTS
 
 

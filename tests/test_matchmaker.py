@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -13,13 +14,14 @@ from collections import Counter
 import pytest
 from huggingface_hub import HfApi
 
+from arena.lifecycle import Status
 from arena.ratings import outcomes, trueskill_ratings
 from arena.settings import ArenaSettings
+from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.standings import compute
 from localhub import LocalHub
 from matchmaking.config import MatchConfig
-from matchmaking.submissions import Status, SubmissionRegistry
 from tests_support import EXAMPLES, POLICIES, TESTS, push_policy
 
 
@@ -46,12 +48,12 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         m = arena.matchmaker
         assert m.sync() == 3
         m.validate()
-        states = {s.repo_id: s for s in arena.registry.states()}
+        states = {s.repo_id: s for s in arena.statuses.states()}
         assert states["carol/crashes"].status is Status.EVALUATING  # passes the 16-tick validation, crashes at tick 21
         for _ in range(10):
             if m.play_pve() == 0:
                 break
-        states = {s.repo_id: s for s in arena.registry.states()}
+        states = {s.repo_id: s for s in arena.statuses.states()}
         assert states["alice/gatherer"].status is Status.QUALIFIED, states["alice/gatherer"].reason
         assert states["bob/wanderer"].status is Status.EVALUATED
         assert "below the 1 that qualifies" in states["bob/wanderer"].reason
@@ -95,7 +97,7 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     full = trueskill_ratings(outcomes(results))
     standings = compute(table.to_pandas(), bootstrap=0)
     assert standings.trueskill == full  # ratings equal a full recomputation
-    registry = SubmissionRegistry(data / "history" / "submissions" / "statuses.jsonl")
+    registry = StatusLog(data / "history" / "submissions" / "statuses.jsonl")
     assert {s.repo_id for s in registry.states()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
 
 
@@ -123,3 +125,46 @@ def test_ray_executor_gives_the_same_results(tmp_path):
         assert on_ray[seed].error is None, on_ray[seed].error
         assert on_ray[seed].result.outcome() == here[seed].result.outcome()
         assert on_ray[seed].replay and here[seed].replay
+
+
+def test_kill_9_while_validating_then_restart_resumes_every_revision(hub, tmp_path):
+    """A Space killed mid-validation leaves revisions `validating`; the next start resumes
+    them, and every revision reaches a final or evaluating state."""
+    from arena.lifecycle import FINAL
+    from matchmaking.service import Arena
+
+    api = HfApi(endpoint=hub.endpoint, token="t")
+    push_policy(api, "dora/slow", POLICIES / "slow_start")
+    data = tmp_path / "data"
+    log = data / "history" / "submissions" / "statuses.jsonl"
+    script = TESTS / "scripts" / "matchmaker_forever.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+    proc = subprocess.Popen([sys.executable, str(script), str(data), "16", hub.endpoint], stdout=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until dora/slow is in its validation match
+            if log.exists() and any('"dora/slow"' in line and "playing a validation match" in line for line in log.read_text().splitlines()):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("dora/slow never reached its validation match")
+        time.sleep(2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = {s.repo_id: s.status for s in StatusLog(log).states()}
+    assert before["dora/slow"] is Status.VALIDATING
+
+    settings = ArenaSettings(data_dir=data, hub_endpoint=hub.endpoint, match_horizon=16, seed_examples=False)
+    arena = Arena.start(settings, schedule=False)
+    try:
+        arena.matchmaker.validate()
+        after = {s.repo_id: s for s in arena.statuses.states()}
+    finally:
+        arena.stop()
+    assert set(after) == {"alice/gatherer", "bob/wanderer", "carol/crashes", "dora/slow"}
+    for state in after.values():
+        assert state.status in FINAL or state.status in (Status.EVALUATING, Status.QUALIFIED), (state.repo_id, state.status)
+    assert after["dora/slow"].status is Status.EVALUATING
+    reasons = [json.loads(line)["reason"] for line in log.read_text().splitlines() if '"dora/slow"' in line]
+    assert "its validation was interrupted (the Space restarted); validating again" in reasons

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
+from arena.lifecycle import Status
+from history.statuses import StatusLog
 from matchmaking.discovery import discover
-from matchmaking.submissions import Status, SubmissionRegistry, sync, validate_queued
+from matchmaking.submissions import sync, validate_queued
 from tests_support import EXAMPLES, POLICIES, push_policy
 
 
@@ -34,7 +39,7 @@ def test_discovery_finds_tagged_repos_pinned_to_their_commit(pushed):
 
 def test_validation_accepts_good_and_rejects_bad_with_reasons(pushed, tmp_path):
     api = pushed["api"]
-    registry = SubmissionRegistry(tmp_path / "status.jsonl")
+    registry = StatusLog(tmp_path / "status.jsonl")
     queued = sync(api, registry, tag="nmmo-arena")
     assert {s.repo_id for s in queued} == {"alice/explorer", "bob/nested", "carol/huge", "dave/broken"}
     assert all(s.status is Status.QUEUED for s in queued)
@@ -44,7 +49,7 @@ def test_validation_accepts_good_and_rejects_bad_with_reasons(pushed, tmp_path):
     state = {s.repo_id: s for s in registry.states()}
     assert state["alice/explorer"].status is Status.EVALUATING
     assert "without a fault" in state["alice/explorer"].reason
-    assert state["alice/explorer"].details["peak_memory_mb"] > 0
+    assert state["alice/explorer"].measurements.peak_memory_mb > 0
     assert (tmp_path / "downloads" / "alice/explorer" / pushed["good"] / "policy.py").is_file()
 
     assert state["bob/nested"].status is Status.REJECTED
@@ -57,13 +62,13 @@ def test_validation_accepts_good_and_rejects_bad_with_reasons(pushed, tmp_path):
     assert "ModuleNotFoundError" in state["dave/broken"].reason
 
     # the log is the state: a new registry on the same file sees the same
-    again = {s.repo_id: (s.status, s.reason) for s in SubmissionRegistry(tmp_path / "status.jsonl").states()}
+    again = {s.repo_id: (s.status, s.reason) for s in StatusLog(tmp_path / "status.jsonl").states()}
     assert again == {s.repo_id: (s.status, s.reason) for s in registry.states()}
 
 
 def test_a_new_commit_is_a_new_revision(pushed, tmp_path):
     api = pushed["api"]
-    registry = SubmissionRegistry(tmp_path / "status.jsonl")
+    registry = StatusLog(tmp_path / "status.jsonl")
     sync(api, registry, tag="nmmo-arena")
     newer = api.upload_file(path_or_fileobj=b"# tuned\n", path_in_repo="NOTES.md", repo_id="alice/explorer").oid
     new = sync(api, registry, tag="nmmo-arena")
@@ -74,8 +79,105 @@ def test_a_new_commit_is_a_new_revision(pushed, tmp_path):
 
 
 def test_torn_last_line_is_skipped(tmp_path):
-    registry = SubmissionRegistry(tmp_path / "s.jsonl")
+    registry = StatusLog(tmp_path / "s.jsonl")
     registry.record("a/b", "1" * 40, Status.QUEUED)
     with open(tmp_path / "s.jsonl", "a") as f:
         f.write('{"repo_id": "a/b", "revision": "11')  # killed mid-write
-    assert [s.status for s in SubmissionRegistry(tmp_path / "s.jsonl").states()] == [Status.QUEUED]
+    assert [s.status for s in StatusLog(tmp_path / "s.jsonl").states()] == [Status.QUEUED]
+
+
+def test_a_hub_that_never_serves_the_files_ends_the_revision_in_error(tmp_path):
+    from huggingface_hub import HfApi
+
+    from localhub import LocalHub
+    from matchmaking.submissions import Validator
+
+    hub = LocalHub(tmp_path / "hub").start()
+    try:
+        api = HfApi(endpoint=hub.endpoint, token="t")
+        sha = push_policy(api, "erin/lost", EXAMPLES / "wanderer", extra={"unique.txt": b"erin's own bytes"})
+        for blob in (tmp_path / "hub" / "objects").glob("*/*"):  # the Hub lists the files, never serves them
+            blob.unlink()
+        statuses = StatusLog(tmp_path / "s.jsonl")
+        sync(api, statuses, tag="nmmo-arena")
+        validator = Validator(api, statuses, tmp_path / "downloads", 10, attempts=3, retry_after_s=0.01)
+        try:
+            deadline = time.monotonic() + 60
+            while statuses.get("erin/lost", sha).status is not Status.ERROR and time.monotonic() < deadline:
+                validator.run_until_idle(timeout_s=30)
+                time.sleep(0.05)  # the retries wait 0.01 s, 0.02 s, ...
+        finally:
+            validator.close()
+        state = statuses.get("erin/lost", sha)
+        assert state.status is Status.ERROR, state.reason
+        assert "downloading it failed" in state.reason and "Failed 3 times" in state.reason and state.failed_attempts == 3
+        reasons = [json.loads(line)["reason"] for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+        assert any("attempt 1 of 3 failed" in r for r in reasons) and any("attempt 2 of 3 failed" in r for r in reasons)
+    finally:
+        hub.stop()
+
+
+def test_an_unreachable_hub_is_not_the_revisions_fault(tmp_path):
+    from huggingface_hub import HfApi
+
+    from localhub import LocalHub
+    from matchmaking.hub import HubHealth
+    from matchmaking.submissions import Validator
+
+    hub = LocalHub(tmp_path / "hub").start()
+    api = HfApi(endpoint=hub.endpoint, token="t")
+    sha = push_policy(api, "fred/away", EXAMPLES / "wanderer")
+    statuses = StatusLog(tmp_path / "s.jsonl")
+    sync(api, statuses, tag="nmmo-arena")
+    hub.stop()  # the Hub goes away between discovery and download
+    health = HubHealth(hub.endpoint, setting="test")
+    validator = Validator(api, statuses, tmp_path / "downloads", 10, attempts=1, health=health)
+    try:
+        validator.run_until_idle(timeout_s=120)
+    finally:
+        validator.close(wait=True)
+    state = statuses.get("fred/away", sha)
+    assert state.status is Status.QUEUED and state.failed_attempts == 0  # one attempt allowed, none counted
+    assert "the Hub is unreachable, will retry" in state.reason
+    assert health.reachable is False and "UNREACHABLE" in health.state().line() and hub.endpoint in health.state().line()
+
+
+def test_a_slow_validation_holds_no_other_and_is_cut_off(pushed, tmp_path):
+    from matchmaking.submissions import Validator
+    from matchmaking.validation import validate
+
+    api = pushed["api"]
+    statuses = StatusLog(tmp_path / "s.jsonl")
+    sync(api, statuses, tag="nmmo-arena")
+
+    def validator(ref, **kwargs):
+        if ref.policy_id == "alice/explorer":
+            time.sleep(8)  # a download that hangs, as far as the queue can tell
+        return validate(ref, **kwargs)
+
+    runner = Validator(api, statuses, tmp_path / "downloads", 2, timeout_s=3, attempts=2, workers=2, validator=validator)
+    started = time.monotonic()
+    try:
+        runner.run_until_idle(timeout_s=60)
+    finally:
+        runner.close(wait=True)
+    state = {s.repo_id: s for s in statuses.states()}
+    assert state["dave/broken"].status is Status.REJECTED  # validated while alice's hung
+    assert state["alice/explorer"].status is Status.QUEUED and state["alice/explorer"].failed_attempts == 1
+    assert "took longer than 3 s; will retry (attempt 1 of 2 failed)" in state["alice/explorer"].reason
+    assert time.monotonic() - started < 30
+
+
+def test_a_rejection_by_the_spaces_own_size_limit_is_reconsidered_when_it_changes(pushed, tmp_path):
+    api = pushed["api"]
+    statuses = StatusLog(tmp_path / "s.jsonl")
+    sync(api, statuses, tag="nmmo-arena")
+    validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=0.5)
+    huge = next(s for s in statuses.states() if s.repo_id == "carol/huge")
+    assert huge.status is Status.REJECTED and huge.limit_mb == 0.5
+    broken = next(s for s in statuses.states() if s.repo_id == "dave/broken")
+    validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=0.5)  # same limit: nothing moves
+    assert statuses.get(*huge.key).status is Status.REJECTED
+    validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=10)  # the operator raised it
+    assert statuses.get(*huge.key).status is Status.EVALUATING, statuses.get(*huge.key).reason
+    assert statuses.get(*broken.key).status is Status.REJECTED  # a policy's own fault is never reconsidered

@@ -13,14 +13,16 @@ from dataclasses import replace
 
 import pytest
 
+from arena.lifecycle import Status
 from arena.replay import ReplayRecorder
 from arena.rules import stage_opponents
 from arena.simulation import Population, play
+from history.statuses import StatusLog
 from history.store import HistoryStore
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, policies_for, run_match
 from matchmaking.policy import builtin
-from matchmaking.submissions import Status, SubmissionRegistry
+from tests_support import record_lifecycle
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -43,7 +45,7 @@ def app(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("ui")
     store = HistoryStore(root / "history")
-    registry = SubmissionRegistry(root / "statuses.jsonl")
+    registry = StatusLog(root / "statuses.jsonl")
     rng = np.random.default_rng(0)
     crowd = Population.random(14, seed=1, prefix="crowd/p")
     for i in range(120):  # PvP: STRONG far above WEAK, a crowd in between
@@ -52,9 +54,9 @@ def app(tmp_path_factory):
         result = play(lineup, skills, rng=rng, index=i)
         teams = tuple(replace(t, revision="a" * 40 if t.policy_id == STRONG else "b" * 40 if t.policy_id == WEAK else t.revision) for t in result.teams)
         store.record(replace(result, teams=teams))
-    registry.record(STRONG, "a" * 40, Status.QUALIFIED, "qualified: mean Achievement 40.0 in PvE stage 1 (>= 25)")
-    registry.record(WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
-    registry.record("carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
+    record_lifecycle(registry, STRONG, "a" * 40, Status.QUALIFIED, "qualified: mean Achievement 40.0 in PvE stage 1 (>= 25)")
+    record_lifecycle(registry, WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
+    record_lifecycle(registry, "carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
     registry.record("dave/new", "d" * 40, Status.QUEUED, "waiting for validation")
     recorder = ReplayRecorder()  # one real match, with its replay
     lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])

@@ -30,3 +30,28 @@ def push_policy(api, repo_id: str, folder: Path | None, *, tags=("nmmo-arena",),
             (staging / path).parent.mkdir(parents=True, exist_ok=True)
             (staging / path).write_bytes(content)
         return api.upload_folder(repo_id=repo_id, folder_path=staging, commit_message="submit").oid
+
+
+def record_lifecycle(statuses, repo_id: str, revision: str, status, reason: str = "", **details):
+    """Record a revision's way to `status` along the shortest path the lifecycle allows
+    (fixtures need revisions in every status, and the status log refuses shortcuts)."""
+    from collections import deque
+
+    from arena.lifecycle import TRANSITIONS
+
+    previous = {None: None}
+    queue = deque([None])
+    while queue:
+        current = queue.popleft()
+        for nxt in sorted(TRANSITIONS[current], key=lambda s: s.value):
+            if nxt not in previous:
+                previous[nxt] = current
+                queue.append(nxt)
+    path = []
+    step = status
+    while step is not None:
+        path.append(step)
+        step = previous[step]
+    for step in reversed(path[1:]):
+        statuses.record(repo_id, revision, step, "")
+    return statuses.record(repo_id, revision, status, reason, **details)

@@ -284,17 +284,42 @@
   }
 
   // -- loading -------------------------------------------------------------------------
+  function fail(message) {
+    // Whatever went wrong, say it where the replay would be: never leave "loading ..." up.
+    replay = null;
+    playing = false;
+    window.__replayReady = false;
+    window.__replayError = message;
+    $(".nr-status").textContent = message;
+    $(".nr-tick").textContent = "no replay loaded";
+  }
+
   async function load(matchId) {
     if (!matchId) return;
     $(".nr-status").textContent = `loading ${matchId} ...`;
     window.__replayReady = false;
+    window.__replayError = null;
     const started = performance.now();
-    const answer = await server.load_replay({ match_id: matchId });
-    if (!answer || answer.error) {
-      $(".nr-status").textContent = answer ? answer.error : "no answer from the server";
+    let answer;
+    try {
+      answer = await server.load_replay({ match_id: matchId });
+    } catch (err) {
+      fail(`could not fetch the replay of ${matchId}: ${err}`);
       return;
     }
-    const { header, arrays } = parse(await gunzip(b64ToBytes(answer.data)));
+    if (!answer || answer.error) {
+      fail(answer ? answer.error : "no answer from the server");
+      return;
+    }
+    let decoded;
+    try {
+      decoded = parse(await gunzip(b64ToBytes(answer.data)));
+      if (!decoded.arrays.map || !decoded.arrays.players) throw new Error("arrays missing");
+    } catch (err) {
+      fail(`this replay is damaged and cannot be played (${err.message || err})`);
+      return;
+    }
+    const { header, arrays } = decoded;
     replay = { header, arrays, ticks: header.ticks, size: arrays.map.shape[0], teamSize: header.teams["0"].length };
     mapImage = renderMap();
     const select = $(".nr-agent");
@@ -341,6 +366,7 @@
     if (best) { agent = best; $(".nr-agent").value = String(agent); draw(); }
   });
 
-  watch("value", () => load(props.value && props.value.match_id));
-  if (props.value && props.value.match_id) load(props.value.match_id);
+  const start = (value) => load(value && value.match_id).catch((err) => fail(`the replay could not be shown: ${err.message || err}`));
+  watch("value", () => start(props.value));
+  if (props.value && props.value.match_id) start(props.value);
 })();

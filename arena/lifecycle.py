@@ -1,0 +1,242 @@
+"""A submitted revision's lifecycle: its statuses, the transitions allowed, what each records.
+
+Every revision moves through::
+
+    queued -> validating -> rejected (reason)      the format, the size or the validation match
+                         -> evaluating             validated: plays PvE
+                         -> queued                 retried: download failed, took too long,
+                                                   or the Space restarted mid-validation
+                         -> error (reason)         downloads kept failing
+    evaluating -> qualified                        PvE stage 1 passed: plays PvP
+               -> evaluated (reason)               PvE done, below the PvP bar
+    evaluating, qualified -> error (reason)        repeated faults in matches
+    rejected -> queued                             only a rejection by the Space's own size
+                                                   limit, once that limit has changed
+
+`TRANSITIONS` is that diagram as data; `check_transition` enforces it for every new
+event. A new commit to a repo is a new revision with its own lifecycle; the older one
+keeps its results (they stay true of that code) but is no longer scheduled.
+
+Events carry typed details (`SubmissionInfo`, `Measurements`, `StageFigures`, the
+rejection's `RejectionCause`), so that the matchmaker, the status log and the pages read
+the same fields. The log itself (append-only JSON lines) is `history.statuses`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from typing import Any, Mapping
+
+from arena.errors import TransitionError
+
+
+class Status(str, Enum):
+    QUEUED = "queued"
+    VALIDATING = "validating"
+    REJECTED = "rejected"
+    EVALUATING = "evaluating"
+    EVALUATED = "evaluated"
+    QUALIFIED = "qualified"
+    ERROR = "error"
+
+
+#: Allowed changes of status (None: a revision not seen before).
+TRANSITIONS: dict[Status | None, frozenset[Status]] = {
+    None: frozenset({Status.QUEUED}),
+    Status.QUEUED: frozenset({Status.VALIDATING, Status.QUEUED}),
+    Status.VALIDATING: frozenset({Status.VALIDATING, Status.QUEUED, Status.EVALUATING, Status.REJECTED, Status.ERROR}),
+    Status.EVALUATING: frozenset({Status.QUALIFIED, Status.EVALUATED, Status.ERROR}),
+    Status.QUALIFIED: frozenset({Status.ERROR}),
+    Status.EVALUATED: frozenset(),
+    Status.REJECTED: frozenset({Status.QUEUED}),
+    Status.ERROR: frozenset(),
+}
+
+#: Statuses after which a revision is never played again.
+FINAL = frozenset({Status.REJECTED, Status.ERROR, Status.EVALUATED})
+
+#: Statuses of work the Space still owes a revision: resumed after a restart.
+IN_FLIGHT = frozenset({Status.QUEUED, Status.VALIDATING, Status.EVALUATING})
+
+
+class RejectionCause(str, Enum):
+    """Why a revision was rejected, which decides whether it is ever reconsidered."""
+
+    FORMAT = "format"
+    """The repo's layout: no `policy.py` at its root."""
+    SIZE = "size"
+    """Over the Space's size limit: reconsidered when the limit changes."""
+    POLICY = "policy"
+    """Its team faulted in the validation match."""
+
+
+@dataclass(frozen=True)
+class SubmissionInfo:
+    """What discovery saw of a revision on the Hub."""
+
+    author: str = ""
+    team_name: str = ""
+    description: str = ""
+    last_modified: str = ""
+    size_mb: float = 0.0
+    files: tuple[tuple[str, int], ...] = ()
+    """(path, size in bytes) of every file at that commit."""
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """What validation measured of a revision's team in its sandbox."""
+
+    max_step_cpu_ms: float = 0.0
+    peak_memory_mb: float = 0.0
+
+
+@dataclass(frozen=True)
+class StageFigures:
+    """A revision's result in one PvE stage."""
+
+    stage: int
+    top1_ratio: float
+    mean_achievement: float
+    matches: int = 0
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    """One change of status of one revision, with whatever it established."""
+
+    repo_id: str
+    revision: str
+    status: Status
+    reason: str = ""
+    at: float = field(default_factory=time.time)
+    submission: SubmissionInfo | None = None
+    download_path: str | None = None
+    failed_attempts: int | None = None
+    """Downloads or validations of this revision that failed so far (reset by success)."""
+    measurements: Measurements | None = None
+    pve: tuple[StageFigures, ...] | None = None
+    cause: RejectionCause | None = None
+    limit_mb: float | None = None
+    """For a SIZE rejection: the size limit it was judged against."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"repo_id": self.repo_id, "revision": self.revision, "status": self.status.value,
+                                "reason": self.reason, "at": self.at}
+        for name in ("download_path", "failed_attempts", "limit_mb"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        if self.submission is not None:
+            data["submission"] = asdict(self.submission)
+        if self.measurements is not None:
+            data["measurements"] = asdict(self.measurements)
+        if self.pve is not None:
+            data["pve"] = [asdict(s) for s in self.pve]
+        if self.cause is not None:
+            data["cause"] = self.cause.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "StatusEvent":
+        """Read an event; also reads the first log format, whose details were one loose dict.
+
+        Raises:
+            `KeyError`, `ValueError`, `TypeError`: not an event.
+        """
+        legacy = dict(data.get("details") or {})
+        submission = data.get("submission")
+        if submission is None and any(k in legacy for k in ("author", "team_name", "files")):
+            submission = {k: legacy[k] for k in ("author", "team_name", "description", "last_modified", "size_mb", "files") if k in legacy}
+        measurements = data.get("measurements")
+        if measurements is None and "peak_memory_mb" in legacy:
+            measurements = {k: legacy[k] for k in ("max_step_cpu_ms", "peak_memory_mb") if k in legacy}
+        pve = data.get("pve")
+        if pve is None and isinstance(legacy.get("pve"), Mapping):
+            pve = [{"stage": int(s), **v} for s, v in legacy["pve"].items()]
+        return cls(
+            repo_id=str(data["repo_id"]),
+            revision=str(data["revision"]),
+            status=Status(data["status"]),
+            reason=str(data.get("reason", "")),
+            at=float(data["at"]),
+            submission=None if submission is None else SubmissionInfo(
+                author=str(submission.get("author", "")),
+                team_name=str(submission.get("team_name", "")),
+                description=str(submission.get("description", "")),
+                last_modified=str(submission.get("last_modified", "")),
+                size_mb=float(submission.get("size_mb", 0.0)),
+                files=tuple((str(p), int(s)) for p, s in submission.get("files", ())),
+            ),
+            download_path=data.get("download_path", legacy.get("path")),
+            failed_attempts=None if data.get("failed_attempts") is None else int(data["failed_attempts"]),
+            measurements=None if measurements is None else Measurements(**{k: float(v) for k, v in measurements.items()}),
+            pve=None if pve is None else tuple(
+                StageFigures(int(s["stage"]), float(s["top1_ratio"]), float(s["mean_achievement"]), int(s.get("matches", 0))) for s in pve
+            ),
+            cause=None if data.get("cause") is None else RejectionCause(data["cause"]),
+            limit_mb=None if data.get("limit_mb") is None else float(data["limit_mb"]),
+        )
+
+
+@dataclass(frozen=True)
+class RevisionState:
+    """Where one revision stands now, and everything its events established."""
+
+    repo_id: str
+    revision: str
+    status: Status
+    reason: str
+    first_seen: float
+    updated: float
+    submission: SubmissionInfo = SubmissionInfo()
+    download_path: str | None = None
+    failed_attempts: int = 0
+    measurements: Measurements | None = None
+    pve: tuple[StageFigures, ...] = ()
+    cause: RejectionCause | None = None
+    limit_mb: float | None = None
+    latest: bool = True
+    """Whether this is its repo's newest revision (older ones are no longer played)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.repo_id, self.revision)
+
+    def apply(self, event: StatusEvent) -> "RevisionState":
+        """The state after `event` (fields an event leaves unset keep their value)."""
+        changes: dict[str, Any] = {"status": event.status, "reason": event.reason, "updated": event.at}
+        if event.submission is not None:
+            changes["submission"] = event.submission
+        if event.download_path is not None:
+            changes["download_path"] = event.download_path
+        if event.failed_attempts is not None:
+            changes["failed_attempts"] = event.failed_attempts
+        if event.measurements is not None:
+            changes["measurements"] = event.measurements
+        if event.pve is not None:
+            changes["pve"] = event.pve
+        changes["cause"] = event.cause if event.status is Status.REJECTED else None
+        changes["limit_mb"] = event.limit_mb if event.status is Status.REJECTED else None
+        return replace(self, **changes)
+
+    @classmethod
+    def first(cls, event: StatusEvent) -> "RevisionState":
+        """The state a revision's first event creates."""
+        return cls(event.repo_id, event.revision, event.status, "", event.at, event.at).apply(event)
+
+
+def check_transition(state: RevisionState | None, status: Status) -> None:
+    """Refuse a change of status the lifecycle does not allow.
+
+    Raises:
+        `TransitionError`: naming the revision, both statuses, and the allowed ones.
+    """
+    current = None if state is None else state.status
+    if status not in TRANSITIONS[current]:
+        allowed = ", ".join(sorted(s.value for s in TRANSITIONS[current])) or "none (it is final)"
+        name = "a new revision" if state is None else f"{state.repo_id}@{state.revision[:12]}"
+        raise TransitionError(
+            f"{name} cannot go from {current.value if current else 'unseen'} to {status.value}; allowed: {allowed}."
+        )

@@ -1,0 +1,115 @@
+"""The revision lifecycle as data, and the status log that keeps it through damage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arena.errors import TransitionError
+from arena.lifecycle import (
+    FINAL,
+    TRANSITIONS,
+    Measurements,
+    RejectionCause,
+    StageFigures,
+    Status,
+    StatusEvent,
+    SubmissionInfo,
+)
+from history.statuses import StatusLog
+from tests_support import record_lifecycle
+
+SHA = "1" * 40
+
+
+def test_every_status_is_reachable_and_final_ones_lead_nowhere_but_reconsideration():
+    reachable = {None}
+    frontier = [None]
+    while frontier:
+        for nxt in TRANSITIONS[frontier.pop()]:
+            if nxt not in reachable:
+                reachable.add(nxt)
+                frontier.append(nxt)
+    assert reachable - {None} == set(Status)
+    assert TRANSITIONS[Status.ERROR] == TRANSITIONS[Status.EVALUATED] == frozenset()
+    assert TRANSITIONS[Status.REJECTED] == {Status.QUEUED}  # only a size rejection, once the limit changed
+    assert FINAL == {Status.REJECTED, Status.ERROR, Status.EVALUATED}
+
+
+def test_the_log_refuses_transitions_the_lifecycle_does_not_allow(tmp_path):
+    log = StatusLog(tmp_path / "s.jsonl")
+    with pytest.raises(TransitionError, match="unseen to qualified"):
+        log.record("a/b", SHA, Status.QUALIFIED)
+    log.record("a/b", SHA, Status.QUEUED)
+    with pytest.raises(TransitionError, match="queued to evaluating; allowed: queued, validating"):
+        log.record("a/b", SHA, Status.EVALUATING)
+    record_lifecycle(log, "c/d", SHA, Status.ERROR, "broken")
+    with pytest.raises(TransitionError, match="it is final"):
+        log.record("c/d", SHA, Status.QUEUED)
+    assert [line for line in (tmp_path / "s.jsonl").read_text().splitlines()]  # refused events wrote nothing
+    assert all(json.loads(line)["status"] != "qualified" for line in (tmp_path / "s.jsonl").read_text().splitlines())
+
+
+def test_typed_details_survive_the_log(tmp_path):
+    path = tmp_path / "s.jsonl"
+    log = StatusLog(path)
+    info = SubmissionInfo(author="alice", team_name="Alice's", files=(("policy.py", 120),), size_mb=0.1)
+    log.record("alice/x", SHA, Status.QUEUED, "waiting", submission=info)
+    log.record("alice/x", SHA, Status.VALIDATING, "playing", download_path="/tmp/x")
+    log.record("alice/x", SHA, Status.EVALUATING, "ok", measurements=Measurements(12.5, 300.0))
+    log.record("alice/x", SHA, Status.QUALIFIED, "qualified", pve=(StageFigures(1, 0.6, 30.0, 10),))
+    again = StatusLog(path).get("alice/x", SHA)
+    assert again == log.get("alice/x", SHA)
+    assert again.submission == info and again.download_path == "/tmp/x"
+    assert again.measurements == Measurements(12.5, 300.0) and again.pve[0].mean_achievement == 30.0
+
+
+def test_the_first_log_format_is_still_read(tmp_path):
+    path = tmp_path / "s.jsonl"
+    old = [
+        {"repo_id": "a/b", "revision": SHA, "status": "queued", "reason": "waiting", "at": 1.0,
+         "details": {"author": "a", "team_name": "T", "files": [["policy.py", 10]], "size_mb": 0.0}},
+        {"repo_id": "a/b", "revision": SHA, "status": "validating", "reason": "playing", "at": 2.0, "details": {"path": "/d"}},
+        {"repo_id": "a/b", "revision": SHA, "status": "evaluated", "reason": "below", "at": 3.0,
+         "details": {"peak_memory_mb": 200.0, "max_step_cpu_ms": 5.0, "pve": {"1": {"top1_ratio": 0.1, "mean_achievement": 9.0}}}},
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in old))
+    state = StatusLog(path).get("a/b", SHA)
+    assert state.status is Status.EVALUATED and state.submission.team_name == "T" and state.download_path == "/d"
+    assert state.measurements.peak_memory_mb == 200.0 and state.pve == (StageFigures(1, 0.1, 9.0, 0),)
+
+
+def test_a_torn_line_is_set_apart_and_never_glued_to_the_next_event(tmp_path):
+    path = tmp_path / "s.jsonl"
+    log = StatusLog(path)
+    log.record("a/b", SHA, Status.QUEUED, "waiting", submission=SubmissionInfo(author="a", team_name="Team A"))
+    with open(path, "a") as f:
+        f.write('{"repo_id": "a/b", "revision": "11')  # killed mid-write
+    reopened = StatusLog(path)
+    assert len(reopened.damaged) == 1 and "line 2 is damaged" in reopened.damaged[0]
+    assert path.read_text().endswith("\n")
+    reopened.record("a/b", SHA, Status.VALIDATING, "checking files")  # appended after the repair
+    third = StatusLog(path)
+    state = third.get("a/b", SHA)
+    assert third.damaged == []  # the repair is done once
+    assert state.status is Status.VALIDATING and state.submission.team_name == "Team A"  # nothing lost
+    kept = [json.loads(line) for line in (tmp_path / "s.damaged.jsonl").read_text().splitlines()]
+    assert kept[0]["text"] == '{"repo_id": "a/b", "revision": "11' and kept[0]["line"] == 2
+
+
+def test_a_damaged_line_in_the_middle_costs_only_that_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    log = StatusLog(path)
+    log.record("a/b", SHA, Status.QUEUED)
+    log.record("c/d", SHA, Status.QUEUED)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "\x00\x00garbage", lines[1]]) + "\n")
+    reopened = StatusLog(path)
+    assert {s.repo_id for s in reopened.states()} == {"a/b", "c/d"}
+    assert len(reopened.damaged) == 1
+
+
+def test_events_round_trip():
+    event = StatusEvent("a/b", SHA, Status.REJECTED, "too big", cause=RejectionCause.SIZE, limit_mb=2.0, failed_attempts=0)
+    assert StatusEvent.from_dict(json.loads(json.dumps(event.to_dict()))) == event
