@@ -41,7 +41,7 @@ def main() -> int:
         "matches": len(results),
         "matches_per_hour": round(len(results) * 3600 / elapsed, 1),
         **{f"{t}_matches": n for t, n in by_track.items()},
-        "revisions": len(arena.registry.states()),
+        "revisions": len(arena.statuses.states()),
     }
     print(
         f"{report['matches']} full matches recorded in {report['minutes']} minutes "

@@ -1,6 +1,6 @@
 """Cost of the match runner against nmmo's own loop, peak memory, and scaling with workers.
 
-    python -m bench.match_speed [--horizon 1024] [--repeats 3] [--seed 1]
+    python -m bench.match_speed [--horizon 1024] [--repeats 5] [--seed 1]
 
 1. **Runner vs bare loop.** The same full-size match (PvE stage 1 built-ins, 16x8 agents,
    same map, seed and per-team RNG streams) played twice: by `run_match`, and by a bare
@@ -14,10 +14,12 @@
    the throughput of 1. Beside it, the machine's own ceiling, measured in the same run:
    two copies of a pure CPU-bound Python loop on 2 processes against 1.
 
-Each measurement runs in a fresh process; the order alternates over repeats and the best
-of each is kept, since this machine is shared and noisy (runs of the same match vary by
-10% in wall time). The CPU-time ratio is printed beside the wall-time ratio: it is the
-steadier of the two on a shared machine.
+Each measurement runs in a fresh process. The two loops run in pairs, the order within a
+pair alternating, and the figure is the median over pairs of each pair's ratio: on this
+shared machine the same match varies by 10-30% from run to run (the bare loop alone took
+15 to 22 s in one run), so the best of a few runs of each side measures luck, while
+neighbours in time share the machine's load and their ratio does not. The CPU-time ratio
+is printed beside the wall-time ratio. The JSON line last holds every figure.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import json
 import multiprocessing
 import resource
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -174,7 +177,7 @@ def throughput(spec: MatchSpec, *, workers: int, matches: int = 2) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description="Runner overhead, peak memory and worker scaling.")
     parser.add_argument("--horizon", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="pairs of runs (odd: the median is a run)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
@@ -191,10 +194,9 @@ def main() -> int:
             last = bucket[-1]
             print(f"  {target.__name__}: {last['seconds']:.1f} s wall, {last['cpu_seconds']:.1f} s CPU, {last['ticks']} ticks", file=sys.stderr)
     same_game = bare[0]["ticks"] == runner[0]["ticks"]
-    best_bare = min(b["seconds"] for b in bare)
-    best_runner = min(r["seconds"] for r in runner)
-    cpu_bare = min(b["cpu_seconds"] for b in bare)
-    cpu_runner = min(r["cpu_seconds"] for r in runner)
+    median = statistics.median
+    wall_ratio = median(r["seconds"] / b["seconds"] for b, r in zip(bare, runner))
+    cpu_ratio = median(r["cpu_seconds"] / b["cpu_seconds"] for b, r in zip(bare, runner))
 
     one = throughput(spec, workers=1)
     two = throughput(spec, workers=2)
@@ -204,12 +206,14 @@ def main() -> int:
         "horizon": args.horizon,
         "ticks": runner[0]["ticks"],
         "same_game": same_game,
-        "bare_loop_s": round(best_bare, 2),
-        "runner_s": round(best_runner, 2),
-        "runner_over_bare": round(best_runner / best_bare, 3),
-        "bare_loop_cpu_s": round(cpu_bare, 2),
-        "runner_cpu_s": round(cpu_runner, 2),
-        "runner_over_bare_cpu": round(cpu_runner / cpu_bare, 3),
+        "pairs": len(runner),
+        "bare_loop_s": round(median(b["seconds"] for b in bare), 2),
+        "runner_s": round(median(r["seconds"] for r in runner), 2),
+        "runner_over_bare": round(wall_ratio, 3),
+        "runner_over_bare_pairs": [round(r["seconds"] / b["seconds"], 3) for b, r in zip(bare, runner)],
+        "bare_loop_cpu_s": round(median(b["cpu_seconds"] for b in bare), 2),
+        "runner_cpu_s": round(median(r["cpu_seconds"] for r in runner), 2),
+        "runner_over_bare_cpu": round(cpu_ratio, 3),
         "runner_peak_rss_mb": round(max(r["peak_rss_mb"] for r in runner), 1),
         "bare_peak_rss_mb": round(max(b["peak_rss_mb"] for b in bare), 1),
         "matches_per_hour_1_worker": round(one, 1),
@@ -219,15 +223,17 @@ def main() -> int:
         "scaling_over_machine": round((two / one) / ceiling, 3),
     }
     print(f"full match ({figures['ticks']} ticks, identical game in both loops: {same_game})")
-    print(f"  bare nmmo loop     {figures['bare_loop_s']:8.2f} s wall {figures['bare_loop_cpu_s']:8.2f} s CPU")
-    print(f"  arena runner       {figures['runner_s']:8.2f} s wall {figures['runner_cpu_s']:8.2f} s CPU")
-    print(f"  runner / bare      {figures['runner_over_bare']:8.3f}x wall {figures['runner_over_bare_cpu']:7.3f}x CPU (target <= 1.05)")
+    print(f"  bare nmmo loop     {figures['bare_loop_s']:8.2f} s wall {figures['bare_loop_cpu_s']:8.2f} s CPU (median)")
+    print(f"  arena runner       {figures['runner_s']:8.2f} s wall {figures['runner_cpu_s']:8.2f} s CPU (median)")
+    print(f"  runner / bare      {figures['runner_over_bare']:8.3f}x wall {figures['runner_over_bare_cpu']:7.3f}x CPU, "
+          f"median of {len(runner)} paired runs {figures['runner_over_bare_pairs']} (target <= 1.05)")
     print(f"  peak RSS, runner   {figures['runner_peak_rss_mb']:8.1f} MB (target <= 1024; bare loop {figures['bare_peak_rss_mb']} MB)")
     print(f"  matches/hour       1 worker {one:.1f}, 2 workers {two:.1f}: {figures['scaling_2_over_1']:.2f}x (target >= 1.8)")
     print(f"  this machine's own 2-process scaling of a pure CPU task: {ceiling:.2f}x; matches reach {figures['scaling_over_machine']:.0%} of it")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
+    print(json.dumps(figures))
     return 0
 
 

@@ -115,6 +115,10 @@ class LocalExecutor:
                     self.close()
                     yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
 
+    def worker_pids(self) -> list[int]:
+        """Process ids of the pool's workers (none before the first match)."""
+        return [] if self._pool is None else sorted((self._pool._processes or {}).keys())  # no public accessor
+
     def close(self) -> None:
         """Stop at once: queued matches are cancelled, running ones abandoned (unfinished
         matches are never recorded, and PvE plans them again after a restart)."""

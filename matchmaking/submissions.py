@@ -88,9 +88,9 @@ class Validator:
     validator: Callable[..., ValidationReport] = validate
     retry_after_s: float = 15.0
     """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
-    _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
-    _pool: ThreadPoolExecutor | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False, repr=False)
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     # -- a round -------------------------------------------------------------------------
     def round(self) -> int:

@@ -84,3 +84,24 @@ import arena.lifecycle, arena.ratings, arena.replay, arena.rules, arena.schema, 
 print("ok")
 """)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_readme_layout_names_every_module():
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    for package in ("arena", "history", "leaderboard", "matchmaking"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            relative = path.relative_to(ROOT).as_posix()
+            assert f"`{relative}`" in layout or f"`{path.name}`" in layout, f"{relative} is missing from the README's layout"
+
+
+def test_the_readme_lists_every_setting():
+    from dataclasses import fields
+
+    from arena.settings import ArenaSettings
+
+    readme = (ROOT / "README.md").read_text()
+    for f in fields(ArenaSettings):
+        assert f"| `{f.metadata['env']}` |" in readme, f"{f.metadata['env']} is missing from the README's configuration table"

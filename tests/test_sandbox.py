@@ -17,12 +17,11 @@ from dataclasses import replace
 import pytest
 
 from arena import PROJECT_ROOT
-from arena.schema import MatchResult
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, in_process_host, run_match
 from matchmaking.policy import builtin, local
 from matchmaking.sandbox.host import SandboxedTeam, protect_process, sandboxed_host
-from tests_support import POLICIES
+from tests_support import POLICIES, fault_of
 
 ADVERSARIES = (
     "hang",
@@ -109,11 +108,6 @@ def matches(arena):
     finally:
         del os.environ["HF_TOKEN"]
     return attacked, baseline
-
-
-def fault_of(result: MatchResult, name: str):
-    team = next(t for t in result.teams if t.policy_id == f"local:{name}")
-    return team, " / ".join(f"{f.tick}:{f.kind.value}:{f.message}" for f in team.faults)
 
 
 def test_the_match_finishes_and_bystanders_see_no_difference(matches):

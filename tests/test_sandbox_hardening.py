@@ -19,7 +19,7 @@ from matchmaking.match import MatchSpec, in_process_host, run_match
 from matchmaking.policy import builtin, local
 from matchmaking.sandbox.host import SANDBOX_ROOT, remove_stale_sandboxes, sandboxed_host
 from matchmaking.sandbox.protocol import SHM_PREFIX, SharedBlock
-from tests_support import POLICIES
+from tests_support import POLICIES, fault_of
 
 HOSTILE = ("nested_reply", "wrong_shape_reply", "wrong_time_reply", "oversized_reply", "disk_filler", "x32_fork")
 BYSTANDERS = ("combat", "forage", "random") * 3 + ("combat",)
@@ -34,11 +34,6 @@ def matches():
     quiet = tuple([idle] * len(HOSTILE) + [builtin(n) for n in BYSTANDERS])
     baseline = run_match(MatchSpec(seed=5, policies=quiet, config=CONFIG), host_factory=in_process_host)
     return attacked, baseline
-
-
-def fault_of(result, name):
-    team = next(t for t in result.teams if t.policy_id == f"local:{name}")
-    return team, " / ".join(f"{f.tick}:{f.kind.value}:{f.message}" for f in team.faults)
 
 
 def test_the_match_completes_and_bystanders_see_no_difference(matches):

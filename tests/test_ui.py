@@ -7,9 +7,11 @@ played by the runner with its replay recorded.
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import socket
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 STRONG, WEAK = "alice/strong", "bob/weak"
+SHOTS = Path(__file__).resolve().parent.parent / ".cache" / "screenshots"
+SHOTS.mkdir(parents=True, exist_ok=True)
 
 
 def free_port() -> int:
@@ -53,7 +57,7 @@ def app(tmp_path_factory):
         skills = [4.0, -4.0] + list(crowd.skills)
         result = play(lineup, skills, rng=rng, index=i)
         teams = tuple(replace(t, revision="a" * 40 if t.policy_id == STRONG else "b" * 40 if t.policy_id == WEAK else t.revision) for t in result.teams)
-        store.record(replace(result, teams=teams))
+        store.record(replace(result, teams=teams), replay=gzip.compress(b"NMRP garbage") if i == 0 else None)  # one damaged replay
     record_lifecycle(registry, STRONG, "a" * 40, Status.QUALIFIED, "qualified: mean Achievement 40.0 in PvE stage 1 (>= 25)")
     record_lifecycle(registry, WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
     record_lifecycle(registry, "carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
@@ -66,7 +70,7 @@ def app(tmp_path_factory):
 
     data = StandingsRefresher(store, statuses=registry.states, hub_url="http://hub.example", bootstrap=50)
     data.refresh()
-    demo = build(data)
+    demo = build(data, operator=lambda: ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed", *store.damaged])
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data}
@@ -154,3 +158,15 @@ def test_a_replay_plays_and_scrubs(page, app):
     page.wait_for_function("() => window.__replayTick === 45", timeout=5000)
     assert "tick 45 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
     assert "health" in page.locator("#replay-viewer .nr-panel").inner_text()
+
+
+def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
+    assert "reachable since" in page.locator("#operator-status").inner_text()
+    page.get_by_role("tab", name="Replay").click()
+    page.locator("#replay-match textarea, #replay-match input").first.fill("sim-0000000")
+    page.locator("#replay-load").click()
+    page.wait_for_function("() => typeof window.__replayError === 'string'", timeout=20000)
+    status = page.locator("#replay-viewer .nr-status").inner_text()
+    assert "damaged and cannot be played" in status and "loading" not in status
+    page.screenshot(path=str(SHOTS / "replay-damaged.png"), full_page=True)
+    page.wait_for_function("() => document.querySelector('#operator-status').innerText.includes('quarantine')", timeout=20000)

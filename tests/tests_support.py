@@ -55,3 +55,10 @@ def record_lifecycle(statuses, repo_id: str, revision: str, status, reason: str 
     for step in reversed(path[1:]):
         statuses.record(repo_id, revision, step, "")
     return statuses.record(repo_id, revision, status, reason, **details)
+
+
+def fault_of(result, name: str):
+    """The team of local policy `name` in a match, and its faults as one line of
+    `tick:KIND:message` entries (what the sandbox tests read)."""
+    team = next(t for t in result.teams if t.policy_id == f"local:{name}")
+    return team, " / ".join(f"{f.tick}:{f.kind.value}:{f.message}" for f in team.faults)

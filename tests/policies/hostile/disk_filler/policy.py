@@ -1,6 +1,5 @@
 """At tick 3, writes 60 MB files into its working folder until it cannot; the error says
 how much it wrote. Stops at 3 GB should nothing stop it."""
-import os
 
 
 class Team:
