@@ -87,10 +87,14 @@ class SubmissionInfo:
 
 @dataclass(frozen=True)
 class Measurements:
-    """What validation measured of a revision's team in its sandbox."""
+    """What validation measured of a revision's team in its sandbox: the time its `act`
+    took per tick (median and 99th percentile, wall clock), the most CPU one tick took,
+    and the most memory it used beyond the interpreter and the preloaded frameworks."""
 
     max_step_cpu_ms: float = 0.0
     peak_memory_mb: float = 0.0
+    median_step_ms: float = 0.0
+    p99_step_ms: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
         latest = None if older else (latest_players() or None)
-        table = tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest, search=search or "")
+        table = tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest, search=search or "",
+                                 costs=tables.step_costs(data.statuses()))
         return table[table["Matches"] >= (min_matches or 0)].reset_index(drop=True) if len(table) else table
 
     def pve_table() -> pd.DataFrame:

@@ -7,7 +7,7 @@ select, aggregate and format what `leaderboard.standings` computed, so they buil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,7 @@ PVP_COLUMNS = [
     Column("Matches", "number", "PvP matches played"),
     Column("Achievement", "number", "mean Achievement in PvP"),
     *[Column(task.capitalize(), "number", f"mean {task} points in PvP") for task in TASK_NAMES],
+    Column("ms / tick", "number", "median time the team's act() took per tick in its validation (built-ins: blank)"),
 ]
 
 
@@ -47,7 +48,14 @@ def _link(policy_id: str, revision: str, hub_url: str) -> str:
     return f"[{policy_id}]({hub_url.rstrip('/')}/{policy_id})@{revision[:7]}"
 
 
-def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = None, search: str = "") -> pd.DataFrame:
+def step_costs(statuses: Iterable) -> dict[str, float]:
+    """Median ms per tick measured at validation, by player id (revisions validated)."""
+    return {player_id(s.repo_id, s.revision): s.measurements.median_step_ms
+            for s in statuses if s.measurements is not None and s.measurements.median_step_ms}
+
+
+def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = None, search: str = "",
+              costs: Mapping[str, float] | None = None) -> pd.DataFrame:
     """The PvP leaderboard, best first.
 
     Args:
@@ -56,7 +64,9 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
         latest (`set[str]`, *optional*): player ids to show (each repo's latest revision);
             None shows every rated player.
         search (`str`): keep rows whose policy or author contains it (case-insensitive).
+        costs (`Mapping[str, float]`, *optional*): ms per tick by player (`step_costs`).
     """
+    costs = costs or {}
     agg = standings.pvp_players
     if agg.empty:
         return pd.DataFrame(columns=[c.name for c in PVP_COLUMNS])
@@ -79,6 +89,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
             "Matches": agg["matches"].to_numpy(),
             "Achievement": agg["achievement"].to_numpy(),
             **{task.capitalize(): agg[task].to_numpy() for task in TASK_NAMES},
+            "ms / tick": [costs.get(p, np.nan) for p in players],
         },
         index=players,
     )
@@ -107,6 +118,7 @@ def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.D
             "Policy": _link(state.repo_id, state.revision, hub_url),
             "Author": state.repo_id.split("/")[0],
             "Status": state.status.value,
+            "ms / tick": state.measurements.median_step_ms if state.measurements and state.measurements.median_step_ms else np.nan,
         }
         for stage in (1, 2, 3):
             key = (player, stage)

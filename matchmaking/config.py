@@ -58,7 +58,9 @@ class MatchConfig:
     """Wall time a team may take to be built (imports, loading weights)."""
 
     memory_limit_mb: int = 1024
-    """Memory a sandboxed team may allocate on top of the interpreter and NumPy/nmmo."""
+    """Memory a sandboxed team may use (resident, read by the host every tick) on top of what
+    its process holds when forked: the interpreter, nmmo and the preloaded frameworks
+    (NumPy, PyTorch, ONNX Runtime). Weights and state the policy loads count."""
 
     cpu_limit: int = 1
     """CPU cores a sandboxed team may run on."""

@@ -20,8 +20,9 @@ kernel offers and reports what it applied.
   libseccomp does, since they would reach `fork` under another number.
 - **Capabilities**: all dropped (also those a new user namespace grants), so the team
   cannot undo the above, unmount its quota or regain privileges.
-- **rlimits**: file size, CPU seconds, no core dumps; address space once the interpreter
-  and libraries are loaded (`limit_memory`).
+- **rlimits**: file size, CPU seconds, no core dumps; a backstop on address space once the
+  interpreter and frameworks are loaded (`limit_memory`; the memory limit itself is on
+  resident memory, measured by the host).
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JSET_K, _BPF_RET_K = 0x20, 0x15, 0x45, 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
-_ARCH = {  # audit arch, then syscall numbers of clone, clone3, fork, vfork (None: absent)
-    "x86_64": (0xC000003E, 56, 435, 57, 58),
-    "aarch64": (0xC00000B7, 220, 435, None, None),
+_ARCH = {  # audit arch, then syscall numbers of clone, clone3, fork, vfork (None: absent), sched_setaffinity
+    "x86_64": (0xC000003E, 56, 435, 57, 58, 203),
+    "aarch64": (0xC00000B7, 220, 435, None, None, 122),
 }
 
 
@@ -164,11 +165,12 @@ def _disk_quota(workdir: Path, size_mb: int, private_mounts: bool) -> str:
 
 
 def _no_new_processes() -> str:
-    """seccomp filter: fork, vfork and clone without CLONE_THREAD fail with EPERM."""
+    """seccomp filter: fork, vfork and clone without CLONE_THREAD fail with EPERM, and so
+    does sched_setaffinity (a process may widen its own CPU set: the team keeps its core)."""
     spec = _ARCH.get(platform.machine())
     if spec is None:
         return f"not applied (no syscall table for {platform.machine()})"
-    arch, clone, clone3, fork, vfork = spec
+    arch, clone, clone3, fork, vfork, setaffinity = spec
 
     def stmt(code: int, k: int) -> bytes:
         return struct.pack("=HBBI", code, 0, 0, k)
@@ -189,7 +191,7 @@ def _no_new_processes() -> str:
         jump(_BPF_JEQ_K, clone3, 0, 1),
         stmt(_BPF_RET_K, _RET_ERRNO | errno.ENOSYS),  # clone3 hides its flags: make libc fall back to clone
     ]
-    for number in (fork, vfork):
+    for number in (fork, vfork, setaffinity):
         if number is not None:
             program += [jump(_BPF_JEQ_K, number, 0, 1), stmt(_BPF_RET_K, deny)]
     program += [
@@ -205,7 +207,7 @@ def _no_new_processes() -> str:
     prog_buffer = ctypes.create_string_buffer(fprog, len(fprog))
     if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, prog_buffer, 0, 0) != 0:
         return f"not applied ({os.strerror(ctypes.get_errno())})"
-    return "seccomp: threads only, no new processes"
+    return "seccomp: threads only, no new processes, no change of CPU"
 
 
 def _drop_capabilities() -> str:
@@ -287,7 +289,15 @@ def address_space_mb() -> float:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def limit_memory(extra_mb: int) -> None:
-    """Allow `extra_mb` of address space beyond what is mapped now (interpreter, libraries)."""
-    allowed = int((address_space_mb() + extra_mb) * 2**20)
+#: Address space allowed beyond what is mapped plus the memory limit. Frameworks reserve far
+#: more virtual memory than they use (thread stacks, allocator arenas), so the limit itself
+#: is on memory actually used, measured by the host (`SandboxedTeam`); this cap only stops
+#: a runaway allocation between two of its readings.
+VIRTUAL_HEADROOM_MB = 2048
+
+
+def limit_memory(extra_mb: int, *, headroom_mb: int = VIRTUAL_HEADROOM_MB) -> None:
+    """Cap the address space at what is mapped now (interpreter, preloaded frameworks) plus
+    `extra_mb` and `headroom_mb`: a backstop, not the limit (see `VIRTUAL_HEADROOM_MB`)."""
+    allowed = int((address_space_mb() + extra_mb + headroom_mb) * 2**20)
     resource.setrlimit(resource.RLIMIT_AS, (allowed, allowed))

@@ -24,6 +24,7 @@ import collections
 import ctypes
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -51,6 +52,9 @@ from matchmaking.sandbox.protocol import (
 )
 
 _PR_SET_DUMPABLE = 4
+
+#: How often the host reads a team's memory while it waits for the team's answer, in s.
+MEMORY_POLL_S = 0.05
 
 #: Where every team process's private working folder (and each zygote's home) is made:
 #: `<kind>-<pid of the match process>-<random>`, so that the folders of a match process
@@ -230,8 +234,14 @@ class SandboxedTeam:
         self._crash_fault: Fault | None = None
         self._waited_timeouts = 0
         self._check_disk = False  # True where no tmpfs quota could be mounted: the host checks
-        self.max_step_cpu_s = 0.0  # most CPU one answer took, for validation reports
-        self.peak_memory_mb = 0.0  # resident-memory high-water mark, read when the team closes
+        # Per answer, the CPU and the wall-clock time the team's act() reported, for validation
+        # reports. The figures come from the team's own process (the host waits on 16 teams in
+        # turn and cannot time each one alone); a team that lies about them misreports only its
+        # own cost, since the limits are enforced from the host's clock as well.
+        self.step_cpu_s: list[float] = []
+        self.step_wall_s: list[float] = []
+        self.peak_memory_mb = 0.0  # most memory the policy used beyond the preloaded frameworks
+        self._baseline_mb = 0.0  # the process's anonymous resident memory when it was forked
 
     # -- lifecycle -----------------------------------------------------------------------
     def launch(self) -> None:
@@ -259,6 +269,7 @@ class SandboxedTeam:
         output_read, output_write = os.pipe()
         try:
             self.pid = _Zygote.get().spawn(child_in, child_out, output_write)
+            self._baseline_mb = _anonymous_rss_mb(self.pid)  # before the policy's code runs
         finally:
             for fd in (child_in, child_out, output_write):
                 os.close(fd)
@@ -300,10 +311,18 @@ class SandboxedTeam:
             return Fault(0, FaultKind(ready.kind), (ready.message or "failed to start")[:limit])
         self.confinement = ready.confinement
         self._check_disk = "tmpfs" not in self.confinement.get("disk", "")
+        memory = self._memory_over_limit("while being built")
+        if memory:
+            self._stop("over its memory limit")
+            return Fault(0, FaultKind.MEMORY, memory)
         return None
 
+    @property
+    def max_step_cpu_s(self) -> float:
+        return max(self.step_cpu_s, default=0.0)
+
     def close(self) -> None:
-        self.peak_memory_mb = max(self.peak_memory_mb, self._peak_rss_mb())
+        self._memory_over_limit("")
         if self.pid is not None and self._exit_code(0) is None and not self.stopped:
             try:
                 send_message(self._out, {"type": "close"})
@@ -371,15 +390,22 @@ class SandboxedTeam:
             fault, self._crash_fault = self._crash_fault, None
             return Answer(fault=fault)
         if self._busy_fault is not None:
+            memory = self._memory_over_limit(f"at tick {self._busy_fault.tick}")
+            if memory:  # still building what made it late
+                self._stop("over its memory limit")
+                return Answer(fault=Fault(self._busy_fault.tick, FaultKind.MEMORY, memory))
             return Answer(fault=self._busy_fault)
         if self.stopped or self._pending is None:
             return Answer(actions={})
         tick = self._pending
         wall_limit = self.config.step_wall_timeout_s
         try:
-            message = receive_message(self._in, timeout=max(0.0, self._sent_at + wall_limit - time.monotonic()))
+            message, memory = self._await_reply(tick, self._sent_at + wall_limit)
         except ProtocolError as exc:
             return Answer(fault=self._broke(tick, exc))
+        if memory:
+            self._stop("over its memory limit")
+            return Answer(fault=Fault(tick, FaultKind.MEMORY, memory))
         if message is None:
             return Answer(fault=self._timeout(tick, f"no answer within {wall_limit:.2f} s"))
         self._pending = None
@@ -393,13 +419,38 @@ class SandboxedTeam:
         if disk:
             self._stop("over its disk quota")
             return Answer(fault=Fault(tick, FaultKind.ERROR, disk))
+        memory = self._memory_over_limit(f"at tick {tick}")
+        if memory:
+            self._stop("over its memory limit")
+            return Answer(fault=Fault(tick, FaultKind.MEMORY, memory))
         if reply.error_kind:
             return Answer(fault=Fault(tick, FaultKind(reply.error_kind), reply.message[: self.config.fault_message_chars]))
-        self.max_step_cpu_s = max(self.max_step_cpu_s, reply.cpu_s)
+        self.step_cpu_s.append(reply.cpu_s)
+        self.step_wall_s.append(reply.wall_s)
         over = over_budget(reply.wall_s, reply.cpu_s, self.config)
         if over:
             return Answer(fault=self._timeout(tick, over, answered=True))
         return Answer(actions=reply.actions)
+
+    def _await_reply(self, tick: int, deadline: float) -> tuple[dict | None, str]:
+        """Wait for the team's answer until `deadline`, reading its memory every
+        `MEMORY_POLL_S` meanwhile: (message or None, why it is over its memory limit or "").
+
+        A model that builds something too large is stopped while it builds, not only once it
+        answers: resident memory is what the limit is about, and the address-space cap
+        (`confine.limit_memory`) is only a backstop far above it."""
+        while True:
+            remaining = deadline - time.monotonic()
+            # past the deadline, one last look: the runner may come to this team only after
+            # waiting for others, and an answer that arrived in time counts
+            readable, _, _ = select.select([self._in], [], [], min(max(remaining, 0.0), MEMORY_POLL_S))
+            if readable:
+                return receive_message(self._in, timeout=max(remaining, MEMORY_POLL_S)), ""
+            if remaining <= 0:
+                return None, self._memory_over_limit(f"at tick {tick}")
+            memory = self._memory_over_limit(f"at tick {tick}")
+            if memory:
+                return None, memory
 
     def _disk_over_quota(self) -> str:
         """Where the kernel gave no tmpfs quota: why the working folder is over it, or ""."""
@@ -421,17 +472,17 @@ class SandboxedTeam:
         """The team process's exit code (negative: killed by that signal), None if running."""
         return None if self.pid is None else _Zygote.get().exit_code(self.pid, timeout)
 
-    def _peak_rss_mb(self) -> float:
+    def _memory_over_limit(self, when: str) -> str:
+        """Read the memory the policy uses now (resident, beyond what its process held when
+        forked: the interpreter and the preloaded frameworks); why it is over the limit, or ""."""
         if self.pid is None or self._exit_code(0) is not None:
-            return 0.0
-        try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return 0.0
+            return ""
+        used = _anonymous_rss_mb(self.pid) - self._baseline_mb
+        self.peak_memory_mb = max(self.peak_memory_mb, used)
+        if used <= self.config.memory_limit_mb:
+            return ""
+        return (f"the team used {used:.0f} MB of memory {when} beyond the Arena's preloaded frameworks, over the "
+                f"{self.config.memory_limit_mb} MB limit: stopped for the rest of the match")
 
     # -- failures ------------------------------------------------------------------------
     def _timeout(self, tick: int, why: str, *, answered: bool = False) -> Fault:
@@ -491,6 +542,19 @@ class SandboxedTeam:
             self._exit_code(5.0)
         if self.output is not None:
             self.output.join(timeout=1.0)
+
+
+def _anonymous_rss_mb(pid: int) -> float:
+    """Resident anonymous memory of a process (heap, stacks, arrays: not files or shared
+    memory), in MB; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def sandboxed_host(ref: PolicyRef, slot: TeamSlot):

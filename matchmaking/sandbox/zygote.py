@@ -42,7 +42,10 @@ def main(fd: int) -> int:
     # the imports every team needs, done once: children inherit them
     import matchmaking.builtin  # noqa: F401
     import matchmaking.policy  # noqa: F401
+    from matchmaking.sandbox.frameworks import preload
     from matchmaking.sandbox.worker import serve
+
+    preload()  # numpy, torch, onnxruntime, each held to one thread
 
     while True:
         ready, _, _ = select.select([sock], [], [], 0.05)

@@ -1,0 +1,69 @@
+"""The numerical frameworks a policy may use, loaded once and held to the team's one CPU.
+
+A trained policy needs NumPy and PyTorch or ONNX Runtime. Importing torch takes more than a
+second and hundreds of megabytes; the zygote (`matchmaking.sandbox.zygote`) imports them
+once, before it forks any team, so a team's start costs a fork and the pages are shared
+copy-on-write. The memory limit then applies to what the policy adds on top of them
+(`matchmaking.sandbox.host` measures it).
+
+Each framework is told to use one thread by the Arena, not by the policy: a team runs on
+one core, and a thread pool sized for the machine only makes its threads fight over it.
+A policy that asks for more threads later is refused quietly (`torch.set_num_threads`
+keeps one; ONNX Runtime sessions get one intra- and one inter-op thread whatever the
+options say); the CPU affinity and seccomp (`confine`) keep it on one core regardless.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+#: Importable names a policy may rely on beyond the standard library, in load order.
+FRAMEWORKS: tuple[str, ...] = ("numpy", "torch", "onnxruntime")
+
+
+def preload() -> dict[str, str]:
+    """Import the frameworks that are installed; {name: version}."""
+    loaded = {}
+    for name in FRAMEWORKS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        loaded[name] = str(getattr(module, "__version__", "?"))
+    pin_threads()
+    return loaded
+
+
+def pin_threads() -> None:
+    """One thread per framework, and no way for a policy to ask for more."""
+    torch = sys.modules.get("torch")
+    if torch is not None and not getattr(torch, "_arena_pinned", False):
+        torch.set_num_threads(1)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:  # already set in this process (it can be set once)
+            pass
+        original = torch.set_num_threads
+
+        def set_num_threads(count: int) -> None:  # the Arena decides: one core, one thread
+            original(1)
+
+        torch.set_num_threads = set_num_threads
+        torch._arena_pinned = True
+    ort = sys.modules.get("onnxruntime")
+    if ort is not None and not getattr(ort, "_arena_pinned", False):
+        session_class = ort.InferenceSession
+        base_init = session_class.__init__
+
+        def init(self: Any, path_or_bytes: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
+            options = sess_options if sess_options is not None else ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            kwargs.setdefault("providers", ["CPUExecutionProvider"])
+            base_init(self, path_or_bytes, options, *args, **kwargs)
+
+        session_class.__init__ = init
+        ort._arena_pinned = True

@@ -1,0 +1,114 @@
+"""The leaderboard's numbers: standings carried forward equal a recomputation, and each
+table shows what the history holds, filtered and ordered as asked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from arena.lifecycle import Measurements, Status
+from arena.schema import rows
+from arena.simulation import Population, play, random_history
+from history.statuses import StatusLog
+from leaderboard import tables
+from leaderboard.standings import compute
+from tests_support import record_lifecycle
+
+
+def frame(results) -> pd.DataFrame:
+    return pd.DataFrame([row for r in results for row in rows(r)])
+
+
+def test_standings_carried_forward_equal_a_recomputation():
+    history = random_history(Population.random(30, seed=5), 120, seed=5)
+    head, tail = history[:80], history[80:]
+    first = compute(frame(head), bootstrap=0)
+    carried = compute(frame(head + tail), previous=first, refresh_mle=False, bootstrap=0)
+    full = compute(frame(head + tail), bootstrap=0)
+    assert carried.trueskill == full.trueskill and carried.elo == full.elo
+    assert {p: list(t) for p, t in carried.trajectory.items()} == {p: list(t) for p, t in full.trajectory.items()}
+    assert carried.matches == full.matches == 120
+
+
+def test_a_match_arriving_out_of_order_is_recomputed_from_scratch():
+    history = random_history(Population.random(30, seed=6), 60, seed=6)
+    late = history[10]
+    first = compute(frame([r for r in history if r is not late]), bootstrap=0)
+    carried = compute(frame(history), previous=first, refresh_mle=False, bootstrap=0)
+    assert carried.trueskill == compute(frame(history), bootstrap=0).trueskill
+
+
+@pytest.fixture(scope="module")
+def standings():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    crowd = Population.random(6, seed=2, prefix="crowd/p")
+    results = []
+    for i in range(60):
+        lineup = ["alice/strong", "bob/weak", *crowd.ids, "builtin:random", "builtin:forage", "builtin:combat",
+                  "builtin:random", "builtin:forage", "builtin:combat", "builtin:random"]
+        skills = [5.0, -5.0, *crowd.skills, 0, 1.88, 2.65, 0, 1.88, 2.65, 0]
+        result = play(lineup, skills, rng=rng, index=i)
+        teams = tuple(replace(t, revision="a" * 40) if t.policy_id == "alice/strong" else t for t in result.teams)
+        results.append(replace(result, teams=teams))
+    pve = play(["alice/strong", *["builtin:forage"] * 15], [9.0] + [0.0] * 15, rng=rng, index=1000, track="pve")
+    results.append(replace(pve, stage=1, started_at="2026-02-01T00:00:00+00:00",
+                           teams=tuple(replace(t, revision="a" * 40) if t.slot == 0 else t for t in pve.teams)))
+    return compute(frame(results), bootstrap=20)
+
+
+def test_the_pvp_table_is_best_first_with_anchors_and_searchable(standings):
+    table = tables.pvp_table(standings, hub_url="http://hub")
+    assert "alice/strong" in table["Policy"].iloc[0] and "bob/weak" in table["Policy"].iloc[-1]
+    assert list(table.columns) == [c.name for c in tables.PVP_COLUMNS]
+    assert table["Rank"].is_monotonic_increasing and table["Rank"].iloc[0] == 1
+    anchors = table[table["Author"] == "arena"]
+    assert len(anchors) == 3 and all("(anchor)" in p for p in anchors["Policy"])
+    assert "[alice/strong](http://hub/alice/strong)@aaaaaaa" == table["Policy"].iloc[0]
+    found = tables.pvp_table(standings, hub_url="http://hub", search="BOB")
+    assert len(found) == 1 and "bob/weak" in found["Policy"].iloc[0]
+    only_latest = tables.pvp_table(standings, hub_url="http://hub", latest={"alice/strong@" + "a" * 40})
+    assert set(only_latest["Author"]) == {"alice", "arena"}  # the anchors always stay
+
+
+def test_the_matches_table_filters(standings):
+    everything = tables.matches_table(standings)
+    assert len(everything) == 61 and everything["Started"].is_monotonic_decreasing
+    assert len(tables.matches_table(standings, track="pve")) == 1
+    assert len(tables.matches_table(standings, track="pve", stage=2)) == 0
+    assert len(tables.matches_table(standings, policy="bob")) == 60
+    assert len(tables.matches_table(standings, since="2026-02-01")) == 1
+    assert len(tables.matches_table(standings, until="2026-01-31")) == 60
+
+
+def test_the_pve_and_submissions_tables_follow_the_statuses(standings, tmp_path):
+    statuses = StatusLog(tmp_path / "s.jsonl")
+    record_lifecycle(statuses, "alice/strong", "a" * 40, Status.QUALIFIED, "qualified",
+                     measurements=Measurements(median_step_ms=3.25, p99_step_ms=7.0))
+    record_lifecycle(statuses, "carol/new", "c" * 40, Status.QUEUED, "waiting for validation")
+    pve = tables.pve_table(standings, statuses.states(), hub_url="http://hub")
+    alice = pve[pve["Policy"].str.contains("alice")].iloc[0]
+    assert alice["Status"] == "qualified" and alice["Stage 1 matches"] == 1 and alice["Stage 1 Top1Ratio"] == 1.0
+    assert alice["ms / tick"] == 3.25  # the cost measured at validation
+    carol = pve[pve["Policy"].str.contains("carol")].iloc[0]
+    assert carol["Stage 1 matches"] == 0 and pd.isna(carol["Stage 1 Top1Ratio"]) and pd.isna(carol["ms / tick"])
+    pvp = tables.pvp_table(standings, hub_url="http://hub", costs=tables.step_costs(statuses.states()))
+    by_policy = dict(zip(pvp["Policy"], pvp["ms / tick"]))
+    assert [v for k, v in by_policy.items() if "alice" in k] == [3.25]
+    assert all(pd.isna(v) for k, v in by_policy.items() if "anchor" in k)
+    record_lifecycle(statuses, "alice/strong", "d" * 40, Status.QUEUED, "a new push")
+    subs = tables.submissions_table(statuses.states(), hub_url="http://hub")
+    assert list(subs["Revision"]) == ["dddddddddddd", "cccccccccccc", "aaaaaaaaaaaa"]  # newest first
+    assert list(subs["Status"]) == ["queued", "queued", "qualified (superseded)"]
+
+
+def test_a_policy_page_has_its_rating_tasks_matches_and_rivals(standings):
+    page = tables.policy_frames(standings, "alice/strong@" + "a" * 40)
+    assert len(page["trajectory"]) == 60 and page["trajectory"]["mu"].iloc[-1] > 25
+    assert set(page["tasks"]["track"]) == {"pvp", "pve"}
+    assert len(page["recent"]) == 20
+    rivals = page["head_to_head"].set_index("Opponent")
+    assert rivals.loc["bob/weak@sim", "Matches"] == 60 and rivals.loc["bob/weak@sim", "Won"] > 0.9
