@@ -8,7 +8,10 @@ pages then say the values it runs with.
 
 - **Built-in teams** (`BUILTIN_TEAMS`): the Arena's own teams, what they are and whether
   they are scripted or learned. nmmo's scripted baselines play PvE stage 1 (as in the IJCAI
-  kit) and fill PvP pools; the Arena's own teams play stages 2 and 3.
+  kit) and fill PvP pools; the Arena's own teams play stages 2 and 3. As the paper's stage 2
+  was a learned baseline, ours is the `apprentice` network (`training/imitate.py`), which
+  replaced the scripted `coordinated` team there after beating it head to head (README,
+  "From training to a ranked policy"); stage 3 stays scripted.
 - **PvE** (`PVE`): 10 matches a stage against 15 built-in teams; a Top1Ratio of 0.5 opens
   the next stage; a mean Achievement of 25 in stage 1 qualifies for PvP (the paper's).
 - **Anchors** (`ANCHORS`): the built-ins whose ratings are fixed, so that the rating scale
@@ -75,8 +78,9 @@ BUILTIN_TEAMS: tuple[BuiltinTeam, ...] = (
     BuiltinTeam("melee", "nmmo's Melee baseline on every member.", "scripted"),
     BuiltinTeam("range", "nmmo's Range baseline on every member.", "scripted"),
     BuiltinTeam("mage", "nmmo's Mage baseline on every member.", "scripted"),
-    BuiltinTeam("coordinated", "The Arena's scripted stage-2 team: scouts, gatherers and two fighters with one shared target.", "scripted"),
-    BuiltinTeam("elite", "The Arena's scripted stage-3 team: as coordinated, plus NPC hunting, healing and three fighters.", "scripted"),
+    BuiltinTeam("coordinated", "The Arena's scripted role-based team (stage 3): scouts, gatherers and two fighters with one shared target.", "scripted"),
+    BuiltinTeam("elite", "The Arena's strongest scripted team (stage 3): as coordinated, plus NPC hunting, healing and three fighters.", "scripted"),
+    BuiltinTeam("apprentice", "The Arena's learned team (stage 2): a network trained to imitate elite (training/imitate.py).", "learned"),
 )
 
 _BY_NAME: dict[str, BuiltinTeam] = {team.name: team for team in BUILTIN_TEAMS}
@@ -124,7 +128,7 @@ class PveRules:
     stages: Mapping[int, tuple[str, ...]] = field(
         default_factory=lambda: {
             1: ("combat",) * 3 + ("forage",) * 5 + ("random",) * 7,  # the IJCAI starter kit's stage 1
-            2: ("coordinated",) * 6 + ("combat",) * 5 + ("forage",) * 4,
+            2: ("apprentice",) * 6 + ("combat",) * 5 + ("forage",) * 4,  # learned, as the paper's stage 2
             3: ("elite",) * 8 + ("coordinated",) * 7,
         }
     )
@@ -151,7 +155,7 @@ class PveRules:
         counts: dict[str, int] = {}
         for name in self.opponents(stage):
             counts[name] = counts.get(name, 0) + 1
-        return ", ".join(f"{n} {name if name in ('coordinated', 'elite') else name.capitalize()}" for name, n in counts.items())
+        return ", ".join(f"{n} {name if name in ('coordinated', 'elite', 'apprentice') else name.capitalize()}" for name, n in counts.items())
 
     def kinds(self, stage: int) -> str:
         """Whether a stage's opponents are scripted, learned, or both."""

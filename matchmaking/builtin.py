@@ -116,7 +116,12 @@ class ScriptedTeam:
 
 def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], Any]:
     """A `Team` constructor for built-in `name` (one of `arena.rules.BUILTIN_TEAMS`)."""
-    name = builtin_team(name).name
+    team = builtin_team(name)
+    name = team.name
+    if team.kind == "learned":
+        from matchmaking.learned import learned_factory
+
+        return learned_factory(name)
     if name not in SCRIPTED_AGENTS:
         from matchmaking import strategies
 

@@ -1,7 +1,8 @@
-"""The Arena's own scripted teams for PvE stages 2 and 3: coordinated, all four tasks.
+"""The Arena's own scripted teams, `coordinated` and `elite`: all four tasks at once.
 
-These are scripted, not the paper's RL baselines (the IJCAI organisers' PPO teams are
-not available): a team assigns its members roles and pursues every task at once.
+Stage 3 of PvE is played by them; stage 2 by the learned `apprentice`, a network trained
+to imitate `elite` (`training/imitate.py`: the IJCAI organisers' PPO teams are not
+available). A team assigns its members roles and pursues every task at once.
 
 - **Scouts** walk from their spawn edge to the opposite one (Travel).
 - **Gatherers** stand on resources, each member on its own kind, to level a gathering

@@ -1,0 +1,1 @@
+"""Training scripts for the Arena's learned teams (see `imitate.py`)."""
