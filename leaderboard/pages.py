@@ -40,6 +40,19 @@ def builtin_references() -> pd.DataFrame:
     )
 
 
+def _stage_kinds(scripted: list[int], learned: list[int]) -> str:
+    """`Stages 1 and 3 are played by scripted teams only; stage 2 also by a learned one.`"""
+    def named(stages: list[int]) -> str:
+        numbers = [str(n) for n in stages]
+        listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
+        return ("Stage " if len(stages) == 1 else "Stages ") + listed
+
+    text = f"{named(scripted)} {'is' if len(scripted) == 1 else 'are'} played by **scripted** teams only" if scripted else ""
+    if learned:
+        text += ("; " + named(learned).lower() + " also" if text else named(learned)) + " by a **learned** team (a trained network)"
+    return text + "."
+
+
 def about_markdown(settings: ArenaSettings, *, hub_url: str) -> str:
     """The About / Submit tab: how to submit, the rules as this Space runs them, the data."""
     tag, history_repo = settings.submission_tag, settings.history_repo
@@ -74,7 +87,7 @@ A team's Achievement is the sum over four tasks of its highest tier reached by a
 {rows}
 
 PvE opponents: {"; ".join(f"stage {s}: {PVE.describe(s)} ({PVE.kinds(s)})" for s in PVE.stages)}.
-Stages {", ".join(map(str, scripted)) or "none"} are played by **scripted** teams{"" if not learned else "; stages " + ", ".join(map(str, learned)) + " by **learned** ones"}.
+{_stage_kinds(scripted, learned)}
 
 ## Data
 Every match is in the dataset [`{history_repo}`]({hub_url.rstrip('/')}/datasets/{history_repo}),

@@ -65,3 +65,24 @@ def test_both_play_a_match_in_the_sandbox_without_a_fault():
     result = run_match(MatchSpec(seed=4, policies=lineup, config=config), host_factory=sandboxed_host)
     for team in result.teams[:2]:
         assert team.fault_counts == {}, team.faults
+
+
+def test_the_about_tab_says_which_stages_are_learned():
+    from arena.settings import ArenaSettings
+    from leaderboard.pages import about_markdown
+
+    text = about_markdown(ArenaSettings(), hub_url="http://hub")
+    assert "Stages 1 and 3 are played by **scripted** teams only; stage 2 also by a **learned** team" in text
+    assert "stage 2: 6 apprentice, 5 Combat, 4 Forage (learned and scripted)" in text
+
+
+def test_the_learned_built_in_is_the_same_network_played_in_process():
+    from arena.rules import builtin_team
+
+    assert builtin_team("Apprentice").kind == "learned"
+    config = MatchConfig(horizon=20)
+    lineup = (builtin("apprentice"), local(TORCH)) + tuple(builtin(n) for n in ("combat", "forage", "random") * 4 + ("forage", "random"))
+    played = run_match(MatchSpec(seed=6, policies=lineup, config=config))  # in-process, as built-ins play
+    by_builtin, by_example = played.teams[0], played.teams[1]
+    assert by_builtin.fault_counts == {} and by_example.fault_counts == {}
+    assert by_builtin.alive == by_example.alive == 8
