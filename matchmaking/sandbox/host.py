@@ -311,11 +311,7 @@ class SandboxedTeam:
             return Fault(0, FaultKind(ready.kind), (ready.message or "failed to start")[:limit])
         self.confinement = ready.confinement
         self._check_disk = "tmpfs" not in self.confinement.get("disk", "")
-        memory = self._memory_over_limit("while being built")
-        if memory:
-            self._stop("over its memory limit")
-            return Fault(0, FaultKind.MEMORY, memory)
-        return None
+        return self._memory_fault(0, "while being built")
 
     @property
     def max_step_cpu_s(self) -> float:
@@ -389,12 +385,9 @@ class SandboxedTeam:
         if self._crash_fault is not None:
             fault, self._crash_fault = self._crash_fault, None
             return Answer(fault=fault)
-        if self._busy_fault is not None:
-            memory = self._memory_over_limit(f"at tick {self._busy_fault.tick}")
-            if memory:  # still building what made it late
-                self._stop("over its memory limit")
-                return Answer(fault=Fault(self._busy_fault.tick, FaultKind.MEMORY, memory))
-            return Answer(fault=self._busy_fault)
+        if self._busy_fault is not None:  # perhaps still building what made it late
+            tick = self._busy_fault.tick
+            return Answer(fault=self._memory_fault(tick, f"at tick {tick}") or self._busy_fault)
         if self.stopped or self._pending is None:
             return Answer(actions={})
         tick = self._pending
@@ -403,9 +396,8 @@ class SandboxedTeam:
             message, memory = self._await_reply(tick, self._sent_at + wall_limit)
         except ProtocolError as exc:
             return Answer(fault=self._broke(tick, exc))
-        if memory:
-            self._stop("over its memory limit")
-            return Answer(fault=Fault(tick, FaultKind.MEMORY, memory))
+        if memory is not None:
+            return Answer(fault=memory)
         if message is None:
             return Answer(fault=self._timeout(tick, f"no answer within {wall_limit:.2f} s"))
         self._pending = None
@@ -419,10 +411,9 @@ class SandboxedTeam:
         if disk:
             self._stop("over its disk quota")
             return Answer(fault=Fault(tick, FaultKind.ERROR, disk))
-        memory = self._memory_over_limit(f"at tick {tick}")
-        if memory:
-            self._stop("over its memory limit")
-            return Answer(fault=Fault(tick, FaultKind.MEMORY, memory))
+        memory = self._memory_fault(tick, f"at tick {tick}")
+        if memory is not None:
+            return Answer(fault=memory)
         if reply.error_kind:
             return Answer(fault=Fault(tick, FaultKind(reply.error_kind), reply.message[: self.config.fault_message_chars]))
         self.step_cpu_s.append(reply.cpu_s)
@@ -432,9 +423,9 @@ class SandboxedTeam:
             return Answer(fault=self._timeout(tick, over, answered=True))
         return Answer(actions=reply.actions)
 
-    def _await_reply(self, tick: int, deadline: float) -> tuple[dict | None, str]:
+    def _await_reply(self, tick: int, deadline: float) -> tuple[dict | None, Fault | None]:
         """Wait for the team's answer until `deadline`, reading its memory every
-        `MEMORY_POLL_S` meanwhile: (message or None, why it is over its memory limit or "").
+        `MEMORY_POLL_S` meanwhile: (message or None, its MEMORY fault if it went over).
 
         A model that builds something too large is stopped while it builds, not only once it
         answers: resident memory is what the limit is about, and the address-space cap
@@ -445,11 +436,9 @@ class SandboxedTeam:
             # waiting for others, and an answer that arrived in time counts
             readable, _, _ = select.select([self._in], [], [], min(max(remaining, 0.0), MEMORY_POLL_S))
             if readable:
-                return receive_message(self._in, timeout=max(remaining, MEMORY_POLL_S)), ""
-            if remaining <= 0:
-                return None, self._memory_over_limit(f"at tick {tick}")
-            memory = self._memory_over_limit(f"at tick {tick}")
-            if memory:
+                return receive_message(self._in, timeout=max(remaining, MEMORY_POLL_S)), None
+            memory = self._memory_fault(tick, f"at tick {tick}")
+            if memory is not None or remaining <= 0:
                 return None, memory
 
     def _disk_over_quota(self) -> str:
@@ -471,6 +460,14 @@ class SandboxedTeam:
     def _exit_code(self, timeout: float) -> int | None:
         """The team process's exit code (negative: killed by that signal), None if running."""
         return None if self.pid is None else _Zygote.get().exit_code(self.pid, timeout)
+
+    def _memory_fault(self, tick: int, when: str) -> Fault | None:
+        """The team's MEMORY fault, and the team stopped, if it is over its limit now."""
+        memory = self._memory_over_limit(when)
+        if not memory:
+            return None
+        self._stop("over its memory limit")
+        return Fault(tick, FaultKind.MEMORY, memory)
 
     def _memory_over_limit(self, when: str) -> str:
         """Read the memory the policy uses now (resident, beyond what its process held when
