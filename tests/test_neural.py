@@ -89,9 +89,11 @@ def test_asking_for_sixteen_threads_still_gets_one_cpu(match):
 def test_a_model_past_the_memory_limit_is_a_memory_fault_with_its_figure(match):
     team, faults = fault_of(match, "big_model")
     # stopped while it builds the tensor (the host reads its memory as it waits), not after;
-    # where the build outlasts a tick's wait it is a timeout first, then the memory fault
-    assert team.fault_counts.get("MEMORY") == 1 and team.fault_counts.get("TIMEOUT", 0) <= 3, faults
+    # where the build outlasts a tick's wait (a loaded machine fills pages slowly) it is a
+    # timeout first, then the memory fault, and nothing after it
+    assert team.fault_counts.get("MEMORY") == 1 and set(team.fault_counts) <= {"MEMORY", "TIMEOUT"}, faults
     memory = next(f for f in team.faults if f.kind.value == "MEMORY")
+    assert all(f.tick <= memory.tick for f in team.faults), faults
     used = int(memory.message.split("the team used ")[1].split(" MB")[0])
     assert 1024 <= used <= 1700 and "over the 1024 MB limit" in memory.message and memory.tick >= 3
 
