@@ -31,7 +31,7 @@ def main() -> int:
     # the Hub client logs every retry and failed push; the Arena's Hub status says it once
     logging.getLogger("huggingface_hub").setLevel(logging.CRITICAL)
 
-    from leaderboard.pages import build
+    from leaderboard.pages import CSS, build
     from leaderboard.refresher import StandingsRefresher
     from matchmaking.service import Arena
 
@@ -39,9 +39,10 @@ def main() -> int:
     data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint)
     data.refresh()
     data.run_in_background()
-    demo = build(data, settings, operator=arena.operator_lines)
+    demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue)
     try:
         demo.launch(
+            css=CSS,
             server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
             server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
         )

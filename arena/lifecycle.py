@@ -7,9 +7,12 @@ Every revision moves through::
                          -> queued                 retried: download failed, took too long,
                                                    or the Space restarted mid-validation
                          -> error (reason)         downloads kept failing
-    evaluating -> qualified                        PvE stage 1 passed: plays PvP
-               -> evaluated (reason)               PvE done, below the PvP bar
-    evaluating, qualified -> error (reason)        repeated faults in matches
+    evaluating -> qualified                        PvE stage 1 decided at or above the PvP bar:
+                                                   plays PvP (and its later PvE stages)
+               -> evaluated (reason)               PvE stage 1 decided below the PvP bar
+                                                   (its later PvE stages still played)
+    qualified -> qualified, evaluated -> evaluated a later PvE stage's figures recorded
+    evaluating, qualified, evaluated -> error      repeated faults in matches
     rejected -> queued                             only a rejection by the Space's own size
                                                    limit, once that limit has changed
 
@@ -48,14 +51,14 @@ TRANSITIONS: dict[Status | None, frozenset[Status]] = {
     Status.QUEUED: frozenset({Status.VALIDATING, Status.QUEUED}),
     Status.VALIDATING: frozenset({Status.VALIDATING, Status.QUEUED, Status.EVALUATING, Status.REJECTED, Status.ERROR}),
     Status.EVALUATING: frozenset({Status.QUALIFIED, Status.EVALUATED, Status.ERROR}),
-    Status.QUALIFIED: frozenset({Status.ERROR}),
-    Status.EVALUATED: frozenset(),
+    Status.QUALIFIED: frozenset({Status.QUALIFIED, Status.ERROR}),
+    Status.EVALUATED: frozenset({Status.EVALUATED, Status.ERROR}),
     Status.REJECTED: frozenset({Status.QUEUED}),
     Status.ERROR: frozenset(),
 }
 
 #: Statuses after which a revision is never played again.
-FINAL = frozenset({Status.REJECTED, Status.ERROR, Status.EVALUATED})
+FINAL = frozenset({Status.REJECTED, Status.ERROR})
 
 #: Statuses of work the Space still owes a revision: resumed after a restart.
 IN_FLIGHT = frozenset({Status.QUEUED, Status.VALIDATING, Status.EVALUATING})

@@ -169,13 +169,13 @@ class ArenaSettings:
     pvp_matches_per_round: int = setting(0, env="PVP_PER_ROUND", parse=_integer, check=_at_least(0),
         doc="PvP matches started per PvP round (0: one per worker)")
     pve_matches_per_round: int = setting(0, env="PVE_PER_ROUND", parse=_integer, check=_at_least(0),
-        doc="PvE matches started per PvE round (0: two per worker)")
+        doc="PvE matches started per PvE round (0: one per worker)")
     sync_every_s: float = setting(60.0, env="SYNC_S", parse=_number, check=_positive,
         doc="seconds between looks at the Hub for new revisions")
     validate_every_s: float = setting(15.0, env="VALIDATE_S", parse=_number, check=_positive,
         doc="seconds between validation rounds")
     pve_every_s: float = setting(10.0, env="PVE_S", parse=_number, check=_positive,
-        doc="seconds between PvE rounds (a round waits for its matches, so rounds never overlap)")
+        doc="seconds between looks for PvE work when there was none (rounds run back to back while there is)")
     pvp_every_s: float = setting(10.0, env="PVP_S", parse=_number, check=_positive,
         doc="seconds between PvP rounds")
     flush_every_s: float = setting(30.0, env="FLUSH_S", parse=_number, check=_positive,

@@ -3,16 +3,18 @@
 Each callback only reads the latest `Standings` (kept fresh in the background by
 `leaderboard.refresher.StandingsRefresher`) and formats it with `leaderboard.tables`, so every
 page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submissions`,
-`/matches`, `/policy`) make the same data available through `gradio_client`.
+`/matches`, `/policy`, `/now_playing`) make the same data available through `gradio_client`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import time
+from typing import Any, Callable, Mapping
 
 import gradio as gr
 import pandas as pd
 
+from arena.activity import LiveMatch, QueueEntry
 from arena.rules import BUILTIN_TEAMS, MATCH, PVE
 from arena.schema import player_id
 from arena.scoring import tier_table
@@ -101,12 +103,43 @@ def operator_markdown(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
+#: Seconds between refreshes of what changes by the second: statuses, queue, matches in flight.
+LIVE_REFRESH_S = 2.0
+
+EMPTY = {
+    "pvp": "No PvP matches yet. PvP starts once a revision qualifies in PvE (mean Achievement of {qualify:g} or more "
+           "in stage 1); pools of 16 are filled with the anchor built-ins until 16 have qualified.",
+    "pve": "No submission is in PvE yet. Push a policy (About / Submit): once validated it plays PvE stage 1 against "
+           "built-in teams, and its figures appear here match by match.",
+    "submissions": "No submission seen yet. Push a model repo tagged `{tag}` with a `policy.py` (About / Submit); "
+                   "it shows here, `queued`, within seconds.",
+    "matches": "No match recorded yet. Matches appear here as they finish; click one to replay it.",
+    "policy": "No policy has played yet: its rating, task profile and rivals appear here after its first match.",
+    "rating": "No PvP match for this policy yet: its TrueSkill over time appears after its first PvP match.",
+}
+
+
+def _empty_note(frame: pd.DataFrame, text: str) -> Any:
+    """The note under a table: shown only while the table is empty."""
+    return gr.Markdown(text, visible=frame.empty)
+
+
 def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
-          operator: Callable[[], list[str]] = list) -> gr.Blocks:
-    """The Blocks app over `data`, describing the rules as `settings` run them; `operator()`
-    gives the lines of the operator's status (the Hub, damaged files)."""
+          operator: Callable[[], list[str]] = list,
+          live: Callable[[], list[LiveMatch]] = list,
+          queue: Callable[[], Mapping[tuple[str, str], QueueEntry]] = dict) -> gr.Blocks:
+    """The Blocks app over `data`, describing the rules as `settings` run them.
+
+    Args:
+        data: the standings, kept fresh in the background.
+        settings: the rules the Space runs with (their values appear in the prose).
+        operator: the operator's status lines (the Hub, damaged files).
+        live: the matches in flight (`matchmaking.live`).
+        queue: each revision's place in the PvE queue and its forecast (`Matchmaker.queue`).
+    """
     settings = settings or ArenaSettings()
     hub_url = data.hub_url
+    empty = {k: v.format(qualify=settings.qualify_achievement, tag=settings.submission_tag) for k, v in EMPTY.items()}
 
     def latest_players() -> set[str]:
         return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
@@ -121,7 +154,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         return tables.pve_table(data.standings(), data.statuses(), hub_url=hub_url)
 
     def submissions() -> pd.DataFrame:
-        return tables.submissions_table(data.statuses(), hub_url=hub_url)
+        return tables.submissions_table(data.statuses(), hub_url=hub_url, queue=queue())
+
+    def now_playing() -> str:
+        return tables.now_playing(live(), hub_url=hub_url, now=time.time())
 
     def matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> pd.DataFrame:
         return tables.matches_table(
@@ -129,11 +165,18 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         )
 
     def players() -> list[str]:
-        return sorted(set(data.standings().teams["player"])) if len(data.standings().teams) else []
+        """Every player, the PvP leaderboard's order first, then the rest by name."""
+        teams = data.standings().teams
+        if not len(teams):
+            return []
+        order = {p: i for i, p in enumerate(tables.ranked_players(data.standings()))}
+        return sorted(set(teams["player"]), key=lambda p: (order.get(p, len(order)), p))
 
     def policy(player: str) -> tuple[Any, ...]:
         frames = tables.policy_frames(data.standings(), player or "")
-        return frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"]
+        note = empty["policy"] if not player else empty["rating"] if frames["trajectory"].empty else ""
+        return (frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"],
+                gr.Markdown(note, visible=bool(note)))
 
     with gr.Blocks(title="NMMO Arena") as demo:
         gr.Markdown(
@@ -141,29 +184,55 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
         )
         status = gr.Markdown(lambda: operator_markdown(operator()), elem_id="operator-status")
+        playing = gr.Markdown(now_playing, elem_id="now-playing")
         timer = gr.Timer(REFRESH_S)
+        fast = gr.Timer(LIVE_REFRESH_S)
         with gr.Tabs() as tabs:
             with gr.Tab("PvP leaderboard", id="pvp"):
                 with gr.Row():
                     search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
                     older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
                     min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
-                pvp = gr.Dataframe(
-                    pvp_table, datatype=[c.kind for c in tables.PVP_COLUMNS], elem_id="pvp-table", interactive=False, wrap=True
-                )
+                first_pvp = pvp_table()
+                pvp = gr.Dataframe(first_pvp, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
+                                   wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
+                pvp_empty = gr.Markdown(empty["pvp"], visible=first_pvp.empty, elem_id="pvp-empty")
                 gr.Markdown(
-                    "Rank: 1 + the number of policies whose 95% interval lies entirely above this one's (ranks are shared where "
-                    "intervals overlap). TrueSkill is mu - 3 sigma, as in the paper; MLE is the order-free maximum-likelihood "
-                    "rating with a bootstrap interval; built-ins are fixed anchors. Click a column to sort."
+                    "**What each rating answers.** TrueSkill (mu - 3 sigma, as in the paper): how good is it, cautiously, "
+                    "given the matches so far in the order they came? MLE: the order-free maximum-likelihood strength, with "
+                    "a bootstrap 95% interval; Rank is 1 + the number of policies whose interval lies entirely above this "
+                    "one's, so ranks are shared where intervals overlap. Elo: the 16-team match read as pairwise duels. "
+                    "Built-ins are the fixed anchors. Click a column to sort."
                 )
             with gr.Tab("PvE", id="pve"):
-                pve = gr.Dataframe(pve_table, elem_id="pve-table", interactive=False, wrap=True)
+                first_pve = pve_table()
+                pve = gr.Dataframe(first_pve, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
+                                   wrap=True, column_widths=tables.widths(tables.PVE_COLUMNS))
+                pve_empty = gr.Markdown(empty["pve"], visible=first_pve.empty, elem_id="pve-empty")
+                gr.Markdown(
+                    f"Top1Ratio: share of a stage's matches the policy won (ties at the top included). A stage ends after "
+                    f"{settings.pve_matches_per_stage} matches, or as soon as its bars are decided (a Top1Ratio of "
+                    f"{settings.next_stage_top1:g} opens the next stage; in stage 1 a mean Achievement of "
+                    f"{settings.qualify_achievement:g} qualifies for PvP). Per-task figures are on the Policy tab."
+                )
                 gr.Markdown("Built-in teams: the references PvE is played against (the Kind column says which are scripted and which learned):")
-                gr.Dataframe(builtin_references(), elem_id="builtin-table", interactive=False, wrap=True)
+                gr.Dataframe(builtin_references(), elem_id="builtin-table", interactive=False, wrap=True,
+                             column_widths=["200px", "90px", "580px", "100px", "110px"])
             with gr.Tab("Submissions", id="submissions"):
-                subs = gr.Dataframe(submissions, elem_id="submissions-table", interactive=False, wrap=True)
+                first_subs = submissions()
+                subs = gr.Dataframe(first_subs, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
+                                    interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
+                subs_empty = gr.Markdown(empty["submissions"], visible=first_subs.empty, elem_id="submissions-empty")
+                gr.Markdown(
+                    "Queue: the PvE order is the earliest stage first (stage 1 decides qualification), then the fewest "
+                    "matches played in it (revisions take turns, and a new one goes first until it has caught up), then "
+                    "the earliest push. Verdict in: when its current stage should end, from the durations of recent "
+                    "matches (a stage decided early ends sooner)."
+                )
             with gr.Tab("Policy", id="policy"):
-                chooser = gr.Dropdown(choices=players(), label="Policy", elem_id="policy-choice", allow_custom_value=True)
+                chooser = gr.Dropdown(choices=players(), value=(players() or [None])[0], label="Policy",
+                                      elem_id="policy-choice", allow_custom_value=True)
+                policy_note = gr.Markdown(visible=False, elem_id="policy-empty")
                 rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
                 task_plot = gr.BarPlot(x="task", y="points", color="track", title="Mean points per task", elem_id="policy-tasks")
                 recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
@@ -175,7 +244,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                     f_stage = gr.Dropdown(choices=["", "1", "2", "3"], value="", label="PvE stage", elem_id="matches-stage")
                     f_since = gr.Textbox(label="Since (YYYY-MM-DD)", elem_id="matches-since")
                     f_until = gr.Textbox(label="Until (YYYY-MM-DD)", elem_id="matches-until")
-                match_list = gr.Dataframe(matches, elem_id="matches-table", interactive=False, wrap=True)
+                first_matches = matches()
+                match_list = gr.Dataframe(first_matches, elem_id="matches-table", interactive=False, wrap=True)
+                matches_empty = gr.Markdown(empty["matches"], visible=first_matches.empty, elem_id="matches-empty")
                 gr.Markdown("Select a match to replay it.")
             with gr.Tab("Replay", id="replay"):
                 with gr.Row():
@@ -187,11 +258,21 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         filters = [f_policy, f_track, f_stage, f_since, f_until]
         pvp_inputs = [search, older, min_matches]
+
+        def pvp_view(*args: Any) -> tuple[pd.DataFrame, Any]:
+            table = pvp_table(*args)
+            return table, gr.Markdown(visible=table.empty and not any(args[:1]) and not (len(args) > 2 and args[2]))
+
+        def matches_view(*values: str) -> tuple[pd.DataFrame, Any]:
+            table = matches(*values)
+            return table, gr.Markdown(visible=table.empty and not any(values))
+
         search.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name="pvp_table")
         older.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
         min_matches.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
         for box in filters:
-            box.change(matches, inputs=filters, outputs=match_list, api_name=False)
+            box.change(matches_view, inputs=filters, outputs=[match_list, matches_empty], api_name=False)
+
         def api_matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> dict:
             return _json(matches(policy, track, stage, since, until))
 
@@ -201,22 +282,33 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         def api_submissions() -> dict:
             return _json(submissions())
 
+        def api_now_playing() -> list[dict]:
+            return [m.to_dict() for m in live()]
+
         gr.api(api_matches, api_name="matches")
         gr.api(api_pve, api_name="pve_table")
         gr.api(api_submissions, api_name="submissions")
-        chooser.change(policy, inputs=chooser, outputs=[rating_plot, task_plot, recent, h2h], api_name="policy")
+        gr.api(api_now_playing, api_name="now_playing")
+        policy_outputs = [rating_plot, task_plot, recent, h2h, policy_note]
+        chooser.change(policy, inputs=chooser, outputs=policy_outputs, api_name="policy")
+        demo.load(policy, inputs=chooser, outputs=policy_outputs, api_name=False)
 
-        def refresh(search_text: str, show_older: bool, at_least: float, *values: str):
-            return (
-                pvp_table(search_text, show_older, at_least),
-                pve_table(),
-                submissions(),
-                matches(*values),
-                gr.Dropdown(choices=players()),
-                operator_markdown(operator()),
-            )
+        def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
+            table, note = pvp_view(search_text, show_older, at_least)
+            pve_now = pve_table()
+            found, found_note = matches_view(*values)
+            choices = players()
+            return (table, note, pve_now, gr.Markdown(visible=pve_now.empty), found, found_note,
+                    gr.Dropdown(choices=choices, value=chosen or (choices or [None])[0]))
 
-        timer.tick(refresh, inputs=[*pvp_inputs, *filters], outputs=[pvp, pve, subs, match_list, chooser, status], api_name=False)
+        timer.tick(refresh, inputs=[*pvp_inputs, chooser, *filters],
+                   outputs=[pvp, pvp_empty, pve, pve_empty, match_list, matches_empty, chooser], api_name=False)
+
+        def refresh_live():
+            table = submissions()
+            return table, gr.Markdown(visible=table.empty), now_playing(), operator_markdown(operator())
+
+        fast.tick(refresh_live, outputs=[subs, subs_empty, playing, status], api_name=False)
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame):
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
@@ -226,6 +318,14 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         match_list.select(open_replay, inputs=match_list, outputs=[match_id, viewer, tabs], api_name=False)
         show.click(lambda m: {"match_id": (m or "").strip()}, inputs=match_id, outputs=viewer, api_name=False)
     return demo
+
+
+#: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never
+#: inside one (a squeezed header went one letter per line).
+CSS = """
+.table-wrap th, .table-wrap th * { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
+#now-playing { font-size: 0.95em; }
+"""
 
 
 def _json(frame: pd.DataFrame) -> dict:

@@ -12,6 +12,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from arena.activity import LiveMatch, QueueEntry
 from arena.rules import ANCHORS
 from arena.schema import TASK_NAMES, is_builtin, player_id
 from leaderboard.standings import POINT_COLUMNS, Standings
@@ -22,17 +23,27 @@ class Column:
     name: str
     kind: str  # gradio datatype: "str", "number", "markdown", "date"
     description: str
+    width: str = "110px"
+    """Its width on the page: numbers narrow, the policy link wider, reasons widest."""
+
+
+def kinds(columns: Sequence[Column]) -> list[str]:
+    return [c.kind for c in columns]
+
+
+def widths(columns: Sequence[Column]) -> list[str]:
+    return [c.width for c in columns]
 
 
 PVP_COLUMNS = [
     Column("Rank", "number", "1 + number of policies whose 95% rating interval lies entirely above this one's"),
-    Column("Policy", "markdown", "Hub repo and revision (built-ins are the fixed rating anchors)"),
+    Column("Policy", "markdown", "Hub repo and revision (built-ins are the fixed rating anchors)", "240px"),
     Column("Author", "str", "Owner of the repo"),
     Column("TrueSkill", "number", "mu - 3 sigma, the paper's conservative score"),
     Column("mu", "number", "TrueSkill mean"),
     Column("sigma", "number", "TrueSkill uncertainty"),
     Column("MLE", "number", "order-free maximum-likelihood rating (Plackett-Luce, anchored)"),
-    Column("95% interval", "str", "bootstrap interval of the MLE rating"),
+    Column("95% interval", "str", "bootstrap interval of the MLE rating", "120px"),
     Column("Position range", "str", "bootstrap 95% interval of the leaderboard position"),
     Column("Elo", "number", "Elo, a 16-team match read as pairwise duels"),
     Column("Matches", "number", "PvP matches played"),
@@ -46,6 +57,13 @@ def _link(policy_id: str, revision: str, hub_url: str) -> str:
     if is_builtin(policy_id):
         return f"{policy_id} (anchor)"
     return f"[{policy_id}]({hub_url.rstrip('/')}/{policy_id})@{revision[:7]}"
+
+
+def ranked_players(standings: Standings) -> list[str]:
+    """Rated PvP players, best first by TrueSkill's conservative score."""
+    ratings = standings.trueskill.ratings
+    return sorted((p for p in standings.pvp_players.index if p in ratings), key=lambda p: -ratings[p].conservative) \
+        if len(standings.pvp_players) else []
 
 
 def step_costs(statuses: Iterable) -> dict[str, float]:
@@ -106,17 +124,33 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     return table.round(2).reset_index(drop=True)
 
 
+PVE_COLUMNS = [
+    Column("Policy", "markdown", "Hub repo and revision", "210px"),
+    Column("Status", "str", "where the revision stands (Submissions tab: why)", "100px"),
+    *[
+        column
+        for stage in (1, 2, 3)
+        for column in (
+            Column(f"Stage {stage} Top1Ratio", "number", f"share of stage-{stage} matches won", "100px"),
+            Column(f"Stage {stage} Achievement", "number", f"mean Achievement in stage {stage}", "125px"),
+        )
+    ],
+    Column("Matches per stage", "str", "matches played in stages 1, 2, 3 (fewer than 10 when a stage was decided early)", "110px"),
+    Column("ms / tick", "number", "median time act() took per tick in validation", "80px"),
+]
+
+
 def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.DataFrame:
-    """Per latest revision: its status, and per PvE stage Top1Ratio and mean Achievement."""
+    """Per latest revision: its status, and per PvE stage Top1Ratio, mean Achievement and
+    matches played. Per-task figures are on the Policy tab."""
     per = standings.pve_stages
     out = []
     for state in statuses:
         if not state.latest:
             continue
         player = player_id(state.repo_id, state.revision)
-        record = {
+        record: dict[str, object] = {
             "Policy": _link(state.repo_id, state.revision, hub_url),
-            "Author": state.repo_id.split("/")[0],
             "Status": state.status.value,
             "ms / tick": state.measurements.median_step_ms if state.measurements and state.measurements.median_step_ms else np.nan,
         }
@@ -125,32 +159,80 @@ def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.D
             if key in per.index:
                 record[f"Stage {stage} Top1Ratio"] = round(per.at[key, "top1"], 2)
                 record[f"Stage {stage} Achievement"] = round(per.at[key, "mean"], 1)
-                record[f"Stage {stage} matches"] = int(per.at[key, "matches"])
             else:
                 record[f"Stage {stage} Top1Ratio"] = record[f"Stage {stage} Achievement"] = np.nan
-                record[f"Stage {stage} matches"] = 0
-        for task in TASK_NAMES:
-            key = (player, 1)
-            record[f"S1 {task}"] = round(per.at[key, task], 1) if key in per.index else np.nan
+        record["Matches per stage"] = " / ".join(str(int(per.at[(player, st), "matches"])) if (player, st) in per.index else "0"
+                                                  for st in (1, 2, 3))
         out.append(record)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=[c.name for c in PVE_COLUMNS])
 
 
-def submissions_table(statuses: Iterable, *, hub_url: str) -> pd.DataFrame:
-    """Every revision seen, newest first, with its status and the reason in words."""
-    rows = [
-        {
+SUBMISSION_COLUMNS = [
+    Column("Policy", "markdown", "Hub repo (a link to its page) and the revision's first 7 hex digits", "210px"),
+    Column("Status", "str", "queued, validating, rejected, evaluating, qualified, evaluated or error", "105px"),
+    Column("Reason", "str", "why, in words: what was measured, or what to fix", "350px"),
+    Column("Queue", "str", "place in the PvE queue (earliest stage first, then round-robin)", "85px"),
+    Column("Verdict in", "str", "estimated time to the end of its current PvE stage (stage 1: its PvP verdict)", "140px"),
+    Column("Team", "str", "the model card's team name", "100px"),
+    Column("Seen", "str", "when discovery first saw the revision (UTC)", "105px"),
+    Column("Updated", "str", "its last change of status (UTC)", "105px"),
+]
+
+
+def _minutes(seconds: float) -> str:
+    return "under a minute" if seconds < 60 else f"~{round(seconds / 60):d} min"
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def submissions_table(statuses: Iterable, *, hub_url: str, queue: Mapping[tuple[str, str], QueueEntry] | None = None
+                      ) -> pd.DataFrame:
+    """Every revision seen, newest first, with its status, the reason in words, and for
+    those in PvE their place in the queue and the forecast of their verdict."""
+    queue = queue or {}
+    total = len(queue)
+    rows = []
+    for s in statuses:
+        entry = queue.get((s.repo_id, s.revision))
+        place = eta = ""
+        if entry is not None:
+            place = f"{_ordinal(entry.place)} of {total}"
+            if entry.eta_s is None:
+                eta = f"stage {entry.stage}: after the first match is timed"
+            else:
+                eta = f"stage {entry.stage}: {_minutes(entry.eta_s)} ({entry.matches_left} matches at most)"
+        rows.append({
             "Policy": _link(s.repo_id, s.revision, hub_url),
-            "Revision": s.revision[:12],
-            "Team": s.submission.team_name,
             "Status": s.status.value + ("" if s.latest else " (superseded)"),
             "Reason": s.reason,
-            "Seen": pd.Timestamp(s.first_seen, unit="s").strftime("%Y-%m-%d %H:%M"),
-            "Updated": pd.Timestamp(s.updated, unit="s").strftime("%Y-%m-%d %H:%M"),
-        }
-        for s in statuses
-    ]
-    return pd.DataFrame(rows, columns=["Policy", "Revision", "Team", "Status", "Reason", "Seen", "Updated"])
+            "Queue": place,
+            "Verdict in": eta,
+            "Team": s.submission.team_name,
+            "Seen": pd.Timestamp(s.first_seen, unit="s").strftime("%m-%d %H:%M:%S"),
+            "Updated": pd.Timestamp(s.updated, unit="s").strftime("%m-%d %H:%M:%S"),
+        })
+    return pd.DataFrame(rows, columns=[c.name for c in SUBMISSION_COLUMNS])
+
+
+def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:
+    """The matches in flight, in markdown: track, the submissions in the line-up (linked),
+    how many built-ins, the tick."""
+    if not live:
+        return ("**Now playing:** nothing at the moment. Matches start as soon as a submission is validated "
+                "(PvE) or qualified (PvP).")
+    lines = [f"**Now playing:** {len(live)} match{'es' if len(live) > 1 else ''}"]
+    for m in live:
+        subs = [p for p in m.lineup if not is_builtin(p)]
+        named = ", ".join(_link(*p.split("@", 1), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
+        builtins = len(m.lineup) - len(subs)
+        what = f"PvE stage {m.stage}" if m.track == "pve" else m.track.upper()
+        crowd = f"{builtins} built-in team{'s' if builtins != 1 else ''}"
+        who = f"{named} against {crowd}" if named else crowd
+        lines.append(f"- {what}: {who}; tick {m.tick} of {m.horizon} ({100 * m.tick // max(1, m.horizon)}%), "
+                     f"{_minutes(max(0.0, now - m.started))} in · `{m.match_id}`")
+    return "\n".join(lines)
 
 
 def matches_table(
@@ -202,7 +284,8 @@ def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
     recent = (
         mine.sort_values("started_at", ascending=False)
         .head(20)[["match_id", "started_at", "track", "stage", "rank", "achievement", *POINT_COLUMNS]]
-        .rename(columns={"match_id": "Match", "started_at": "Started", "track": "Track", "stage": "Stage", "rank": "Rank", "achievement": "Achievement"})
+        .rename(columns={"match_id": "Match", "started_at": "Started", "track": "Track", "stage": "Stage", "rank": "Rank", "achievement": "Achievement",
+                         **{f"{task}_points": task.capitalize() for task in TASK_NAMES}})
     )
     together = rows[rows["match_id"].isin(mine["match_id"]) & (rows["player"] != player)]
     mine_by_match = mine.drop_duplicates("match_id").set_index("match_id")["achievement"]

@@ -17,10 +17,12 @@ import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from arena.replay import ReplayRecorder
 from arena.schema import MatchResult
+from matchmaking.live import LiveBoard
 from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 
 
@@ -34,12 +36,15 @@ class MatchOutcome:
     replay: bytes | None = None
 
 
-def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False) -> MatchOutcome:
+def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, live: Path | None = None) -> MatchOutcome:
     recorder = ReplayRecorder() if record else None
+    report, done = LiveBoard(live).reporter(spec) if live is not None else (None, lambda: None)
     try:
-        result = run_match(spec, host_factory=host_factory, recorder=recorder)
+        result = run_match(spec, host_factory=host_factory, recorder=recorder, progress=report)
     except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
         return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}")
+    finally:
+        done()
     return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None)
 
 
@@ -88,12 +93,15 @@ def run_matches(
 class LocalExecutor:
     """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
 
-    def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True):
+    def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True,
+                 live: Path | None = None):
         if workers < 1:
             raise ValueError(f"`workers` must be at least 1, got {workers}.")
         self.workers = workers
         self.host_factory = host_factory
         self.record_replays = record_replays
+        self.live = live
+        """Folder where matches in flight report their tick (`matchmaking.live`), if any."""
         self._pool: ProcessPoolExecutor | None = None
 
     def _ensure(self) -> ProcessPoolExecutor:
@@ -104,7 +112,7 @@ class LocalExecutor:
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
         """Play `specs`, yielding outcomes as they finish."""
         pool = self._ensure()
-        spec_of = {pool.submit(_play, spec, self.host_factory, self.record_replays): spec for spec in specs}
+        spec_of = {pool.submit(_play, spec, self.host_factory, self.record_replays, self.live): spec for spec in specs}
         pending = set(spec_of)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -148,6 +156,7 @@ class RayExecutor:
         num_cpus: int | None = None,
         host_factory: HostFactory = in_process_host,
         record_replays: bool = True,
+        live: Path | None = None,
     ):
         import ray  # optional: only needed when Ray is configured
 
@@ -156,6 +165,8 @@ class RayExecutor:
         self.ray = ray
         self.host_factory = host_factory
         self.record_replays = record_replays
+        self.live = live
+        """Folder for tick reports: only seen by the Space when the nodes share its disk."""
         if not ray.is_initialized():
             runtime_env = {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}
             if address is None:
@@ -165,7 +176,7 @@ class RayExecutor:
         self._play = ray.remote(num_cpus=1, max_retries=0)(_play)
 
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
-        spec_of = {self._play.remote(spec, self.host_factory, self.record_replays): spec for spec in specs}
+        spec_of = {self._play.remote(spec, self.host_factory, self.record_replays, self.live): spec for spec in specs}
         pending = list(spec_of)
         while pending:
             done, pending = self.ray.wait(pending, num_returns=1)

@@ -123,6 +123,7 @@ def run_match(
     *,
     host_factory: HostFactory = in_process_host,
     recorder: ReplayRecorder | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> MatchResult:
     """Play one match to its horizon (or until every agent is dead) and score it.
 
@@ -132,6 +133,8 @@ def run_match(
             default, `matchmaking.sandbox.sandboxed_host` for untrusted policies.
         recorder (`ReplayRecorder`, *optional*): records the match's replay (its `data`
             holds the bytes afterwards).
+        progress (`Callable[[int], None]`, *optional*): called with 0 once the teams are up,
+            then with every tick played (`matchmaking.live`).
 
     Returns:
         `MatchResult`: the record of the match, faults included.
@@ -181,6 +184,8 @@ def run_match(
 
         # ALGO LOGIC: the game loop
         ticks = 0
+        if progress is not None:
+            progress(0)
         for tick in range(1, config.horizon + 1):
             alive = env.realm.players
             asked: dict[int, frozenset[int]] = {}
@@ -206,6 +211,8 @@ def run_match(
             if recorder is not None:
                 recorder.tick(entities)
             ticks = tick
+            if progress is not None:
+                progress(tick)
             if not env.realm.players:
                 break
 

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from arena.activity import LiveMatch, QueueEntry
 from arena.lifecycle import TRANSITIONS, StageFigures, Status
 from arena.ratings import TrueSkillState, extend_trueskill, outcomes
 from arena.rules import Pairing, stage_opponents
@@ -32,11 +33,12 @@ from arena.settings import ArenaSettings
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
-from matchmaking import pve
+from matchmaking import pve, pve_queue
 from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
 from matchmaking.hub import HubHealth
+from matchmaking.live import LiveBoard
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.pairing import make_pool
 from matchmaking.policy import PolicyRef, builtin
@@ -96,6 +98,10 @@ class Matchmaker:
         self.rng = np.random.default_rng()
         self.scheduler: Any = None
         self._trueskill = TrueSkillState()
+        self.pve_queue: list[pve_queue.PveWork] = []
+        """The PvE work owed at the last round (`queue` forecasts from it)."""
+        self._in_flight: dict[tuple[str, str], list[int]] = {}
+        self._stopping = threading.Event()
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
@@ -180,40 +186,84 @@ class Matchmaker:
         revision in its own thread, under its time limit); returns how many were decided."""
         return self.validator.run_until_idle()
 
+    def _pve_work(self, history: list[MatchResult]) -> list[tuple[Any, pve.PvePlan]]:
+        """Every latest revision still owed PvE matches, with its plan; records each verdict
+        as it becomes known: stage 1 decided -> qualified or evaluated, later stages' figures."""
+        s = self.settings
+        owed = []
+        for state in self.statuses.with_status(Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED):
+            plan = pve.plan(history, state.repo_id, state.revision, matches_per_stage=s.pve_matches_per_stage,
+                            next_stage_top1=s.next_stage_top1, qualify_achievement=s.qualify_achievement)
+            stages = tuple(StageFigures(stage, v.top1_ratio, v.mean_achievement, v.matches) for stage, v in sorted(plan.summaries.items()))
+            if 1 in plan.summaries and (state.status is Status.EVALUATING or stages != state.pve):
+                ok, reason = pve.qualifies(plan.summaries, threshold=s.qualify_achievement, of=s.pve_matches_per_stage)
+                status = state.status if state.status is not Status.EVALUATING else Status.QUALIFIED if ok else Status.EVALUATED
+                more = "" if plan.finished else f"; PvE stage {plan.stage} being played"
+                state = self.statuses.record(state.repo_id, state.revision, status, reason + more, pve=stages)
+            if not plan.finished:
+                owed.append((state, plan))
+        return owed
+
     def play_pve(self) -> int:
-        """Play the next PvE matches of the revisions being evaluated; update their status."""
+        """Play the next PvE matches, in `pve_queue`'s order (earliest stage, fewest played,
+        earliest pushed), one per worker; record the verdicts they settle."""
         history = self.history.get()
-        budget = self.settings.pve_matches_per_round or 2 * self.workers
+        budget = self.settings.pve_matches_per_round or self.workers
+        owed = self._pve_work(history)
+        work = [pve_queue.PveWork(state.repo_id, state.revision, plan.stage, plan.seeds, plan.played, state.first_seen)
+                for state, plan in owed]
+        self.pve_queue = work
         specs: list[MatchSpec] = []
-        for state in self.statuses.with_status(Status.EVALUATING):
-            plan = pve.plan(
-                history, state.repo_id, state.revision,
-                matches_per_stage=self.settings.pve_matches_per_stage,
-                next_stage_top1=self.settings.next_stage_top1,
-            )
-            if plan.finished:
-                ok, reason = pve.qualifies(plan.summaries, threshold=self.settings.qualify_achievement)
-                stages = tuple(
-                    StageFigures(stage, v.top1_ratio, v.mean_achievement, v.matches) for stage, v in sorted(plan.summaries.items())
-                )
-                self.statuses.record(state.repo_id, state.revision, Status.QUALIFIED if ok else Status.EVALUATED, reason, pve=stages)
-                continue
-            if len(specs) >= budget:
-                continue
-            ref = self._try_ref(state.repo_id, state.revision)
+        refs: dict[tuple[str, str], PolicyRef | None] = {}
+        for item, seed in pve_queue.pick(work, budget):
+            if item.key not in refs:
+                refs[item.key] = self._try_ref(item.repo_id, item.revision)
+            ref = refs[item.key]
             if ref is None:
                 continue
-            opponents = [builtin(name) for name in stage_opponents(plan.stage)]
-            for seed in plan.seeds[: budget - len(specs)]:
-                specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=plan.stage))
-        played = self._play(specs)
+            opponents = [builtin(name) for name in stage_opponents(item.stage)]
+            specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=item.stage))
+        self._in_flight = {}
+        for spec in specs:
+            self._in_flight.setdefault((spec.policies[0].policy_id, spec.policies[0].revision), []).append(spec.seed)
+        try:
+            played = self._play(specs)
+        finally:
+            self._in_flight = {}
         self._check_faults(played)
+        self._pve_work(self.history.get())  # record what these matches decided, now rather than next round
         return len(played)
+
+    def live(self) -> list[LiveMatch]:
+        """The matches in flight, with their line-ups and ticks (empty if the executor
+        reports none)."""
+        folder = getattr(self.executor, "live", None)
+        return LiveBoard(folder).matches() if folder is not None else []
+
+    def stage1_pending(self) -> bool:
+        """Whether any revision still owes stage-1 PvE matches (PvP waits for them)."""
+        return any(w.stage == 1 and w.seeds for w in self.pve_queue)
+
+    def queue(self, now: float | None = None) -> dict[tuple[str, str], QueueEntry]:
+        """Each revision's place in the PvE queue and the forecast of its current stage's end,
+        from the measured durations of recent PvE matches."""
+        import time
+
+        recent = [r.duration_s for r in self.history.get()[-200:] if r.track == "pve" and r.duration_s > 0][-20:]
+        match_s = float(np.median(recent)) if recent else None
+        busy = []
+        if match_s:
+            for live in self.live():
+                done = live.tick / max(1, live.horizon)
+                busy.append((now or time.time()) + match_s * (1 - done))
+        return pve_queue.forecast(self.pve_queue, workers=self.workers, match_s=match_s, now=now or time.time(),
+                                  in_flight=dict(self._in_flight), busy_until=busy,
+                                  later_share=0.5 if self.statuses.with_status(Status.QUALIFIED) else 1.0)
 
     def play_pvp(self) -> int:
         """One round of PvP pools among the qualified revisions."""
         qualified = self.statuses.with_status(Status.QUALIFIED)
-        if not qualified:
+        if not qualified or self.stage1_pending():
             return 0
         refs = {player_id(s.repo_id, s.revision): (s.repo_id, s.revision) for s in qualified}
         history = self.history.get()
@@ -268,7 +318,7 @@ class Matchmaker:
         for name, job, every in (
             ("sync", self.sync, s.sync_every_s),
             ("validate", self.validate, s.validate_every_s),
-            ("pve", self.play_pve, s.pve_every_s),
+            ("pve", self._pve_until_idle, s.pve_every_s),
             ("pvp", self.play_pvp, s.pvp_every_s),
             ("flush", self.flush, s.flush_every_s),
         ):
@@ -277,7 +327,14 @@ class Matchmaker:
         self.scheduler = scheduler
         return scheduler
 
+    def _pve_until_idle(self) -> None:
+        """PvE rounds back to back while they find matches to play: the workers never wait
+        for the next tick of the schedule between two batches."""
+        while not self._stopping.is_set() and self.play_pve():
+            pass
+
     def stop(self) -> None:
+        self._stopping.set()
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=False)
             self.scheduler = None

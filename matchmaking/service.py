@@ -28,6 +28,7 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
 from matchmaking.hub import HubHealth
+from matchmaking.live import LiveBoard
 from matchmaking.matchmaker import Matchmaker
 from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host
 
@@ -158,10 +159,12 @@ class Arena:
         mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes, report=pushed)
         health.pending = mirror.pending
         workers = settings.workers or default_workers()
+        live = settings.data_dir / "live"
+        LiveBoard(live).clear()  # reports a killed Space left: no match is in flight yet
         if settings.ray_address:
-            executor: Any = RayExecutor(settings.ray_address, host_factory=sandboxed_host)
+            executor: Any = RayExecutor(settings.ray_address, host_factory=sandboxed_host, live=live)
         else:
-            executor = LocalExecutor(workers, host_factory=sandboxed_host)
+            executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live)
         matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,
                                 health=health, workers=workers)
         if schedule:

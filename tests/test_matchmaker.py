@@ -67,7 +67,8 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         assert all(any(t.policy_id == "alice/gatherer" for t in r.teams) for r in pvp)  # the one qualified, filled with anchors
         assert all(arena.store.replay_path(r.match_id) for r in results)
         pve = [r for r in results if r.track == "pve" and r.teams[0].policy_id == "alice/gatherer"]
-        assert Counter(r.stage for r in pve) == {1: 2, 2: 2, 3: 2}  # every stage opens (threshold 0 here)
+        assert set(Counter(r.stage for r in pve)) == {1, 2, 3}  # every stage opens (threshold 0 here) ...
+        assert all(n <= 2 for n in Counter(r.stage for r in pve).values())  # ... each ending when decided
     finally:
         arena.stop()
 
@@ -164,7 +165,7 @@ def test_kill_9_while_validating_then_restart_resumes_every_revision(hub, tmp_pa
         arena.stop()
     assert set(after) == {"alice/gatherer", "bob/wanderer", "carol/crashes", "dora/slow"}
     for state in after.values():
-        assert state.status in FINAL or state.status in (Status.EVALUATING, Status.QUALIFIED), (state.repo_id, state.status)
+        assert state.status in FINAL or state.status in (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED), (state.repo_id, state.status)
     assert after["dora/slow"].status is Status.EVALUATING
     reasons = [json.loads(line)["reason"] for line in log.read_text().splitlines() if '"dora/slow"' in line]
     assert "its validation was interrupted (the Space restarted); validating again" in reasons

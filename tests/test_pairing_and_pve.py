@@ -141,3 +141,35 @@ def test_replace_keeps_plans_pure():
     shuffled = list(reversed(history))
     assert plan(history, ME, REV) == plan(shuffled, ME, REV)
     assert plan([replace(history[0], track="pvp")], ME, REV).seeds == plan([], ME, REV).seeds
+
+
+def test_a_stage_ends_as_soon_as_its_bars_are_decided():
+    from matchmaking.pve import decide
+
+    winner = [pve_match(1, i, achievement=84, top=True) for i in range(3)]  # 252 points: the mean of ten is >= 25 whatever comes
+    assert decide(winner, ME, of=10, top1_bar=0.5, qualify_bar=25).qualifies is True
+    assert decide(winner, ME, of=10, top1_bar=0.5, qualify_bar=25).passes is None  # 3 wins of 10 may still end below 0.5
+    five = [pve_match(1, i, achievement=84, top=True) for i in range(5)]
+    p = plan(five, ME, REV)
+    assert p.stage == 2 and p.summaries[1].matches == 5 and p.stage1.early
+    assert qualifies(p.summaries) == (True, "qualified: mean Achievement 84.0 in PvE stage 1 (>= 25, decided after 5 of 10 matches)")
+    loser = [pve_match(1, i, achievement=0, top=False) for i in range(8)]  # at most 2 x 84 = 168 < 250 to come; 0.2 < 0.5
+    p = plan(loser, ME, REV)
+    assert p.finished and p.stage == 1 and p.summaries[1].matches == 8
+    assert qualifies(p.summaries)[1].endswith("below the 25 that qualifies for PvP, decided after 8 of 10 matches")
+    seven = loser[:7]  # 3 x 84 = 252 could still reach 250: open
+    assert not plan(seven, ME, REV).finished and plan(seven, ME, REV).stage1 is None
+
+
+def test_an_early_decision_agrees_with_the_full_stage_whatever_the_rest_brings():
+    from matchmaking.pve import decide
+
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        scores = rng.choice([0, 4, 14, 25, 31, 45, 84], size=10)
+        wins = rng.random(10) < rng.random()
+        history = [pve_match(1, i, achievement=int(scores[i]), top=bool(wins[i])) for i in range(10)]
+        full = decide(history, ME, of=10, top1_bar=0.5, qualify_bar=25)
+        for k in range(1, 10):
+            early = decide(history[:k], ME, of=10, top1_bar=0.5, qualify_bar=25)
+            assert early.passes in (None, full.passes) and early.qualifies in (None, full.qualifies)

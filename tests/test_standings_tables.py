@@ -91,17 +91,17 @@ def test_the_pve_and_submissions_tables_follow_the_statuses(standings, tmp_path)
     record_lifecycle(statuses, "carol/new", "c" * 40, Status.QUEUED, "waiting for validation")
     pve = tables.pve_table(standings, statuses.states(), hub_url="http://hub")
     alice = pve[pve["Policy"].str.contains("alice")].iloc[0]
-    assert alice["Status"] == "qualified" and alice["Stage 1 matches"] == 1 and alice["Stage 1 Top1Ratio"] == 1.0
+    assert alice["Status"] == "qualified" and alice["Matches per stage"].startswith("1 / ") and alice["Stage 1 Top1Ratio"] == 1.0
     assert alice["ms / tick"] == 3.25  # the cost measured at validation
     carol = pve[pve["Policy"].str.contains("carol")].iloc[0]
-    assert carol["Stage 1 matches"] == 0 and pd.isna(carol["Stage 1 Top1Ratio"]) and pd.isna(carol["ms / tick"])
+    assert carol["Matches per stage"] == "0 / 0 / 0" and pd.isna(carol["Stage 1 Top1Ratio"]) and pd.isna(carol["ms / tick"])
     pvp = tables.pvp_table(standings, hub_url="http://hub", costs=tables.step_costs(statuses.states()))
     by_policy = dict(zip(pvp["Policy"], pvp["ms / tick"]))
     assert [v for k, v in by_policy.items() if "alice" in k] == [3.25]
     assert all(pd.isna(v) for k, v in by_policy.items() if "anchor" in k)
     record_lifecycle(statuses, "alice/strong", "d" * 40, Status.QUEUED, "a new push")
     subs = tables.submissions_table(statuses.states(), hub_url="http://hub")
-    assert list(subs["Revision"]) == ["dddddddddddd", "cccccccccccc", "aaaaaaaaaaaa"]  # newest first
+    assert [link.split("@")[-1] for link in subs["Policy"]] == ["ddddddd", "ccccccc", "aaaaaaa"]  # newest first
     assert list(subs["Status"]) == ["queued", "queued", "qualified (superseded)"]
 
 

@@ -8,8 +8,10 @@ played by the runner with its replay recorded.
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import socket
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,8 +24,10 @@ from arena.simulation import Population, play
 from history.statuses import StatusLog
 from history.store import HistoryStore
 from matchmaking.config import MatchConfig
+from matchmaking.live import REPORT_EVERY_S, LiveBoard
 from matchmaking.match import MatchSpec, policies_for, run_match
-from matchmaking.policy import builtin
+from matchmaking.policy import PolicyRef, builtin
+from matchmaking.pve_queue import PveWork, forecast
 from tests_support import record_lifecycle
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -44,7 +48,7 @@ def free_port() -> int:
 def app(tmp_path_factory):
     import numpy as np
 
-    from leaderboard.pages import build
+    from leaderboard.pages import CSS, build
     from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("ui")
@@ -62,17 +66,34 @@ def app(tmp_path_factory):
     record_lifecycle(registry, WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
     record_lifecycle(registry, "carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
     registry.record("dave/new", "d" * 40, Status.QUEUED, "waiting for validation")
+    record_lifecycle(registry, "erin/pending", "e" * 40, Status.EVALUATING, "validated")
     recorder = ReplayRecorder()  # one real match, with its replay
     lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])
     real = run_match(MatchSpec(seed=9, policies=lineup, config=MatchConfig(horizon=60), track="pve", stage=1), recorder=recorder)
     store.record(real, replay=recorder.data)
     store.flush()
 
+    # a match in flight, as its process reports it (the real reporter), and the real PvE queue forecast
+    board = LiveBoard(root / "live")
+    report, _ = board.reporter(MatchSpec(seed=77, policies=policies_for(PolicyRef("erin/pending", "e" * 40), [builtin(n) for n in stage_opponents(1)]),
+                                         config=MatchConfig(horizon=1024), track="pve", stage=1))
+    report(0)
+    time.sleep(REPORT_EVERY_S)  # reports are at most once a second
+    report(512)
+    pending = PveWork("erin/pending", "e" * 40, 1, tuple(range(6)), 4, since=0.0)
+
+    def live():
+        return board.matches(stale_s=float("inf"))  # the test's report would go stale while the tests run
+
+    def queue():
+        return forecast([pending], workers=2, match_s=30.0, now=0.0)
+
     data = StandingsRefresher(store, statuses=registry.states, hub_url="http://hub.example", bootstrap=50)
     data.refresh()
-    demo = build(data, operator=lambda: ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed", *store.damaged])
+    demo = build(data, operator=lambda: ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed", *store.damaged],
+                 live=live, queue=queue)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
     yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data}
     demo.close()
 
@@ -116,7 +137,7 @@ def test_api_tables_match_the_known_history(app):
     assert headers[:4] == ["Rank", "Policy", "Author", "TrueSkill"]
     assert rows[0][headers.index("Matches")] == 120
     subs = client.predict(api_name="/submissions")
-    statuses = {r[0].split("]")[0].strip("["): (r[3], r[4]) for r in subs["data"]}
+    statuses = {r[0].split("]")[0].strip("["): (r[1], r[2]) for r in subs["data"]}
     assert statuses["carol/broken"][0] == "rejected" and "No module named 'torch'" in statuses["carol/broken"][1]
     assert statuses["dave/new"][0] == "queued"
     matches = client.predict("", "pve", "", "", "", api_name="/matches")
@@ -170,3 +191,93 @@ def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
     assert "damaged and cannot be played" in status and "loading" not in status
     page.screenshot(path=str(SHOTS / "replay-damaged.png"), full_page=True)
     page.wait_for_function("() => document.querySelector('#operator-status').innerText.includes('quarantine')", timeout=20000)
+
+
+@pytest.fixture(scope="module")
+def empty_app(tmp_path_factory):
+    """The Space before anything happened: no history, no submissions."""
+    from leaderboard.pages import CSS, build
+    from leaderboard.refresher import StandingsRefresher
+
+    root = tmp_path_factory.mktemp("empty")
+    data = StandingsRefresher(HistoryStore(root / "history"), statuses=StatusLog(root / "s.jsonl").states, hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    demo = build(data)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+TABS = ["PvP leaderboard", "PvE", "Submissions", "Policy", "Matches", "Replay", "About / Submit"]
+
+
+def test_links_render_as_links_and_status_and_reason_are_on_screen(page):
+    for tab, table in (("Submissions", "submissions-table"), ("PvE", "pve-table"), ("PvP leaderboard", "pvp-table")):
+        page.get_by_role("tab", name=tab).click()
+        link = page.locator(f"#{table} a:visible", has_text="alice/strong").first
+        link.wait_for()
+        assert link.get_attribute("href") == "http://hub.example/alice/strong"
+        assert "](" not in " ".join(visible_cells(page, table))  # no raw markdown left
+    page.get_by_role("tab", name="Submissions").click()
+    width = page.viewport_size["width"]
+    for header in ("Status", "Reason"):
+        box = page.locator("#submissions-table th:visible", has_text=header).first.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width, (header, box)
+
+
+def test_headers_wrap_between_words_never_letter_by_letter(page):
+    page.get_by_role("tab", name="PvE").click()
+    page.locator("#pve-table a:visible").first.wait_for()
+    heights = page.eval_on_selector_all("#pve-table th", "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect().height)")
+    line = page.eval_on_selector("#pve-table th", "e => parseFloat(getComputedStyle(e).lineHeight) || 20")
+    assert heights and max(heights) <= 4 * line + 24, (heights, line)  # "Stage 1 Achievement": at most 3 lines
+
+
+def test_the_policy_tab_opens_on_a_policy_and_draws_it(page):
+    page.get_by_role("tab", name="Policy").click()
+    value = page.locator("#policy-choice input").first.input_value()
+    assert value.startswith(STRONG)  # the PvP leader
+    page.locator("#policy-recent").get_by_role("gridcell").first.wait_for(timeout=15000)
+    page.locator("#policy-rating canvas, #policy-rating svg").first.wait_for(timeout=15000)
+
+
+def test_now_playing_and_the_queue_with_its_estimate(page):
+    playing = page.locator("#now-playing")
+    playing.get_by_text("PvE stage 1").wait_for(timeout=10000)
+    text = playing.inner_text()
+    assert "tick 512 of 1024 (50%)" in text and "against 15 built-in teams" in text
+    assert playing.locator("a", has_text="erin/pending").count() == 1
+    page.get_by_role("tab", name="Submissions").click()
+    row = page.locator("#submissions-table").get_by_role("row").filter(has_text="erin/pending").first
+    row.wait_for()
+    assert "1st of 1" in row.inner_text() and "stage 1: ~2 min (6 matches at most)" in row.inner_text()
+    page.screenshot(path=str(SHOTS / "submissions-queue.png"), full_page=True)
+
+
+def test_every_tab_with_data_and_without(browser, app, empty_app):
+    for url, label in ((app["url"], "data"), (empty_app, "empty")):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.get_by_role("tab", name="PvP leaderboard").wait_for()
+        for tab in TABS:
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_timeout(400)
+            page.screenshot(path=str(SHOTS / f"tab-{label}-{tab.split()[0].lower()}.png"), full_page=True)
+        if label == "empty":
+            for tab, note in (("PvP leaderboard", "#pvp-empty"), ("PvE", "#pve-empty"), ("Submissions", "#submissions-empty"),
+                              ("Matches", "#matches-empty"), ("Policy", "#policy-empty")):
+                page.get_by_role("tab", name=tab).click()
+                page.locator(note).wait_for(state="visible", timeout=10000)
+                assert len(page.locator(note).inner_text()) > 40, tab  # says what will fill it, and how
+                headers = " ".join(page.locator("th").all_inner_texts())
+                assert not re.search(r"(^|\s)1\s+2\s+3(\s|$)", headers), (tab, headers)  # no placeholder headers
+            assert "nothing at the moment" in page.locator("#now-playing").inner_text()
+        else:
+            for note in ("#pvp-empty", "#pve-empty", "#submissions-empty"):
+                assert not page.locator(note).is_visible()
+        assert errors == [], errors
+        context.close()

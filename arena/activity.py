@@ -1,0 +1,55 @@
+"""What the Space is doing right now: matches in flight and the PvE queue's forecast.
+
+The matchmaker produces these records (`matchmaking.live`, `matchmaking.pve_queue`) and
+the pages show them ("Now playing", the Submissions tab's queue and estimates); they are
+never part of the history: the history holds what has happened, these what is happening.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class LiveMatch:
+    """A match being played, as its process last reported it."""
+
+    match_id: str
+    track: str
+    stage: int | None
+    lineup: tuple[str, ...]
+    """Player ids in team order (`builtin:NAME` or `owner/name@sha`)."""
+    tick: int
+    horizon: int
+    started: float
+    """Unix time the match started."""
+    updated: float
+    """Unix time of the last report."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "lineup": list(self.lineup)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LiveMatch":
+        """Raises `KeyError`, `TypeError`, `ValueError` for anything else."""
+        stage = data.get("stage")
+        return cls(str(data["match_id"]), str(data["track"]), None if stage is None else int(stage),
+                   tuple(str(p) for p in data["lineup"]), int(data["tick"]), int(data["horizon"]),
+                   float(data["started"]), float(data["updated"]))
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """A revision's place in the PvE queue and the forecast of its current stage's end."""
+
+    repo_id: str
+    revision: str
+    stage: int
+    place: int
+    """1 + the revisions whose next match starts before this one's."""
+    matches_left: int
+    """Matches of the stage still to play, at most (those in flight included)."""
+    eta_s: float | None
+    """Seconds from the forecast until the stage's last match should end (None: no match
+    duration measured yet)."""

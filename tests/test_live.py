@@ -1,0 +1,52 @@
+"""Matches in flight report their line-up and tick while they play, and vanish when done."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from arena.rules import stage_opponents
+from matchmaking.config import MatchConfig
+from matchmaking.executor import LocalExecutor
+from matchmaking.live import STALE_S, LiveBoard
+from matchmaking.match import MatchSpec, policies_for
+from matchmaking.policy import builtin
+
+
+def test_a_match_in_flight_reports_its_tick_and_vanishes_when_it_ends(tmp_path):
+    board = LiveBoard(tmp_path / "live")
+    spec = MatchSpec(seed=5, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
+                     config=MatchConfig(horizon=400), track="pve", stage=1)
+    executor = LocalExecutor(1, live=board.folder)
+    outcomes = []
+    player = threading.Thread(target=lambda: outcomes.extend(executor.run([spec])))
+    player.start()
+    try:
+        seen = []
+        deadline = time.time() + 240
+        while player.is_alive() and time.time() < deadline:
+            seen += [m for m in board.matches() if m.tick > 0]
+            time.sleep(0.2)
+        player.join()
+    finally:
+        executor.close()
+    assert outcomes and outcomes[0].result is not None, outcomes
+    assert seen, "no report while the match played"
+    ticks = [m.tick for m in seen]
+    assert ticks == sorted(ticks) and 0 < ticks[0] < 400  # reported as it goes, not only at the end
+    first = seen[0]
+    assert first.match_id == spec.match_id and (first.track, first.stage, first.horizon) == ("pve", 1, 400)
+    assert first.lineup[0] == "builtin:elite" and len(first.lineup) == 16
+    assert board.matches() == []  # gone once the match ended
+
+
+def test_stale_and_damaged_reports_are_skipped_and_cleared(tmp_path):
+    board = LiveBoard(tmp_path / "live")
+    spec = MatchSpec(seed=1, policies=(builtin("forage"),) * 16, config=MatchConfig(horizon=8))
+    report, done = board.reporter(spec)
+    report(0)
+    (board.folder / "torn.json").write_text('{"match_id": ')
+    assert [m.match_id for m in board.matches()] == [spec.match_id]
+    assert board.matches(now=time.time() + STALE_S + 1) == []  # its process died: skipped
+    assert board.clear() == 2 and board.matches() == []
+    done()  # a match ending after a clear is fine
