@@ -300,7 +300,7 @@ def test_hub_failures_are_logged_once_and_retried_later(hub_api, local_hub, tmp_
 
 # -- end to end: the Arena's own flow -------------------------------------------------------
 
-def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path):
+def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monkeypatch):
     from app import model_card_publisher
     from arena.settings import ArenaSettings
     from localhub import LocalHub
@@ -312,11 +312,10 @@ def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path):
         revision = push_policy(owner, "eve/gatherer", EXAMPLES / "gatherer")
         settings = ArenaSettings(data_dir=tmp_path / "data", hub_endpoint=hub.endpoint, match_horizon=24, workers=2,
                                  pve_matches_per_stage=1, next_stage_top1=1.0, qualify_achievement=0.0, seed_examples=False)
+        monkeypatch.setenv("HF_TOKEN", "t")  # the Space's token, as on a real Hub
         arena = Arena.start(settings, schedule=False)
-        arena.api = HfApi(endpoint=hub.endpoint, token="t")  # the Space's token (HF_TOKEN on a real Hub)
         try:
             m = arena.matchmaker
-            m.api = m.validator.api = arena.api
             assert m.sync() == 1
             m.validate()
             for _ in range(5):
