@@ -10,10 +10,10 @@ When a revision's results are published ("settles", precisely):
    figures per stage (final by then) and, if it has played PvP already, its ratings.
 2. **When its TrueSkill sigma first falls below a step** of `PublishRule.sigma_steps`:
    4, 2, 1, 0.5 (sigma starts at 25/3). Each step halves the uncertainty, which takes
-   about four times the matches of the one before: in 16-team pools sigma was 4.45 after
+   about four times the matches of the one before: in 16-team pools sigma was 4.44 after
    1 match, 2.08 after 5, 1.02 after 20, 0.64 after 50 and 0.45 after 100
-   (`arena.simulation`, measured for the README). With `tau = 0` sigma only falls, so a
-   revision is published at most once per step, whatever the number of matches.
+   (`python -m bench.card_schedule`). With `tau = 0` sigma only falls, so a revision is
+   published at most once per step, whatever the number of matches.
 3. **When its conservative score (mu - 3 sigma) moved by `score_move` (3.0) or more**
    since the last publication: a settled rating that still moves is news (3 points is
    about three quarters of a beta).
