@@ -7,6 +7,8 @@
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
 - `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history.
 - `leaderboard.pages.build` is the Gradio UI over them.
+- `modelcards.publisher.ModelCardPublisher` publishes qualified submissions' results to
+  their model cards (one pull request per repo), after the standings, in the background.
 """
 
 from __future__ import annotations
@@ -14,9 +16,26 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 from arena.errors import SettingsError
 from arena.settings import ArenaSettings
+
+
+def model_card_publisher(settings: ArenaSettings, api: Any, refresher: Any, statuses: Any) -> Any:
+    """The model-card publisher over the Space's standings and statuses (None when
+    `NMMO_ARENA_MODEL_CARDS` is off). It writes with the Space's own Hub client and token."""
+    if not settings.model_cards:
+        return None
+    from modelcards.ledger import PublicationLedger
+    from modelcards.publications import PublishRule
+    from modelcards.publisher import ModelCardPublisher
+
+    return ModelCardPublisher(
+        api=api, standings=refresher.standings, statuses=statuses.states,
+        ledger=PublicationLedger(settings.model_card_ledger), dataset=settings.history_repo,
+        rule=PublishRule(min_interval_s=60.0 * settings.model_cards_minutes),
+    )
 
 
 def main() -> int:
@@ -39,6 +58,9 @@ def main() -> int:
     data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint)
     data.refresh()
     data.run_in_background()
+    publisher = model_card_publisher(settings, arena.api, data, arena.statuses)
+    if publisher is not None:
+        publisher.run_in_background(settings.model_cards_every_s)
     demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue)
     try:
         demo.launch(
@@ -47,6 +69,8 @@ def main() -> int:
             server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
         )
     finally:
+        if publisher is not None:
+            publisher.stop()
         data.stop()
         arena.stop()
     return 0

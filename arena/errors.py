@@ -59,3 +59,9 @@ class ProtocolError(ArenaError):
     """A team's process broke the sandbox protocol: closed its pipe, sent too much, too
     deeply nested or malformed data, or a message of the wrong shape or at the wrong time.
     Always the team's fault, recorded as such; never an error of the match."""
+
+
+class CardMetadataError(ArenaError, ValueError):
+    """A submission's model card has metadata the Arena cannot read (broken YAML front
+    matter, or a `model-index` that does not parse): its results cannot be added to it
+    until the owner fixes the card."""

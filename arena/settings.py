@@ -190,6 +190,12 @@ class ArenaSettings:
         doc="mean Achievement in PvE stage 1 that qualifies for PvP (the paper's 25)")
     error_after_faulty_matches: int = setting(2, env="ERROR_AFTER", parse=_integer, check=_at_least(1),
         doc="faulty matches (crash, memory, or faults on 10% of ticks) after which a revision is marked error")
+    model_cards: bool = setting(True, env="MODEL_CARDS", parse=_boolean,
+        doc="open and update one pull request per qualified submission that adds its results to its model card")
+    model_cards_every_s: float = setting(60.0, env="MODEL_CARDS_S", parse=_number, check=_positive,
+        doc="seconds between looks for model-card results due (a look without any due costs no Hub call)")
+    model_cards_minutes: float = setting(60.0, env="MODEL_CARDS_MINUTES", parse=_number, check=_at_least(0),
+        doc="least minutes between two publications of one revision's results (the first, at qualification, waits for none)")
     seed_examples: bool = setting(True, env="SEED_EXAMPLES", parse=_boolean,
         doc="push the example and built-in submissions to an empty embedded Hub at start")
     log_level: str = setting("INFO", env="LOG", parse=lambda t: t.strip().upper(), check=_choice(_LOG_LEVELS),
@@ -253,6 +259,11 @@ class ArenaSettings:
     def history_dir(self) -> Path:
         """The match-history dataset folder (see `history.store`)."""
         return self.data_dir / "history"
+
+    @property
+    def model_card_ledger(self) -> Path:
+        """What was published on model cards (see `modelcards.ledger`); not part of the dataset."""
+        return self.data_dir / "model_cards.jsonl"
 
     @property
     def status_log(self) -> Path:

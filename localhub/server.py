@@ -9,6 +9,12 @@ them), and stores everything in a `HubStore` on disk, so it survives restarts.
 
 Uploads are always "regular" (inline in the commit), so neither Xet nor LFS is needed.
 Writes need a token when one is configured; reads are open.
+
+Discussions and pull requests (`/api/{models,datasets}/OWNER/NAME/discussions...`) are
+served for `HfApi.get_repo_discussions`, `get_discussion_details`, `create_discussion`,
+`create_pull_request`, `comment_discussion`, `change_discussion_status` and
+`merge_pull_request`; a commit with `create_pr=1` opens a pull request and answers its
+URL, and `refs/pr/<num>` is a revision like any other (commits, downloads, repo info).
 """
 
 from __future__ import annotations
@@ -29,7 +35,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from localhub.store import BadRequest, Commit, EntryNotFound, HubError, HubStore, Repo, RepoExists, card_metadata
+from localhub.discussions import DiscussionRoutes
+from localhub.store import (
+    PR_REF_PREFIX,
+    BadRequest,
+    Commit,
+    EntryNotFound,
+    HubError,
+    HubStore,
+    Repo,
+    RepoExists,
+    card_metadata,
+)
 
 _TYPES = {"models": "model", "datasets": "dataset"}
 PAGE_SIZE = 1000
@@ -42,7 +59,7 @@ def _error(exc: HubError, **headers: str) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
 
 
-class LocalHubApp:
+class LocalHubApp(DiscussionRoutes):
     """The ASGI application: one catch-all route, dispatched on the raw path (the client
     sends revisions and folder paths with `/` encoded as `%2F`)."""
 
@@ -131,12 +148,16 @@ class LocalHubApp:
             refs = self.store.refs(repo)
             return JSONResponse(
                 {
-                    "branches": [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": sha} for n, sha in refs.items()],
+                    "branches": [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": sha} for n, sha in refs.items()
+                                 if not n.startswith(PR_REF_PREFIX)],
                     "converts": [],
                     "tags": [],
-                    "pullRequests": [],
+                    "pullRequests": [{"name": n[len("refs/"):], "ref": n, "targetCommit": sha} for n, sha in refs.items()
+                                     if n.startswith(PR_REF_PREFIX)],
                 }
             )
+        if head == "discussions":
+            return await self._discussion_route(request, repo, args)
         return _error(_NotFound(f"No API route {request.url.path}"))
 
     # -- helpers -------------------------------------------------------------------------
@@ -314,20 +335,30 @@ class LocalHubApp:
                 folders.append(value["path"])
             else:
                 raise BadRequest(f"Unsupported commit operation {key!r}: this local Hub stores every file inline.")
+        title = header.get("summary", "") or "Upload files"
+        parent = header.get("parentCommit")
+        pull_request = None
+        if parse_qs(request.url.query).get("create_pr", ["0"])[0] == "1":
+            pull_request = self.store.create_discussion(
+                repo, title=title, description=header.get("description", "") or title, author=author,
+                pull_request=True, status="open", base=branch, base_commit=parent,
+            )
+            branch, parent = pull_request.ref, None
         commit = self.store.commit_changes(
             repo,
             branch=branch,
-            title=header.get("summary", "") or "Upload files",
+            title=title,
             message=header.get("description", ""),
             author=author,
             additions=additions,
             deletions=deletions,
             deleted_folders=folders,
-            parent=header.get("parentCommit"),
+            parent=parent,
         )
-        return JSONResponse(
-            {"success": True, "commitOid": commit.id, "commitUrl": f"{self._url_prefix(request, repo)}/commit/{commit.id}"}
-        )
+        answer = {"success": True, "commitOid": commit.id, "commitUrl": f"{self._url_prefix(request, repo)}/commit/{commit.id}"}
+        if pull_request is not None:
+            answer["pullRequestUrl"] = f"{self._url_prefix(request, repo)}/discussions/{pull_request.num}"
+        return JSONResponse(answer)
 
     def list_commits(self, request: Request, repo: Repo, revision: str) -> Response:
         items = [

@@ -5,14 +5,21 @@ A small content-addressed store, laid out like a bare git repository's essential
     ROOT/objects/ab/<blob sha1>              file contents, shared by every repo
     ROOT/{models,datasets}/OWNER/NAME/
         repo.json                            id, type, creation time
-        refs.json                            {"main": "<commit sha>"}
+        refs.json                            {"main": "<sha>", "refs/pr/1": "<sha>", ...}
         commits/<commit sha>.json            parents, message, date, and the full file tree
+        discussions/<num>.json               a discussion or pull request and its events
 
 A commit records the whole tree (path -> blob id and size), so any revision can be read
 without walking history. Blob ids are git's (`sha1("blob <size>\\0" + content)`), which is
 what the Hub reports as a file's `oid` and what `huggingface_hub` checks downloads
 against. Every file is written to a temporary name and renamed into place, and a branch
 moves only after its commit is on disk: a crash leaves the last complete commit.
+
+Pull requests are the Hub's: a discussion flagged as a pull request, numbered with the
+repo's discussions, whose changes live on the ref `refs/pr/<num>` (commits go there like
+to a branch, files are read there like at any revision); merging it makes its changes
+main's (a fast-forward when main has not moved, else a merge commit; the same file
+changed on both sides is a conflict).
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -33,6 +42,12 @@ import yaml
 REPO_TYPES = ("model", "dataset")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+
+#: Where a pull request's changes live: `refs/pr/<num>`, as on the Hub.
+PR_REF_PREFIX = "refs/pr/"
+
+#: What a discussion or pull request can be: drafts and merges are pull requests' only.
+DISCUSSION_STATUSES = ("open", "closed", "merged", "draft")
 
 
 class HubError(Exception):
@@ -64,6 +79,14 @@ class StaleParent(HubError):
 
 class BadRequest(HubError):
     status, code = 400, ""
+
+
+class DiscussionNotFound(HubError):
+    status, code = 404, ""
+
+
+class MergeConflict(HubError):
+    status, code = 409, ""
 
 
 def git_blob_id(content: bytes) -> str:
@@ -120,6 +143,31 @@ class Commit:
     def tags(self) -> list[str]:
         tags = self.card.get("tags") or []
         return [str(t) for t in tags] if isinstance(tags, list) else [str(tags)]
+
+
+@dataclass(frozen=True)
+class Discussion:
+    """A discussion or pull request of one repo, with its events in order.
+
+    `events` are the Hub's own event records (`comment`, `commit`, `status-change`), as
+    `huggingface_hub.community.deserialize_event` reads them. A pull request's changes are
+    on `refs/pr/<num>`, from `base_commit` of branch `base`.
+    """
+
+    num: int
+    title: str
+    author: str
+    created_at: str
+    is_pull_request: bool
+    status: str
+    events: tuple[Mapping[str, Any], ...] = ()
+    base: str | None = None
+    base_commit: str | None = None
+    merge_commit: str | None = None
+
+    @property
+    def ref(self) -> str | None:
+        return f"{PR_REF_PREFIX}{self.num}" if self.is_pull_request else None
 
 
 @dataclass(frozen=True)
@@ -277,6 +325,8 @@ class HubStore:
             commit = self._write_commit(repo.path, parents=(head.id,), title=title, message=message, author=author, files=files, card=card)
             refs[branch] = commit.id
             _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+            if branch.startswith(PR_REF_PREFIX):
+                self._add_commit_event(repo, int(branch[len(PR_REF_PREFIX):]), commit)
             return commit
 
     def _write_commit(self, path: Path, *, parents: tuple[str, ...], title: str, message: str, author: str, files: Mapping[str, Any], card: Mapping[str, Any]) -> Commit:
@@ -285,6 +335,155 @@ class HubStore:
         sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
         _atomic_write(path / "commits" / f"{sha}.json", body)
         return Commit(id=sha, parents=parents, title=title, message=message, date=data["date"], author=author, files=dict(files), card=dict(card))
+
+
+    # -- discussions and pull requests -------------------------------------------------
+    def discussions(self, repo: Repo) -> list[Discussion]:
+        """Every discussion and pull request of the repo, newest first."""
+        folder = repo.path / "discussions"
+        if not folder.is_dir():
+            return []
+        found = [self._read_discussion(path) for path in folder.glob("*.json")]
+        return sorted(found, key=lambda d: d.num, reverse=True)
+
+    def discussion(self, repo: Repo, num: int) -> Discussion:
+        path = repo.path / "discussions" / f"{num}.json"
+        if not path.exists():
+            raise DiscussionNotFound(f"Discussion {num} not found on {repo.repo_id}.")
+        return self._read_discussion(path)
+
+    def create_discussion(
+        self, repo: Repo, *, title: str, description: str, author: str, pull_request: bool,
+        status: str | None = None, base: str = "main", base_commit: str | None = None,
+    ) -> Discussion:
+        """Open a discussion, or a pull request from `base` (at `base_commit`, default its
+        head) whose ref starts there. A pull request opened empty is a draft, as on the Hub."""
+        title = title.strip()
+        if not 3 <= len(title) <= 200:
+            raise BadRequest("The title must be 3 to 200 characters long.")
+        with self._lock(str(repo.path)):
+            numbers = [d.num for d in self.discussions(repo)]
+            num = max(numbers, default=0) + 1
+            start = None
+            if pull_request:
+                refs = self.refs(repo)
+                if base not in refs:
+                    raise RevisionNotFound(f"Invalid rev id: {base}")
+                start = self.commit(repo, base_commit).id if base_commit else refs[base]
+                refs[f"{PR_REF_PREFIX}{num}"] = start
+                _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+            discussion = Discussion(
+                num=num, title=title, author=author, created_at=now_iso(), is_pull_request=pull_request,
+                status=status or ("draft" if pull_request else "open"),
+                events=(_event("comment", author, {"edited": False, "hidden": False, "latest": {"raw": description, "html": html_escape(description), "updatedAt": now_iso(), "author": {"name": author}}}),),
+                base=base if pull_request else None, base_commit=start,
+            )
+            self._write_discussion(repo, discussion)
+            return discussion
+
+    def comment(self, repo: Repo, num: int, *, author: str, text: str) -> Mapping[str, Any]:
+        """Add a comment; returns its event."""
+        if not text.strip():
+            raise BadRequest("A comment cannot be empty.")
+        event = _event("comment", author, {"edited": False, "hidden": False, "latest": {"raw": text, "html": html_escape(text), "updatedAt": now_iso(), "author": {"name": author}}})
+        with self._lock(str(repo.path)):
+            self._append_event(repo, num, event)
+        return event
+
+    def change_status(self, repo: Repo, num: int, *, status: str, author: str, comment: str = "") -> Mapping[str, Any]:
+        """Close or reopen a discussion or pull request (a merged one stays merged)."""
+        if status not in ("open", "closed"):
+            raise BadRequest(f"Invalid status {status!r}: a discussion can be set 'open' or 'closed'.")
+        with self._lock(str(repo.path)):
+            current = self.discussion(repo, num)
+            if current.status == "merged":
+                raise BadRequest("This pull request is merged: its status cannot change.")
+            if comment.strip():
+                self._append_event(repo, num, _event("comment", author, {"edited": False, "hidden": False, "latest": {"raw": comment, "html": html_escape(comment), "updatedAt": now_iso(), "author": {"name": author}}}))
+            event = _event("status-change", author, {"status": status})
+            self._append_event(repo, num, event, status=status)
+        return event
+
+    def merge(self, repo: Repo, num: int, *, author: str, comment: str = "") -> Commit:
+        """Merge a pull request into its base branch; returns the base's new head.
+
+        Raises:
+            `BadRequest`: not an open pull request.
+            `MergeConflict`: a file it changes was changed differently on the base since.
+        """
+        with self._lock(str(repo.path)):
+            pr = self.discussion(repo, num)
+            if not pr.is_pull_request or pr.status not in ("open", "draft"):
+                raise BadRequest(f"Discussion {num} is not an open pull request (status {pr.status}).")
+            refs = self.refs(repo)
+            head = self.commit(repo, refs[pr.ref])
+            target = self.commit(repo, refs[pr.base])
+            if target.id == pr.base_commit or target.id == head.id:  # the base has not moved: fast-forward
+                merged = head
+            else:
+                files = self._merged_files(repo, pr, head, target)
+                readme = files.get("README.md")
+                card = card_metadata(self.blob_path(readme["oid"]).read_bytes()) if readme else {}
+                merged = self._write_commit(repo.path, parents=(target.id, head.id), title=f"Merge {pr.ref}: {pr.title}",
+                                            message=comment, author=author, files=files, card=card)
+            refs[pr.base] = merged.id
+            _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+            if comment.strip():
+                self._append_event(repo, num, _event("comment", author, {"edited": False, "hidden": False, "latest": {"raw": comment, "html": html_escape(comment), "updatedAt": now_iso(), "author": {"name": author}}}))
+            self._append_event(repo, num, _event("status-change", author, {"status": "merged"}), status="merged", merge_commit=merged.id)
+            return merged
+
+    def conflicts(self, repo: Repo, pr: Discussion) -> list[str]:
+        """Files a pull request and its base branch both changed, differently, since it started."""
+        if not pr.is_pull_request or pr.status == "merged":
+            return []
+        refs = self.refs(repo)
+        base = self.commit(repo, pr.base_commit).files
+        head, target = self.commit(repo, refs[pr.ref]).files, self.commit(repo, refs[pr.base]).files
+        changed = {p for p in set(base) | set(head) if base.get(p) != head.get(p)}
+        return sorted(p for p in changed if base.get(p) != target.get(p) and head.get(p) != target.get(p))
+
+    def _merged_files(self, repo: Repo, pr: Discussion, head: Commit, target: Commit) -> dict[str, Any]:
+        clashes = self.conflicts(repo, pr)
+        if clashes:
+            raise MergeConflict(f"Cannot merge {pr.ref}: conflicting changes in {', '.join(clashes)}. Update the pull request from {pr.base} first.")
+        base = self.commit(repo, pr.base_commit).files
+        files = dict(target.files)
+        for path in set(base) | set(head.files):
+            if base.get(path) == head.files.get(path):
+                continue
+            if path in head.files:
+                files[path] = head.files[path]
+            else:
+                files.pop(path, None)
+        return files
+
+    def _add_commit_event(self, repo: Repo, num: int, commit: Commit) -> None:
+        """A commit pushed to `refs/pr/<num>` shows in that pull request (caller holds the lock)."""
+        try:
+            self._append_event(repo, num, _event("commit", commit.author, {"subject": commit.title, "oid": commit.id}))
+        except DiscussionNotFound:
+            pass  # a ref named like a pull request's without its discussion: nothing to show
+
+    def _append_event(self, repo: Repo, num: int, event: Mapping[str, Any], **changes: Any) -> None:
+        current = self.discussion(repo, num)
+        self._write_discussion(repo, replace(current, events=(*current.events, event), **changes))
+
+    def _write_discussion(self, repo: Repo, discussion: Discussion) -> None:
+        data = asdict(discussion)
+        data["events"] = list(discussion.events)
+        _atomic_write(repo.path / "discussions" / f"{discussion.num}.json", json.dumps(data, sort_keys=True).encode())
+
+    @staticmethod
+    def _read_discussion(path: Path) -> Discussion:
+        data = json.loads(path.read_text())
+        data["events"] = tuple(data["events"])
+        return Discussion(**data)
+
+
+def _event(kind: str, author: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """One event of a discussion, in the Hub's shape."""
+    return {"id": secrets.token_hex(12), "type": kind, "createdAt": now_iso(), "author": {"name": author}, "data": dict(data)}
 
 
 def _check_path(path: str) -> None:

@@ -1,0 +1,118 @@
+"""The Arena's results in a model card's metadata (`model-index`), and the card's opt-out.
+
+Pure: card text and `CardResults` in, card text out. The results are huggingface_hub's
+own `EvalResult`s, and `ModelCard` writes them as `model-index` (through
+`eval_results_to_model_index`), so the Hub's evaluation widget and every client read
+them. One `model-index` entry per track: PvP, and each PvE stage played, each naming the
+history dataset as its source:
+
+```yaml
+model-index:
+- name: my-team
+  results:
+  - task: {type: reinforcement-learning, name: Neural MMO team play}
+    dataset: {name: NMMO Arena PvP, type: nmmo-arena/match-history, config: pvp, split: train}
+    metrics:
+    - {type: trueskill_conservative, value: 21.4, name: TrueSkill (mu - 3 sigma)}
+    - ...
+    source: {name: nmmo-arena/match-history, url: https://huggingface.co/datasets/nmmo-arena/match-history}
+```
+
+Results of other sources on the card (the owner's own evaluations) are kept as they are;
+the Arena's, recognised by their dataset (the history repo), are replaced.
+
+A card opts out with `nmmo_arena: {model_index: false}` in its metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import yaml
+from huggingface_hub import EvalResult, ModelCard
+
+from arena.errors import CardMetadataError
+from modelcards.publications import CardResults
+
+#: The card metadata key the Arena reads (`nmmo_arena: {model_index: false}` opts out).
+ARENA_KEY = "nmmo_arena"
+OPT_OUT_KEY = "model_index"
+
+TASK_TYPE = "reinforcement-learning"
+TASK_NAME = "Neural MMO team play"
+
+
+def opted_out(card_data: Mapping[str, Any] | None) -> bool:
+    """Whether a card's metadata declines the Arena's results (`nmmo_arena: {model_index: false}`)."""
+    section = (card_data or {}).get(ARENA_KEY)
+    if not isinstance(section, Mapping) or OPT_OUT_KEY not in section:
+        return False
+    value = section[OPT_OUT_KEY]
+    return value is False or str(value).strip().lower() in ("false", "no", "off", "0")
+
+
+def eval_results(results: CardResults, *, dataset: str, dataset_url: str) -> list[EvalResult]:
+    """The figures as `EvalResult`s: PvP ratings (if any PvP was played), then each PvE stage.
+
+    Args:
+        results (`CardResults`): what to publish.
+        dataset (`str`): the history dataset's repo id (`dataset.type` and `source.name`).
+        dataset_url (`str`): its page on the Hub the Space uses (`source.url`).
+    """
+    def result(track: str, config: str, metric: str, value: Any, name: str) -> EvalResult:
+        return EvalResult(
+            task_type=TASK_TYPE, task_name=TASK_NAME, dataset_type=dataset, dataset_name=f"NMMO Arena {track}",
+            dataset_config=config, dataset_split="train", metric_type=metric, metric_value=value, metric_name=name,
+            source_name=dataset, source_url=dataset_url,
+        )
+
+    out = []
+    pvp = results.pvp
+    if pvp is not None:
+        out += [
+            result("PvP", "pvp", "trueskill_conservative", pvp.conservative, "TrueSkill (mu - 3 sigma)"),
+            result("PvP", "pvp", "trueskill_mu", pvp.mu, "TrueSkill mu"),
+            result("PvP", "pvp", "trueskill_sigma", pvp.sigma, "TrueSkill sigma"),
+        ]
+        if pvp.mle is not None:
+            out += [
+                result("PvP", "pvp", "mle_rating", pvp.mle, "MLE rating (Plackett-Luce, anchored)"),
+                result("PvP", "pvp", "mle_rating_low", pvp.mle_low, "MLE rating, 95% interval low"),
+                result("PvP", "pvp", "mle_rating_high", pvp.mle_high, "MLE rating, 95% interval high"),
+            ]
+        out.append(result("PvP", "pvp", "matches", pvp.matches, "PvP matches"))
+    for stage in results.pve:
+        track, config = f"PvE stage {stage.stage}", f"pve-stage-{stage.stage}"
+        out += [
+            result(track, config, "top1_ratio", stage.top1_ratio, "Top1Ratio"),
+            result(track, config, "mean_achievement", stage.mean_achievement, "Mean Achievement"),
+            result(track, config, "matches", stage.matches, "PvE matches"),
+        ]
+    return out
+
+
+def with_results(card_text: str, results: list[EvalResult], *, dataset: str, model_name: str) -> str:
+    """The card with the Arena's results replaced by `results`, everything else kept.
+
+    Raises:
+        `CardMetadataError`: the card's metadata cannot be read (broken YAML or
+            `model-index`); the owner has to fix it first.
+    """
+    try:
+        card = ModelCard(card_text or "")
+    except (ValueError, yaml.YAMLError) as exc:
+        raise CardMetadataError(
+            f"The model card's metadata cannot be read ({type(exc).__name__}: {exc}). "
+            "Fix the YAML between the card's '---' lines (e.g. check it with `python -c \"import huggingface_hub; "
+            "huggingface_hub.ModelCard.load('README.md')\"`), then push it."
+        ) from exc
+    kept = [r for r in (card.data.eval_results or []) if r.dataset_type != dataset]
+    card.data.model_name = card.data.model_name or model_name
+    card.data.eval_results = kept + list(results)
+    return str(card)
+
+
+def arena_results(card_text: str, *, dataset: str) -> list[EvalResult]:
+    """The Arena's results on a card (those whose dataset is the history repo)."""
+    card = ModelCard(card_text or "", ignore_metadata_errors=True)
+    return [r for r in (card.data.eval_results or []) if r.dataset_type == dataset]
