@@ -6,8 +6,9 @@ published in, the publications to make now out. No I/O, no clock of its own.
 
 When a revision's results are published ("settles", precisely):
 
-1. **At qualification.** The first time a repo's latest revision is `qualified`: its PvE
-   figures per stage (final by then) and, if it has played PvP already, its ratings.
+1. **At qualification.** The first time a repo's latest revision is `qualified` (once PvE
+   stage 1 is decided): its PvE figures per stage ended so far and, if it has played PvP
+   already, its ratings. Each later PvE stage that ends is news too.
 2. **When its TrueSkill sigma first falls below a step** of `PublishRule.sigma_steps`:
    4, 2, 1, 0.5 (sigma starts at 25/3). Each step halves the uncertainty, which takes
    about four times the matches of the one before: in 16-team pools sigma was 4.44 after
@@ -119,6 +120,9 @@ class PublishRule:
 
     def news(self, last: CardResults, now: CardResults) -> str:
         """Why `now` is worth publishing after `last`, or "" if it is not."""
+        ended = sorted({s.stage for s in now.pve} - {s.stage for s in last.pve})
+        if ended:  # a revision qualifies once stage 1 is decided; its later stages end after
+            return f"PvE stage {', '.join(map(str, ended))} ended"
         if self.level(now.pvp) > self.level(last.pvp):
             step = self.sigma_steps[self.level(now.pvp) - 1]
             return f"TrueSkill sigma fell below {step:g} ({now.pvp.sigma:.2f} after {now.pvp.matches} PvP matches)"
@@ -130,7 +134,7 @@ class PublishRule:
 
 
 def results_for(standings: Standings, state: RevisionState) -> CardResults:
-    """A revision's figures: PvE from its status (final once it qualified), PvP from the standings."""
+    """A revision's figures: PvE from its status (the stages ended so far), PvP from the standings."""
     player = player_id(state.repo_id, state.revision)
     pve = tuple(StageFigures(s.stage, round(s.top1_ratio, 2), round(s.mean_achievement, 2), s.matches)
                 for s in sorted(state.pve, key=lambda s: s.stage))

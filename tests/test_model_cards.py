@@ -68,6 +68,9 @@ def test_published_at_qualification_then_only_as_the_rating_settles(tmp_path):
     assert [p.reason for p in moved] == ["conservative score moved by -3.80 to 10.50 since the last publication"]
     jump = after(26.0, 0.9, 25, settled, 5000.0, 99999.0)  # several steps at once: one publication naming the lowest
     assert [p.reason for p in jump] == ["TrueSkill sigma fell below 1 (0.90 after 25 PvP matches)"]
+    earlier = replace(settled, pve=STAGES[:1])  # qualified once stage 1 was decided; stage 2 ended since
+    assert [p.reason for p in after(26.0, 3.9, 2, earlier, 5000.0, 99999.0)] == ["PvE stage 2 ended"] == \
+        [rule.news(earlier, settled)][:1]
 
 
 def test_nothing_is_due_for_declined_superseded_or_unqualified_revisions(tmp_path):
