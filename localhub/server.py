@@ -8,7 +8,8 @@ stands in for S3. It implements what those clients use (see the route table in
 them), and stores everything in a `HubStore` on disk, so it survives restarts.
 
 Uploads are always "regular" (inline in the commit), so neither Xet nor LFS is needed.
-Writes need a token when one is configured; reads are open.
+Writes need a token when one is configured; reads are open. Webhooks (the settings API and
+the payloads sent on every commit) are `localhub.webhooks`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from localhub.store import BadRequest, Commit, EntryNotFound, HubError, HubStore, Repo, RepoExists, card_metadata
+from localhub.webhooks import Webhooks
 
 _TYPES = {"models": "model", "datasets": "dataset"}
 PAGE_SIZE = 1000
@@ -46,10 +48,12 @@ class LocalHubApp:
     """The ASGI application: one catch-all route, dispatched on the raw path (the client
     sends revisions and folder paths with `/` encoded as `%2F`)."""
 
-    def __init__(self, store: HubStore, *, write_token: str | None = None, page_size: int = PAGE_SIZE):
+    def __init__(self, store: HubStore, *, write_token: str | None = None, page_size: int = PAGE_SIZE,
+                 webhooks: Webhooks | None = None):
         self.store = store
         self.write_token = write_token
         self.page_size = page_size
+        self.webhooks = webhooks or Webhooks(store.root)
         self.app = Starlette(routes=[Route("/{path:path}", self.handle, methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
 
     async def __call__(self, scope, receive, send):
@@ -73,6 +77,9 @@ class LocalHubApp:
                 return JSONResponse({"errors": [], "warnings": []})
             if rest == ["whoami-v2"]:
                 return self.whoami(request)
+            if rest[:2] == ["settings", "webhooks"]:  # webhooks reveal their secrets: token only
+                self._authorize(request)
+                return await self.webhooks.handle(request, [unquote(p) for p in rest[2:]])
             if len(rest) == 1 and rest[0] in _TYPES and method == "GET":
                 return self.list_repos(request, _TYPES[rest[0]])
             if len(rest) >= 3 and rest[0] in _TYPES:
@@ -163,7 +170,7 @@ class LocalHubApp:
                 item.update(size=entry["size"], blobId=entry["oid"])
             siblings.append(item)
         data = {
-            "_id": hashlib.sha1(f"{repo.repo_type}/{repo.repo_id}".encode()).hexdigest()[:24],
+            "_id": repo.uid,
             "id": repo.repo_id,
             "author": repo.repo_id.split("/")[0],
             "sha": commit.id,
@@ -194,6 +201,13 @@ class LocalHubApp:
             headers["Link"] = f'<{self._base(request)}{request.url.path}?{urlencode(query, doseq=True)}>; rel="next"'
         return JSONResponse(page, headers=headers)
 
+    def _notify(self, request: Request, repo: Repo, *, scope: str, action: str,
+                updated_refs: list[tuple[str, str | None, str | None]] = ()) -> None:
+        """Tell the webhooks watching `repo` (delivered in the background: never waits)."""
+        main = self.store.commit(repo)
+        self.webhooks.repo_changed(repo, scope=scope, action=action, base_url=self._base(request), head_sha=main.id,
+                                   tags=main.tags, updated_refs=updated_refs)
+
     # -- endpoints -----------------------------------------------------------------------
     async def create_repo(self, request: Request) -> Response:
         caller = self._authorize(request)
@@ -204,9 +218,10 @@ class LocalHubApp:
         prefix = "datasets/" if kind == "dataset" else ""
         url = f"{self._base(request)}/{prefix}{repo_id}"
         try:
-            self.store.create_repo(kind, repo_id)
+            repo = self.store.create_repo(kind, repo_id)
         except RepoExists as exc:
             return JSONResponse({"error": str(exc), "url": url}, status_code=409)
+        self._notify(request, repo, scope="repo", action="create")
         return JSONResponse({"url": url, "name": repo_id})
 
     def whoami(self, request: Request) -> Response:
@@ -325,6 +340,8 @@ class LocalHubApp:
             deleted_folders=folders,
             parent=header.get("parentCommit"),
         )
+        self._notify(request, repo, scope="repo.content", action="update",
+                     updated_refs=[(f"refs/heads/{branch}", commit.parents[0] if commit.parents else None, commit.id)])
         return JSONResponse(
             {"success": True, "commitOid": commit.id, "commitUrl": f"{self._url_prefix(request, repo)}/commit/{commit.id}"}
         )
@@ -418,6 +435,7 @@ class LocalHub:
             if self.thread is not None:
                 self.thread.join(timeout=10)
             self.server = None
+        self.app.webhooks.close()
 
 
 __all__ = ["LocalHub", "LocalHubApp", "card_metadata"]
