@@ -6,7 +6,8 @@
   with example submissions), the match history, the submission statuses and the
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
 - `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history.
-- `leaderboard.pages.build` is the Gradio UI over them.
+- `leaderboard.pages.build` is the Gradio UI over them, served with the Hub's webhook
+  route (`/webhooks/hub`) when webhooks are on (`matchmaking.webhooks.launch`).
 """
 
 from __future__ import annotations
@@ -34,17 +35,17 @@ def main() -> int:
     from leaderboard.pages import build
     from leaderboard.refresher import StandingsRefresher
     from matchmaking.service import Arena
+    from matchmaking.webhooks import launch
 
-    arena = Arena.start(settings)
+    host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
+    port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    arena = Arena.start(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
     data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint)
     data.refresh()
     data.run_in_background()
     demo = build(data, settings, operator=arena.operator_lines)
     try:
-        demo.launch(
-            server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
-            server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-        )
+        launch(demo, arena.webhooks, server_name=host, server_port=port)
     finally:
         data.stop()
         arena.stop()

@@ -96,6 +96,8 @@ class Matchmaker:
         self.rng = np.random.default_rng()
         self.scheduler: Any = None
         self._trueskill = TrueSkillState()
+        self._sync_lock = threading.Lock()
+        """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
@@ -162,11 +164,13 @@ class Matchmaker:
         return self._trueskill
 
     # -- rounds --------------------------------------------------------------------------
-    def sync(self) -> int:
-        """Look at the Hub for new revisions; returns how many were queued (0 while the Hub
-        is unreachable: the Hub status says so, and the next round looks again)."""
+    def sync(self, repo_ids: Iterable[str] | None = None) -> int:
+        """Look at the Hub for new revisions (of every tagged repo, or of `repo_ids` only: the
+        repos a webhook said were pushed); returns how many were queued (0 while the Hub is
+        unreachable: the Hub status says so, and the next round looks again)."""
         try:
-            queued = sync(self.api, self.statuses, tag=self.settings.submission_tag)
+            with self._sync_lock:
+                queued = sync(self.api, self.statuses, tag=self.settings.submission_tag, repo_ids=repo_ids)
         except Exception as exc:  # noqa: BLE001 - classified: an outage is reported once, a bug is raised
             if self.health is None or not self.health.failed(exc, doing="discovery"):
                 raise
@@ -276,6 +280,12 @@ class Matchmaker:
         scheduler.start()
         self.scheduler = scheduler
         return scheduler
+
+    def wake(self, job: str) -> None:
+        """Run a scheduled round now rather than at its next interval (a webhook's push
+        wakes `validate`); a round already running picks the new work up itself."""
+        if self.scheduler is not None:
+            self.scheduler.modify_job(job, next_run_time=_now())
 
     def stop(self) -> None:
         if self.scheduler is not None:

@@ -17,6 +17,8 @@ import logging
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -197,3 +199,125 @@ def test_delivery_never_holds_the_commit_and_retries_a_receiver_in_trouble(hub, 
                                                 base_url=hub.endpoint, head_sha=None, tags=[])
         assert [f.result(timeout=20) for f in futures] == [0]
     assert f"delivery to {dead} failed 4 times" in caplog.text
+
+
+# -- the Space's side ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    """The Arena on the embedded Hub with its Gradio app on a free port, as `app.py` wires
+    them, polling only every 600 s."""
+    from arena.settings import ArenaSettings
+    from leaderboard.pages import build
+    from leaderboard.refresher import StandingsRefresher
+    from matchmaking.service import Arena
+    from matchmaking.webhooks import launch
+
+    settings = ArenaSettings(data_dir=tmp_path_factory.mktemp("space"), seed_examples=False, sync_every_s=600.0,
+                             match_horizon=16, workers=1, local_hub_port=0)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    arena = Arena.start(settings, space_url=url)
+    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, bootstrap=0)
+    data.refresh()
+    demo = build(data, settings, operator=arena.operator_lines)
+    launch(demo, arena.webhooks, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    token = (settings.data_dir / "local-hub-token").read_text().strip()
+    yield {"arena": arena, "url": url, "api": HfApi(endpoint=arena.api.endpoint, token=token),
+           "secret": (settings.data_dir / "webhook-secret").read_text().strip()}
+    demo.close()
+    arena.stop()
+
+
+def wait_for(condition, timeout: float):
+    """Poll `condition()` every 20 ms; (its first truthy value, seconds waited), or (None, timeout)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        value = condition()
+        if value:
+            return value, time.monotonic() - started
+        time.sleep(0.02)
+    return None, timeout
+
+
+def post_webhook(url: str, body: bytes, secret: str | None) -> tuple[int, dict]:
+    headers = {"Content-Type": "application/json", **({"X-Webhook-Secret": secret} if secret is not None else {})}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers, method="POST"), timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_a_push_is_queued_within_5_s_and_validated_within_30_s(space, tmp_path, caplog):
+    from arena.lifecycle import Status
+
+    arena, api = space["arena"], space["api"]
+    hooks = api.list_webhooks()  # the Space registered itself with the embedded Hub
+    assert [(h.url, h.secret, h.disabled) for h in hooks] == [(space["url"] + "/webhooks/hub", space["secret"], False)]
+    folder = tmp_path / "wanderer"
+    folder.mkdir()
+    (folder / "policy.py").write_bytes((WANDERER / "policy.py").read_bytes())
+    with caplog.at_level(logging.INFO, logger="matchmaking.webhooks"):
+        sha = push(api, "alice/wanderer", folder)
+        pushed = time.monotonic()
+        state, queued_s = wait_for(lambda: arena.statuses.get("alice/wanderer", sha), timeout=5)
+        assert state is not None, "no status 5 s after the push"
+        verdict, _ = wait_for(lambda: (s := arena.statuses.get("alice/wanderer", sha)) and s.status in (
+            Status.EVALUATING, Status.REJECTED, Status.EVALUATED, Status.QUALIFIED, Status.ERROR) and s, timeout=30)
+        verdict_s = time.monotonic() - pushed
+    assert verdict is not None, f"no verdict 30 s after the push: {arena.statuses.get('alice/wanderer', sha)}"
+    assert verdict.status is Status.EVALUATING and "without a fault" in verdict.reason
+    print(f"\npush -> queued {queued_s:.2f} s, -> validated ({verdict.status.value}) {verdict_s:.1f} s")
+    assert f"repo.content update on model alice/wanderer: discovering it now (main at {sha[:12]})" in caplog.text
+
+    from gradio_client import Client  # what the Submissions tab shows, through the Space's API
+
+    table = Client(space["url"] + "/", verbose=False).predict(api_name="/submissions")
+    rows = [dict(zip(table["headers"], row)) for row in table["data"]]
+    mine = [r for r in rows if "alice/wanderer" in r["Policy"]]
+    assert [r["Revision"] for r in mine] == [sha[:12]] and mine[0]["Status"] in ("evaluating", "evaluated", "qualified")
+
+
+def test_a_webhook_without_the_secret_or_well_formed_changes_nothing(space, tmp_path):
+    from localhub.webhooks import repo_payload
+
+    arena, api = space["arena"], space["api"]
+    hook = api.list_webhooks()[0]
+    api.disable_webhook(hook.id)  # push without the Hub telling the Space: only a forged webhook could
+    try:
+        folder = tmp_path / "quiet"
+        folder.mkdir()
+        (folder / "policy.py").write_bytes((WANDERER / "policy.py").read_bytes())
+        sha = push(api, "bob/quiet", folder)
+        store = arena.hub.store
+        payload = repo_payload(hook, scope="repo.content", action="update", repo=store.repo("model", "bob/quiet"),
+                               base_url=api.endpoint, head_sha=sha, tags=["nmmo-arena"],
+                               updated_refs=[("refs/heads/main", None, sha)])
+        body = json.dumps(payload).encode()
+        url = space["url"] + "/webhooks/hub"
+        assert post_webhook(url, body, "not-the-secret") == (403, {"error": "Invalid webhook secret."})
+        assert post_webhook(url, body, None)[0] == 401
+        status, answer = post_webhook(url, b'{"event": {"action": "update"}, "repo": 3}', space["secret"])
+        assert status == 400 and "event.scope" in answer["error"] and "webhook" in answer["error"]
+        time.sleep(2.0)
+        assert arena.statuses.get("bob/quiet", sha) is None
+
+        assert post_webhook(url, body, space["secret"]) == (200, {"accepted": True})  # the same payload, signed
+        state, queued_s = wait_for(lambda: arena.statuses.get("bob/quiet", sha), timeout=5)
+        assert state is not None
+        pr_only = dict(payload, updatedRefs=[{"ref": "refs/pr/1", "oldSha": None, "newSha": "f" * 40}])
+        assert post_webhook(url, json.dumps(pr_only).encode(), space["secret"]) == (200, {"accepted": False})
+    finally:
+        api.enable_webhook(hook.id)
+
+
+def test_registering_again_updates_the_one_webhook(hub):
+    from matchmaking.webhooks import register
+
+    api = HfApi(endpoint=hub.endpoint, token="tok")
+    first = register(api, url="http://127.0.0.1:9/webhooks/hub", secret="first-secret", watched=[{"type": "user", "name": "*"}])
+    api.disable_webhook(first)
+    again = register(api, url="http://127.0.0.1:9/webhooks/hub", secret="second-secret", watched=[{"type": "user", "name": "*"}])
+    assert again == first  # a restart does not pile webhooks up, and turns its own back on
+    assert [(h.id, h.secret, h.disabled) for h in api.list_webhooks()] == [(first, "second-secret", False)]
