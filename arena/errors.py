@@ -59,3 +59,21 @@ class ProtocolError(ArenaError):
     """A team's process broke the sandbox protocol: closed its pipe, sent too much, too
     deeply nested or malformed data, or a message of the wrong shape or at the wrong time.
     Always the team's fault, recorded as such; never an error of the match."""
+
+
+class SubmissionCheckError(ArenaError, ValueError):
+    """A folder cannot be submitted as it is (no `policy.py` at its root, over the size
+    limit, a `policy.py` that does not parse or defines no `Team`, a model card that does
+    not parse, a repo id that is not OWNER/NAME); the message says what to change.
+    Found before anything is pushed."""
+
+
+class NoHubError(ArenaError, ConnectionError):
+    """There is no Hub to push to: none is configured and no embedded Hub is running, or
+    the one found does not answer. The message names where it looked and how to point
+    the command at a Hub."""
+
+
+class HubAuthError(ArenaError, PermissionError):
+    """The Hub refused the token (none, a wrong one, or one that may not write to that
+    owner); the message says which token was used and how to give the right one."""

@@ -262,6 +262,21 @@ class ArenaSettings:
         return self.data_dir / "hub"
 
     @property
+    def local_hub_token_file(self) -> Path:
+        """The embedded Hub's write token, made on the first start (`matchmaking.embedded_hub`)."""
+        return self.data_dir / "local-hub-token"
+
+    @property
+    def local_hub_address_file(self) -> Path:
+        """Where a running Space says its embedded Hub listens, for `matchmaking.submit`."""
+        return self.data_dir / "local-hub.json"
+
+    @property
+    def webhook_secret_file(self) -> Path:
+        """The embedded default's webhook secret, made on the first start (`matchmaking.webhooks`)."""
+        return self.data_dir / "webhook-secret"
+
+    @property
     def history_dir(self) -> Path:
         """The match-history dataset folder (see `history.store`)."""
         return self.data_dir / "history"

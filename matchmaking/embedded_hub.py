@@ -25,11 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from arena.settings import ArenaSettings
 
-#: Files of the data folder this module owns.
-ADDRESS_FILE = "local-hub.json"
-TOKEN_FILE = "local-hub-token"
+log = logging.getLogger(__name__)
 
 
 def secret_file(path: Path) -> str:
@@ -55,21 +53,23 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def start_local_hub(data_dir: Path, *, port: int, host: str = "127.0.0.1") -> Any:
-    """Start `localhub.LocalHub` on `data_dir/hub` with the data folder's token, on `port`,
-    or on a free port when `port` is 0 or taken. Returns the running hub (`.endpoint`)."""
+def start_local_hub(settings: ArenaSettings, *, host: str = "127.0.0.1") -> Any:
+    """Start `localhub.LocalHub` on the data folder's `hub/` with its token, on
+    `NMMO_ARENA_LOCAL_HUB_PORT`, or on a free port when that is 0 or taken. Returns the
+    running hub (`.endpoint`)."""
     from localhub import LocalHub
 
-    token = secret_file(Path(data_dir) / TOKEN_FILE)
+    token = secret_file(settings.local_hub_token_file)
+    port = settings.local_hub_port
     if port and not port_free(host, port):
         log.warning("port %d is taken (NMMO_ARENA_LOCAL_HUB_PORT): the embedded Hub listens on a free port instead", port)
         port = 0
     try:
-        return LocalHub(Path(data_dir) / "hub", host=host, port=port, write_token=token).start()
+        return LocalHub(settings.local_hub_dir, host=host, port=port, write_token=token).start()
     except RuntimeError:  # taken between the probe and the bind
         if not port:
             raise
-        return LocalHub(Path(data_dir) / "hub", host=host, port=0, write_token=token).start()
+        return LocalHub(settings.local_hub_dir, host=host, port=0, write_token=token).start()
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,11 @@ class HubAddress:
     """The file this was read from."""
 
 
-def publish(data_dir: Path, *, endpoint: str, space_url: str | None) -> Path:
+def publish(settings: ArenaSettings, *, endpoint: str, space_url: str | None) -> Path:
     """Write `DATA/local-hub.json` (mode 0600, replaced atomically)."""
-    path = Path(data_dir) / ADDRESS_FILE
-    body = {"endpoint": endpoint, "token_file": TOKEN_FILE, "space_url": space_url, "pid": os.getpid()}
+    path = settings.local_hub_address_file
+    token_file = os.path.relpath(settings.local_hub_token_file, path.parent)
+    body = {"endpoint": endpoint, "token_file": token_file, "space_url": space_url, "pid": os.getpid()}
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -96,9 +97,9 @@ def publish(data_dir: Path, *, endpoint: str, space_url: str | None) -> Path:
     return path
 
 
-def withdraw(data_dir: Path) -> None:
+def withdraw(settings: ArenaSettings) -> None:
     """Remove `DATA/local-hub.json` if this process wrote it (the Space is stopping)."""
-    path = Path(data_dir) / ADDRESS_FILE
+    path = settings.local_hub_address_file
     try:
         if json.loads(path.read_text()).get("pid") == os.getpid():
             path.unlink()
@@ -106,18 +107,18 @@ def withdraw(data_dir: Path) -> None:
         pass
 
 
-def find(data_dir: Path) -> HubAddress | None:
-    """The embedded Hub a Space on `data_dir` published, or None if it published none.
+def find(settings: ArenaSettings) -> HubAddress | None:
+    """The embedded Hub a Space on this data folder published, or None if it published none.
 
     Raises:
         `ValueError`: the address file or its token file cannot be read.
     """
-    path = Path(data_dir) / ADDRESS_FILE
+    path = settings.local_hub_address_file
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text())
-        token = (path.parent / str(data.get("token_file") or TOKEN_FILE)).read_text().strip()
+        token = (path.parent / str(data["token_file"])).read_text().strip()
         return HubAddress(endpoint=str(data["endpoint"]), token=token, space_url=data.get("space_url"), source=path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc}); start the Space again to rewrite it.") from None

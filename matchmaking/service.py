@@ -140,14 +140,14 @@ class Arena:
         hub = None
         secret = webhook_secret(settings)
         if settings.hub_endpoint is None:
-            hub = embedded_hub.start_local_hub(settings.data_dir, port=settings.local_hub_port)
+            hub = embedded_hub.start_local_hub(settings)
             api = HfApi(endpoint=hub.endpoint, token=hub.app.write_token)
             log.info("embedded Hub at %s", hub.endpoint)
             if settings.seed_examples:
                 seeded = seed_hub(api, tag=settings.submission_tag)
                 if seeded:
                     log.info("seeded %d example submissions", len(seeded))
-            embedded_hub.publish(settings.data_dir, endpoint=hub.endpoint, space_url=space_url)
+            embedded_hub.publish(settings, endpoint=hub.endpoint, space_url=space_url)
             if space_url and secret:
                 url = space_webhook_url(space_url)
                 # the embedded Hub is the Space's own: its webhook watches every namespace
@@ -198,5 +198,5 @@ class Arena:
         self.matchmaker.executor.close()
         self.mirror.stop()
         if self.hub is not None:
-            embedded_hub.withdraw(self.settings.data_dir)
+            embedded_hub.withdraw(self.settings)
             self.hub.stop()

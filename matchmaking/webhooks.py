@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 #: Where the Space receives webhooks (`WebhooksServer` mounts every webhook under /webhooks/).
 WEBHOOK_NAME = "hub"
 WEBHOOK_PATH = f"/webhooks/{WEBHOOK_NAME}"
-#: The embedded default's generated secret, in the data folder.
-SECRET_FILE = "webhook-secret"
 #: Scopes and actions of a payload that mean "new commits on this repo" (a narrower scope
 #: the Hub may add later, `repo.content.x`, counts as its parent, as the Hub docs advise).
 CONTENT_SCOPE = "repo.content"
@@ -61,7 +59,7 @@ def webhook_secret(settings: ArenaSettings) -> str | None:
     if settings.webhook_secret:
         return settings.webhook_secret
     if settings.hub_endpoint is None:
-        return secret_file(settings.data_dir / SECRET_FILE)
+        return secret_file(settings.webhook_secret_file)
     return None
 
 

@@ -278,6 +278,10 @@ def test_a_push_is_queued_within_5_s_and_validated_within_30_s(space, tmp_path, 
     mine = [r for r in rows if "alice/wanderer" in r["Policy"]]
     assert [r["Revision"] for r in mine] == [sha[:12]] and mine[0]["Status"] in ("evaluating", "evaluated", "qualified")
 
+    with urllib.request.urlopen(space["url"] + "/config", timeout=10) as answer:  # the About tab, as served
+        about = [c["props"].get("value") or "" for c in json.load(answer)["components"] if c.get("type") == "markdown"]
+    assert any("python -m matchmaking.submit" in text and f"embedded Hub at {api.endpoint}" in text for text in about)
+
 
 def test_a_webhook_without_the_secret_or_well_formed_changes_nothing(space, tmp_path):
     from localhub.webhooks import repo_payload
