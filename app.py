@@ -28,6 +28,7 @@ def main() -> int:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the Hub client's: one line per request
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # one line per job run is noise
     # the Hub client logs every retry and failed push; the Arena's Hub status says it once
     logging.getLogger("huggingface_hub").setLevel(logging.CRITICAL)

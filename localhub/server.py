@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import parse_qs, unquote, urlencode
 
 import uvicorn
@@ -202,7 +202,7 @@ class LocalHubApp:
         return JSONResponse(page, headers=headers)
 
     def _notify(self, request: Request, repo: Repo, *, scope: str, action: str,
-                updated_refs: list[tuple[str, str | None, str | None]] = ()) -> None:
+                updated_refs: Iterable[tuple[str, str | None, str | None]] = ()) -> None:
         """Tell the webhooks watching `repo` (delivered in the background: never waits)."""
         main = self.store.commit(repo)
         self.webhooks.repo_changed(repo, scope=scope, action=action, base_url=self._base(request), head_sha=main.id,

@@ -141,7 +141,7 @@ class Arena:
         secret = webhook_secret(settings)
         if settings.hub_endpoint is None:
             hub = embedded_hub.start_local_hub(settings)
-            api = HfApi(endpoint=hub.endpoint, token=hub.app.write_token)
+            api = HfApi(endpoint=hub.endpoint, token=embedded_hub.secret_file(settings.local_hub_token_file))
             log.info("embedded Hub at %s", hub.endpoint)
             if settings.seed_examples:
                 seeded = seed_hub(api, tag=settings.submission_tag)

@@ -8,7 +8,8 @@ stays as the fallback for anything a webhook missed.
 - **Receiving** is `huggingface_hub`'s `WebhooksServer`, made for Spaces: it wraps the
   Gradio Blocks, mounts the handler at `/webhooks/hub` on Gradio's FastAPI app, and
   checks the secret before the handler runs (a missing header is answered 401, a wrong
-  one 403, and nothing else happens). It works unchanged under Gradio 6 (checked: its
+  one 403, and nothing else happens: those requests never reach this module, so they are
+  not in its log). It works unchanged under Gradio 6 (checked: its
   `launch` calls `Blocks.launch(prevent_thread_lock=True)` and adds the route to the app
   that returns). The body is parsed with its `WebhookPayload` model: a malformed payload
   is answered 400, naming the fields at fault.
@@ -155,11 +156,13 @@ class WebhookReceiver:
             log.warning("webhook refused: malformed payload (%s)", why)
             return JSONResponse({"error": f"Not a Hub webhook payload (version 3): {why}."}, status_code=400)
         push = push_of(payload)
-        log.info("webhook %s: %s %s on %s %s%s", payload.webhook.id, payload.event.scope, payload.event.action,
-                 payload.repo.type, payload.repo.name, f": discovering it now (main at {push.revision[:12]})"
-                 if push and push.revision else ": discovering it now" if push else ": nothing to do")
-        if push is not None:
+        if push is None:
+            outcome = "nothing to do"
+        else:
+            outcome = "discovering it now" + (f" (main at {push.revision[:12]})" if push.revision else "")
             self.on_push(push)
+        log.info("webhook %s: %s %s on %s %s: %s", payload.webhook.id, payload.event.scope, payload.event.action,
+                 payload.repo.type, payload.repo.name, outcome)
         return JSONResponse({"accepted": push is not None})
 
 
