@@ -325,3 +325,28 @@ def test_registering_again_updates_the_one_webhook(hub):
     again = register(api, url="http://127.0.0.1:9/webhooks/hub", secret="second-secret", watched=[{"type": "user", "name": "*"}])
     assert again == first  # a restart does not pile webhooks up, and turns its own back on
     assert [(h.id, h.secret, h.disabled) for h in api.list_webhooks()] == [(first, "second-secret", False)]
+
+
+def test_pushes_arriving_during_a_discovery_are_taken_together():
+    from matchmaking.webhooks import PushReactor
+
+    batches, woken = [], []
+    first_started, release = threading.Event(), threading.Event()
+
+    def discover(repos: set[str]) -> int:
+        batches.append(sorted(repos))
+        first_started.set()
+        release.wait(5)
+        return len(repos)
+
+    reactor = PushReactor(discover, then=lambda: woken.append(True))
+    try:
+        reactor.push("a/one")
+        assert first_started.wait(5)
+        for repo in ("b/two", "c/three", "b/two"):  # a burst while the first look runs
+            reactor.push(repo)
+        release.set()
+        _, waited = wait_for(lambda: len(batches) == 2 and len(woken) == 2, timeout=5)
+        assert batches == [["a/one"], ["b/two", "c/three"]] and waited < 5
+    finally:
+        reactor.stop()
