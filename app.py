@@ -6,7 +6,8 @@
   with example submissions), the match history, the submission statuses and the
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
 - `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history.
-- `leaderboard.pages.build` is the Gradio UI over them.
+- `leaderboard.pages.build` is the Gradio UI over them, served with the Hub's webhook
+  route (`/webhooks/hub`) when webhooks are on (`matchmaking.webhooks.launch`).
 - `modelcards.publisher.ModelCardPublisher` publishes qualified submissions' results to
   their model cards (one pull request per repo), after the standings, in the background.
 """
@@ -46,6 +47,7 @@ def main() -> int:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the Hub client's: one line per request
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # one line per job run is noise
     # the Hub client logs every retry and failed push; the Arena's Hub status says it once
     logging.getLogger("huggingface_hub").setLevel(logging.CRITICAL)
@@ -53,8 +55,11 @@ def main() -> int:
     from leaderboard.pages import CSS, build
     from leaderboard.refresher import StandingsRefresher
     from matchmaking.service import Arena
+    from matchmaking.webhooks import launch
 
-    arena = Arena.start(settings)
+    host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
+    port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    arena = Arena.start(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
     data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint)
     data.refresh()
     data.run_in_background()
@@ -63,11 +68,7 @@ def main() -> int:
         publisher.run_in_background(settings.model_cards_every_s)
     demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue)
     try:
-        demo.launch(
-            css=CSS,
-            server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
-            server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-        )
+        launch(demo, arena.webhooks, server_name=host, server_port=port, css=CSS)
     finally:
         if publisher is not None:
             publisher.stop()

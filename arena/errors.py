@@ -65,3 +65,21 @@ class CardMetadataError(ArenaError, ValueError):
     """A submission's model card has metadata the Arena cannot read (broken YAML front
     matter, or a `model-index` that does not parse): its results cannot be added to it
     until the owner fixes the card."""
+
+
+class SubmissionCheckError(ArenaError, ValueError):
+    """A folder cannot be submitted as it is (no `policy.py` at its root, over the size
+    limit, a `policy.py` that does not parse or defines no `Team`, a model card that does
+    not parse, a repo id that is not OWNER/NAME); the message says what to change.
+    Found before anything is pushed."""
+
+
+class NoHubError(ArenaError, ConnectionError):
+    """There is no Hub to push to: none is configured and no embedded Hub is running, or
+    the one found does not answer. The message names where it looked and how to point
+    the command at a Hub."""
+
+
+class HubAuthError(ArenaError, PermissionError):
+    """The Hub refused the token (none, a wrong one, or one that may not write to that
+    owner); the message says which token was used and how to give the right one."""

@@ -114,17 +114,24 @@ def _choice(choices: tuple[str, ...]) -> Callable[[Any], str]:
     return lambda v: "" if v in choices else "one of " + ", ".join(choices)
 
 
+def _webhook_secret(v: str | None) -> str:
+    if v is None or (v.isascii() and v.isprintable() and " " not in v and len(v) >= 8):
+        return ""
+    return "at least 8 printable ASCII characters without spaces (the Hub sends it as the X-Webhook-Secret header)"
+
+
 def _folder(v: Path) -> str:
     return "" if not v.exists() or v.is_dir() else "a folder (this path is a file)"
 
 
 def setting(default: Any = None, *, env: str, parse: Callable[[str], Any], check: Callable[[Any], str] | None = None,
-            factory: Callable[[], Any] | None = None, doc: str) -> Any:
-    """A field of `ArenaSettings`: its variable (`NMMO_ARENA_` + `env`), parser and check."""
-    metadata = {"env": PREFIX + env, "parse": parse, "check": check, "doc": doc}
+            factory: Callable[[], Any] | None = None, doc: str, secret: bool = False) -> Any:
+    """A field of `ArenaSettings`: its variable (`NMMO_ARENA_` + `env`), parser and check;
+    a `secret` one's value is never repeated in a message."""
+    metadata = {"env": PREFIX + env, "parse": parse, "check": check, "doc": doc, "secret": secret}
     if factory is not None:
-        return field(default_factory=factory, metadata=metadata)
-    return field(default=default, metadata=metadata)
+        return field(default_factory=factory, metadata=metadata, repr=not secret)
+    return field(default=default, metadata=metadata, repr=not secret)
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,11 @@ class ArenaSettings:
         doc="least minutes between two publications of one revision's results (the first, at qualification, waits for none)")
     seed_examples: bool = setting(True, env="SEED_EXAMPLES", parse=_boolean,
         doc="push the example and built-in submissions to an empty embedded Hub at start")
+    local_hub_port: int = setting(7861, env="LOCAL_HUB_PORT", parse=_integer, check=_between(0, 65535),
+        doc="port of the embedded Hub on 127.0.0.1 (a free one if taken; 0: always a free one)")
+    webhook_secret: str | None = setting(None, env="WEBHOOK_SECRET", parse=_optional, check=_webhook_secret, secret=True,
+        doc="secret the Hub's webhooks must send (X-Webhook-Secret); unset: generated into DATA/webhook-secret on the "
+            "embedded Hub, webhooks off with a real one")
     log_level: str = setting("INFO", env="LOG", parse=lambda t: t.strip().upper(), check=_choice(_LOG_LEVELS),
         doc="how much the Space logs")
 
@@ -256,6 +268,21 @@ class ArenaSettings:
         return self.data_dir / "hub"
 
     @property
+    def local_hub_token_file(self) -> Path:
+        """The embedded Hub's write token, made on the first start (`matchmaking.embedded_hub`)."""
+        return self.data_dir / "local-hub-token"
+
+    @property
+    def local_hub_address_file(self) -> Path:
+        """Where a running Space says its embedded Hub listens, for `matchmaking.submit`."""
+        return self.data_dir / "local-hub.json"
+
+    @property
+    def webhook_secret_file(self) -> Path:
+        """The embedded default's webhook secret, made on the first start (`matchmaking.webhooks`)."""
+        return self.data_dir / "webhook-secret"
+
+    @property
     def history_dir(self) -> Path:
         """The match-history dataset folder (see `history.store`)."""
         return self.data_dir / "history"
@@ -286,7 +313,8 @@ def _problem(f: Any, value: Any, text: str | None) -> str:
 
 
 def _message(f: Any, text: str, wanted: str) -> str:
+    shown = "(hidden: a secret)" if f.metadata.get("secret") else repr(text)
     return (
-        f"{f.metadata['env']}={text!r} is not accepted: {f.metadata['doc']} must be {wanted}. "
+        f"{f.metadata['env']}={shown} is not accepted: {f.metadata['doc']} must be {wanted}. "
         f"Set it to such a value, or unset it for the default ({_shown(_default(f))})."
     )

@@ -19,6 +19,7 @@ from arena.rules import BUILTIN_TEAMS, MATCH, PVE
 from arena.schema import player_id
 from arena.scoring import tier_table
 from arena.settings import ArenaSettings
+from arena.submitting import how_to_submit
 from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.viewer import replay_viewer
@@ -69,9 +70,7 @@ Push a model repo tagged **`{tag}`** whose root holds `policy.py` with `class Te
 (`__init__(self, team_id, env_config)`, `act(self, observations) -> actions`); see the
 README for the full contract and examples:
 
-```bash
-hf upload YOUR-USER/YOUR-TEAM ./your-team .
-```
+{how_to_submit(settings, hub_url=hub_url)}
 
 The Arena finds it, validates it in a sandbox (the Submissions tab says why if it is
 rejected), plays PvE: {settings.pve_matches_per_stage} matches a stage against built-in teams

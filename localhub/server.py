@@ -15,6 +15,8 @@ served for `HfApi.get_repo_discussions`, `get_discussion_details`, `create_discu
 `create_pull_request`, `comment_discussion`, `change_discussion_status` and
 `merge_pull_request`; a commit with `create_pr=1` opens a pull request and answers its
 URL, and `refs/pr/<num>` is a revision like any other (commits, downloads, repo info).
+
+Webhooks (the settings API and the payloads sent on every commit) are `localhub.webhooks`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import parse_qs, unquote, urlencode
 
 import uvicorn
@@ -47,6 +49,7 @@ from localhub.store import (
     RepoExists,
     card_metadata,
 )
+from localhub.webhooks import Webhooks
 
 _TYPES = {"models": "model", "datasets": "dataset"}
 PAGE_SIZE = 1000
@@ -63,10 +66,12 @@ class LocalHubApp(DiscussionRoutes):
     """The ASGI application: one catch-all route, dispatched on the raw path (the client
     sends revisions and folder paths with `/` encoded as `%2F`)."""
 
-    def __init__(self, store: HubStore, *, write_token: str | None = None, page_size: int = PAGE_SIZE):
+    def __init__(self, store: HubStore, *, write_token: str | None = None, page_size: int = PAGE_SIZE,
+                 webhooks: Webhooks | None = None):
         self.store = store
         self.write_token = write_token
         self.page_size = page_size
+        self.webhooks = webhooks or Webhooks(store.root)
         self.app = Starlette(routes=[Route("/{path:path}", self.handle, methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
 
     async def __call__(self, scope, receive, send):
@@ -90,6 +95,9 @@ class LocalHubApp(DiscussionRoutes):
                 return JSONResponse({"errors": [], "warnings": []})
             if rest == ["whoami-v2"]:
                 return self.whoami(request)
+            if rest[:2] == ["settings", "webhooks"]:  # webhooks reveal their secrets: token only
+                self._authorize(request)
+                return await self.webhooks.handle(request, [unquote(p) for p in rest[2:]])
             if len(rest) == 1 and rest[0] in _TYPES and method == "GET":
                 return self.list_repos(request, _TYPES[rest[0]])
             if len(rest) >= 3 and rest[0] in _TYPES:
@@ -184,7 +192,7 @@ class LocalHubApp(DiscussionRoutes):
                 item.update(size=entry["size"], blobId=entry["oid"])
             siblings.append(item)
         data = {
-            "_id": hashlib.sha1(f"{repo.repo_type}/{repo.repo_id}".encode()).hexdigest()[:24],
+            "_id": repo.uid,
             "id": repo.repo_id,
             "author": repo.repo_id.split("/")[0],
             "sha": commit.id,
@@ -215,6 +223,13 @@ class LocalHubApp(DiscussionRoutes):
             headers["Link"] = f'<{self._base(request)}{request.url.path}?{urlencode(query, doseq=True)}>; rel="next"'
         return JSONResponse(page, headers=headers)
 
+    def _notify(self, request: Request, repo: Repo, *, scope: str, action: str,
+                updated_refs: Iterable[tuple[str, str | None, str | None]] = ()) -> None:
+        """Tell the webhooks watching `repo` (delivered in the background: never waits)."""
+        main = self.store.commit(repo)
+        self.webhooks.repo_changed(repo, scope=scope, action=action, base_url=self._base(request), head_sha=main.id,
+                                   tags=main.tags, updated_refs=updated_refs)
+
     # -- endpoints -----------------------------------------------------------------------
     async def create_repo(self, request: Request) -> Response:
         caller = self._authorize(request)
@@ -225,9 +240,10 @@ class LocalHubApp(DiscussionRoutes):
         prefix = "datasets/" if kind == "dataset" else ""
         url = f"{self._base(request)}/{prefix}{repo_id}"
         try:
-            self.store.create_repo(kind, repo_id)
+            repo = self.store.create_repo(kind, repo_id)
         except RepoExists as exc:
             return JSONResponse({"error": str(exc), "url": url}, status_code=409)
+        self._notify(request, repo, scope="repo", action="create")
         return JSONResponse({"url": url, "name": repo_id})
 
     def whoami(self, request: Request) -> Response:
@@ -355,6 +371,9 @@ class LocalHubApp(DiscussionRoutes):
             deleted_folders=folders,
             parent=parent,
         )
+        ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        self._notify(request, repo, scope="repo.content", action="update",
+                     updated_refs=[(ref, commit.parents[0] if commit.parents else None, commit.id)])
         answer = {"success": True, "commitOid": commit.id, "commitUrl": f"{self._url_prefix(request, repo)}/commit/{commit.id}"}
         if pull_request is not None:
             answer["pullRequestUrl"] = f"{self._url_prefix(request, repo)}/discussions/{pull_request.num}"
@@ -449,6 +468,7 @@ class LocalHub:
             if self.thread is not None:
                 self.thread.join(timeout=10)
             self.server = None
+        self.app.webhooks.close()
 
 
 __all__ = ["LocalHub", "LocalHubApp", "card_metadata"]

@@ -8,6 +8,7 @@ A small content-addressed store, laid out like a bare git repository's essential
         refs.json                            {"main": "<sha>", "refs/pr/1": "<sha>", ...}
         commits/<commit sha>.json            parents, message, date, and the full file tree
         discussions/<num>.json               a discussion or pull request and its events
+    ROOT/webhooks.json                       registered webhooks (`localhub.webhooks`)
 
 A commit records the whole tree (path -> blob id and size), so any revision can be read
 without walking history. Blob ids are git's (`sha1("blob <size>\\0" + content)`), which is
@@ -94,6 +95,11 @@ def git_blob_id(content: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
 
 
+def object_id(kind: str, name: str) -> str:
+    """A stable 24-hex id for a repo or user, shaped like the Hub's own (MongoDB) ids."""
+    return hashlib.sha1(f"{kind}/{name}".encode()).hexdigest()[:24]
+
+
 def now_iso() -> str:
     """UTC now in the only date format `huggingface_hub` parses (`...Z`)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
@@ -178,6 +184,11 @@ class Repo:
     repo_id: str
     path: Path
     created_at: str
+
+    @property
+    def uid(self) -> str:
+        """The repo's id in API answers and webhook payloads (`_id`, `repo.id`)."""
+        return object_id(self.repo_type, self.repo_id)
 
 
 class HubStore:

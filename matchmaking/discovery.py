@@ -1,10 +1,15 @@
 """Finding submissions on the Hub, checking their format, and downloading them.
 
 Everything goes through `huggingface_hub` (the same code path for huggingface.co and the
-embedded local Hub): `list_models(filter=TAG)` finds repos tagged for the Arena, each is
-pinned to the commit sha seen at that moment, `model_info(files_metadata=True)` gives its
-files and sizes so that oversized or malformed repos are rejected *before* anything is
-downloaded, and `snapshot_download(revision=sha)` fetches exactly that commit.
+embedded local Hub): `list_models(filter=TAG)` finds repos tagged for the Arena (or a
+webhook names one repo that was pushed: `discover_repo`), each is pinned to the commit sha
+seen at that moment, `model_info(files_metadata=True)` gives its files and sizes so that
+oversized or malformed repos are rejected *before* anything is downloaded, and
+`snapshot_download(revision=sha)` fetches exactly that commit.
+
+The format and size checks are functions of the (path, size) list alone, so that a
+participant's folder is checked by the same code before it is pushed
+(`matchmaking.submit`) as the repo is after.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from huggingface_hub import HfApi, snapshot_download
+from huggingface_hub.errors import RepositoryNotFoundError
 
 from arena.lifecycle import SubmissionInfo
 from matchmaking.policy import POLICY_FILE, PolicyRef
@@ -69,26 +75,40 @@ def discover(api: HfApi, *, tag: str) -> list[Submission]:
     found = []
     for model in api.list_models(filter=tag):
         info = api.model_info(model.id, revision=model.sha, files_metadata=True) if model.sha else api.model_info(model.id, files_metadata=True)
-        card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
-        name = next((str(card[k]) for k in _CARD_NAME_KEYS if card.get(k)), "")
-        found.append(
-            Submission(
-                repo_id=info.id,
-                revision=str(info.sha),
-                author=info.author or info.id.split("/")[0],
-                last_modified=info.last_modified.isoformat() if info.last_modified else "",
-                files=tuple(sorted((s.rfilename, int(s.size or 0)) for s in (info.siblings or []))),
-                team_name=name,
-                description=str(card.get("description", "")),
-                card=card,
-            )
-        )
+        found.append(_submission(info))
     return sorted(found, key=lambda s: s.repo_id)
 
 
-def format_problem(submission: Submission) -> str:
-    """Why a revision's layout cannot be played, in words that say what to fix; "" if fine."""
-    names = {path for path, _ in submission.files}
+def discover_repo(api: HfApi, repo_id: str, *, tag: str) -> Submission | None:
+    """One model repo, pinned to its current commit, if it exists and is tagged `tag`
+    (what a webhook's push needs: no listing of every submission)."""
+    try:
+        info = api.model_info(repo_id, files_metadata=True)
+    except RepositoryNotFoundError:
+        return None
+    return _submission(info) if tag in (info.tags or []) else None
+
+
+def _submission(info: Any) -> Submission:
+    """A `Submission` from the Hub's `ModelInfo` of one commit."""
+    card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
+    name = next((str(card[k]) for k in _CARD_NAME_KEYS if card.get(k)), "")
+    return Submission(
+        repo_id=info.id,
+        revision=str(info.sha),
+        author=info.author or info.id.split("/")[0],
+        last_modified=info.last_modified.isoformat() if info.last_modified else "",
+        files=tuple(sorted((s.rfilename, int(s.size or 0)) for s in (info.siblings or []))),
+        team_name=name,
+        description=str(card.get("description", "")),
+        card=card,
+    )
+
+
+def format_problem(files: Iterable[tuple[str, int]]) -> str:
+    """Why a repo (or folder) with these (path, size) files cannot be played, in words that
+    say what to fix; "" if fine."""
+    names = {path for path, _ in files}
     if POLICY_FILE not in names:
         nested = sorted(p for p in names if p.endswith("/" + POLICY_FILE))
         hint = f" (found {nested[0]}: move it to the root)" if nested else ""
@@ -99,13 +119,15 @@ def format_problem(submission: Submission) -> str:
     return ""
 
 
-def size_problem(submission: Submission, max_mb: float) -> str:
-    """Why a revision is too large for this Space (its own limit, `NMMO_ARENA_MAX_MB`); "" if not."""
-    size_mb = submission.size_bytes / 2**20
+def size_problem(files: Iterable[tuple[str, int]], max_mb: float) -> str:
+    """Why a repo (or folder) with these (path, size) files is too large for this Space (its
+    own limit, `NMMO_ARENA_MAX_MB`); "" if not."""
+    files = list(files)
+    size_mb = sum(size for _, size in files) / 2**20
     if size_mb > max_mb:
-        largest = max(submission.files, key=lambda f: f[1])
+        largest = max(files, key=lambda f: f[1])
         return (
-            f"The repository is {size_mb:.1f} MB, over the {max_mb:.0f} MB limit for submissions "
+            f"The repository is {size_mb:.1f} MB, over the {max_mb:g} MB limit for submissions "
             f"(largest file: {largest[0]}, {largest[1] / 2**20:.1f} MB). Remove what the policy does not load."
         )
     return ""

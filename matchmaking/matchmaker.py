@@ -102,6 +102,8 @@ class Matchmaker:
         """The PvE work owed at the last round (`queue` forecasts from it)."""
         self._in_flight: dict[tuple[str, str], list[int]] = {}
         self._stopping = threading.Event()
+        self._sync_lock = threading.Lock()
+        """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
@@ -168,11 +170,13 @@ class Matchmaker:
         return self._trueskill
 
     # -- rounds --------------------------------------------------------------------------
-    def sync(self) -> int:
-        """Look at the Hub for new revisions; returns how many were queued (0 while the Hub
-        is unreachable: the Hub status says so, and the next round looks again)."""
+    def sync(self, repo_ids: Iterable[str] | None = None) -> int:
+        """Look at the Hub for new revisions (of every tagged repo, or of `repo_ids` only: the
+        repos a webhook said were pushed); returns how many were queued (0 while the Hub is
+        unreachable: the Hub status says so, and the next round looks again)."""
         try:
-            queued = sync(self.api, self.statuses, tag=self.settings.submission_tag)
+            with self._sync_lock:
+                queued = sync(self.api, self.statuses, tag=self.settings.submission_tag, repo_ids=repo_ids)
         except Exception as exc:  # noqa: BLE001 - classified: an outage is reported once, a bug is raised
             if self.health is None or not self.health.failed(exc, doing="discovery"):
                 raise
@@ -332,6 +336,12 @@ class Matchmaker:
         for the next tick of the schedule between two batches."""
         while not self._stopping.is_set() and self.play_pve():
             pass
+
+    def wake(self, job: str) -> None:
+        """Run a scheduled round now rather than at its next interval (a webhook's push
+        wakes `validate`); a round already running picks the new work up itself."""
+        if self.scheduler is not None:
+            self.scheduler.modify_job(job, next_run_time=_now())
 
     def stop(self) -> None:
         self._stopping.set()

@@ -3,14 +3,16 @@
 `Arena.start(settings)` is all `app.py` needs. With no Hub configured it starts the
 embedded local Hub (`localhub`) on the data folder and, when that Hub is empty, seeds it
 with example submissions: the three example policies and the built-in teams packaged as
-repos, so that a fresh install fills its leaderboard with real matches, offline.
+repos, so that a fresh install fills its leaderboard with real matches, offline. It then
+publishes the embedded Hub's address for `python -m matchmaking.submit`
+(`matchmaking.embedded_hub`) and, given the Space's URL, registers the Space's webhook
+with it, so a push is discovered at once (`matchmaking.webhooks`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +28,13 @@ from arena.settings import ArenaSettings
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
+from matchmaking import embedded_hub
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
 from matchmaking.hub import HubHealth
 from matchmaking.live import LiveBoard
 from matchmaking.matchmaker import Matchmaker
 from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host
+from matchmaking.webhooks import PushReactor, WebhookReceiver, register, space_webhook_url, webhook_secret
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +115,17 @@ class Arena:
     mirror: HubMirror
     health: HubHealth
     hub: Any = None
+    webhooks: WebhookReceiver | None = None
+    """The webhook handler to mount on the Space (`matchmaking.webhooks.launch`); None: polling only."""
+    reactor: PushReactor | None = None
 
     @classmethod
-    def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True) -> "Arena":
+    def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True, space_url: str | None = None) -> "Arena":
         """Start everything; with `schedule=False` the rounds are left to the caller.
+
+        Args:
+            space_url (`str`, *optional*): where the Space will serve its pages (and its
+                webhook route); on the embedded Hub, its webhook is registered there.
 
         Raises:
             `SettingsError`: (from `ArenaSettings.from_env`) before anything has started.
@@ -128,20 +139,21 @@ class Arena:
         if removed:
             log.info("removed %d working folders and memory blocks left by killed team processes", removed)
         hub = None
+        secret = webhook_secret(settings)
         if settings.hub_endpoint is None:
-            from localhub import LocalHub
-
-            token_file = settings.data_dir / "local-hub-token"
-            if not token_file.exists():
-                token_file.write_text(secrets.token_hex(16))
-            token = token_file.read_text().strip()
-            hub = LocalHub(settings.local_hub_dir, write_token=token).start()
-            api = HfApi(endpoint=hub.endpoint, token=token)
+            hub = embedded_hub.start_local_hub(settings)
+            api = HfApi(endpoint=hub.endpoint, token=embedded_hub.secret_file(settings.local_hub_token_file))
             log.info("embedded Hub at %s", hub.endpoint)
             if settings.seed_examples:
                 seeded = seed_hub(api, tag=settings.submission_tag)
                 if seeded:
                     log.info("seeded %d example submissions", len(seeded))
+            embedded_hub.publish(settings, endpoint=hub.endpoint, space_url=space_url)
+            if space_url and secret:
+                url = space_webhook_url(space_url)
+                # the embedded Hub is the Space's own: its webhook watches every namespace
+                register(api, url=url, secret=secret, watched=[{"type": "user", "name": "*"}])
+                log.info("webhook registered with the embedded Hub: pushes reach %s", url)
             setting = "embedded: NMMO_ARENA_HUB unset"
         else:
             api = HfApi(endpoint=settings.hub_endpoint, token=os.environ.get("HF_TOKEN"))
@@ -169,15 +181,25 @@ class Arena:
                                 health=health, workers=workers)
         if schedule:
             matchmaker.start()
-        return cls(settings, api, store, statuses, matchmaker, mirror, health, hub)
+        receiver = reactor = None
+        if secret:
+            reactor = PushReactor(matchmaker.sync, then=lambda: matchmaker.wake("validate"))
+            receiver = WebhookReceiver(secret, on_push=lambda push: reactor.push(push.repo_id))
+        else:
+            log.info("webhooks off (a real Hub and no NMMO_ARENA_WEBHOOK_SECRET): new pushes are found by polling "
+                     "every %.0f s (NMMO_ARENA_SYNC_S)", settings.sync_every_s)
+        return cls(settings, api, store, statuses, matchmaker, mirror, health, hub, receiver, reactor)
 
     def operator_lines(self) -> list[str]:
         """What an operator should know now: the Hub's state, and any damaged state set aside."""
         return [self.health.state().line(), *self.statuses.damaged, *self.store.damaged]
 
     def stop(self) -> None:
+        if self.reactor is not None:
+            self.reactor.stop()
         self.matchmaker.stop()
         self.matchmaker.executor.close()
         self.mirror.stop()
         if self.hub is not None:
+            embedded_hub.withdraw(self.settings)
             self.hub.stop()

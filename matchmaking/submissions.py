@@ -17,24 +17,29 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from huggingface_hub import HfApi
 
 from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.schema import FaultKind, TeamResult
 from history.statuses import StatusLog
-from matchmaking.discovery import Submission, discover, download, format_problem, size_problem
+from matchmaking.discovery import Submission, discover, discover_repo, download, format_problem, size_problem
 from matchmaking.hub import HubHealth, answered, describe
 from matchmaking.validation import ValidationReport, validate
 
 log = logging.getLogger(__name__)
 
 
-def sync(api: HfApi, statuses: StatusLog, *, tag: str) -> list[RevisionState]:
-    """Discover tagged repos and queue every revision not seen before. Returns the new ones."""
+def sync(api: HfApi, statuses: StatusLog, *, tag: str, repo_ids: Iterable[str] | None = None) -> list[RevisionState]:
+    """Discover tagged repos (every one, or only `repo_ids`, the repos a webhook named) and
+    queue every revision not seen before. Returns the new ones."""
+    if repo_ids is None:
+        found = discover(api, tag=tag)
+    else:
+        found = [s for repo_id in sorted(set(repo_ids)) if (s := discover_repo(api, repo_id, tag=tag)) is not None]
     new = []
-    for submission in discover(api, tag=tag):
+    for submission in found:
         if statuses.get(submission.repo_id, submission.revision) is None:
             new.append(statuses.record(submission.repo_id, submission.revision, Status.QUEUED, "waiting for validation",
                                        submission=submission.info()))
@@ -159,7 +164,7 @@ class Validator:
 
     def _reconsider_size_rejections(self) -> None:
         for state in self.statuses.with_status(Status.REJECTED):
-            if state.cause is RejectionCause.SIZE and state.limit_mb != self.max_mb and not size_problem(_submission(state), self.max_mb):
+            if state.cause is RejectionCause.SIZE and state.limit_mb != self.max_mb and not size_problem(state.submission.files, self.max_mb):
                 self.statuses.record(*state.key, Status.QUEUED,
                                      f"the size limit changed from {state.limit_mb:g} MB to {self.max_mb:g} MB: validating again")
 
@@ -188,11 +193,11 @@ class Validator:
     def _validate(self, state: RevisionState) -> None:
         key = state.key
         submission = _submission(state)
-        problem = format_problem(submission)
+        problem = format_problem(submission.files)
         if problem:
             self._decide(key, Status.REJECTED, problem, cause=RejectionCause.FORMAT)
             return
-        problem = size_problem(submission, self.max_mb)
+        problem = size_problem(submission.files, self.max_mb)
         if problem:
             self._decide(key, Status.REJECTED, problem, cause=RejectionCause.SIZE, limit_mb=self.max_mb)
             return

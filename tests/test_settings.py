@@ -46,7 +46,12 @@ BAD = {
     "NMMO_ARENA_MODEL_CARDS_MINUTES": ("-1", "at least 0"),
     "NMMO_ARENA_SEED_EXAMPLES": ("maybe", "one of 1, 0, true, false"),
     "NMMO_ARENA_LOG": ("LOUD", "one of DEBUG, INFO, WARNING, ERROR"),
+    "NMMO_ARENA_LOCAL_HUB_PORT": ("70000", "from 0 to 65535"),
+    "NMMO_ARENA_WEBHOOK_SECRET": ("short", "at least 8 printable ASCII characters"),
 }
+
+#: Settings whose value is never repeated in a message.
+SECRETS = {"NMMO_ARENA_WEBHOOK_SECRET"}
 
 
 def test_every_setting_has_a_variable_and_a_refused_value_here():
@@ -60,8 +65,17 @@ def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name):
     with pytest.raises(SettingsError) as info:
         ArenaSettings.from_env({name: value})
     message = str(info.value)
-    assert f"{name}={value!r} is not accepted" in message and accepted in message
+    shown = "(hidden: a secret)" if name in SECRETS else repr(value)
+    assert f"{name}={shown} is not accepted" in message and accepted in message
     assert "unset it for the default" in message
+
+
+def test_a_secret_stays_out_of_messages_and_repr():
+    with pytest.raises(SettingsError) as info:
+        ArenaSettings.from_env({"NMMO_ARENA_WEBHOOK_SECRET": "has space in it"})
+    assert "has space" not in str(info.value)
+    settings = ArenaSettings.from_env({"NMMO_ARENA_WEBHOOK_SECRET": "s3cret-for-hooks"})
+    assert settings.webhook_secret == "s3cret-for-hooks" and "s3cret" not in repr(settings)
 
 
 def test_good_values_are_read():

@@ -1,0 +1,298 @@
+"""Submit a policy folder to the Arena's Hub: check it as the Arena will, tag it, push it.
+
+Usage::
+
+    python -m matchmaking.submit FOLDER --repo OWNER/NAME [--hub URL] [--data DIR]
+                                        [--validate] [--message TEXT]
+
+(`nmmo-arena-submit` once the project is installed with `pip install .`.)
+
+1. **Checks**, in this process and without running the policy: the files that would be
+   uploaded (as `upload_folder` lists them) go through discovery's own format and size
+   checks (`matchmaking.discovery.format_problem`, `size_problem`), and `policy.py` is
+   parsed, not imported, to see that it binds `Team`. `--validate` also plays the
+   Arena's 16-tick validation match in its sandbox (`matchmaking.validation`), exactly
+   as the Space will: the policy never runs in this process.
+2. **The model card**: the submission tag (`NMMO_ARENA_TAG`, `nmmo-arena`) is added to
+   `README.md`'s metadata with `huggingface_hub.ModelCard` (its other metadata and its
+   text are kept); a folder without a `README.md` gets one.
+3. **The push** (`HfApi.create_repo` + `upload_folder`) goes to, first found:
+   `--hub URL`; `NMMO_ARENA_HUB`; `HF_ENDPOINT`, each with the user's own token
+   (`HF_TOKEN` or `hf auth login`); else the embedded Hub of a Space running on this
+   machine, whose endpoint and token it reads from the Space's data folder
+   (`DATA/local-hub.json`, `DATA/local-hub-token`; DATA as the Space resolves it:
+   `NMMO_ARENA_DATA`, or `--data`).
+
+It prints the repo's URL, the commit, and where to watch the revision's status. Every
+problem a user can fix exits with status 2 and says what to do: no `policy.py`, too
+large, a `policy.py` that does not parse, a bad repo id, no Hub, a refused token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from huggingface_hub import HfApi, ModelCard, ModelCardData, get_token
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError, RepositoryNotFoundError
+from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects, validate_repo_id
+
+from arena.errors import HubAuthError, NoHubError, SettingsError, SubmissionCheckError
+from arena.settings import ArenaSettings
+from matchmaking import embedded_hub
+from matchmaking.discovery import format_problem, size_problem
+from matchmaking.hub import answered, describe
+from matchmaking.policy import POLICY_FILE
+
+#: Never uploaded: what `upload_folder` leaves out anyway, plus Python's caches.
+IGNORED = ["__pycache__", "*/__pycache__", "**/__pycache__/**", "*.pyc"]
+CARD = "README.md"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m matchmaking.submit",
+        description="Check a policy folder as the Arena will, add the submission tag to its model card, and push it "
+        "to the Arena's Hub (the embedded one of a Space on this machine, or a real one).",
+        epilog="Exit status: 0 pushed; 2 something to fix (the message says what); 1 the Hub failed otherwise.",
+    )
+    parser.add_argument("folder", type=Path, help="the policy folder: policy.py at its root, plus what it loads")
+    parser.add_argument("--repo", required=True, help="the model repo to push to, OWNER/NAME (created if missing)")
+    parser.add_argument("--hub", default=None, help="URL of the Hub (default: NMMO_ARENA_HUB, HF_ENDPOINT, else the "
+                        "embedded Hub of the Space whose data folder is NMMO_ARENA_DATA)")
+    parser.add_argument("--data", type=Path, default=None, help="the Space's data folder, to find its embedded Hub "
+                        "(default: NMMO_ARENA_DATA, as the Space reads it)")
+    parser.add_argument("--validate", action="store_true", help="also play the Arena's validation match in its sandbox "
+                        "before pushing (needs nmmo; about 10 s)")
+    parser.add_argument("--message", default=None, help="the commit message (default: 'Submit FOLDER')")
+    return parser
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+def folder_files(folder: Path) -> list[tuple[str, int]]:
+    """(path, size) of every file `upload_folder` would upload from `folder`, sorted."""
+    every = {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+    kept = filter_repo_objects(every, ignore_patterns=[*DEFAULT_IGNORE_PATTERNS, *IGNORED])
+    return sorted((path, every[path]) for path in kept)
+
+
+def policy_problem(source: str) -> str:
+    """Why `policy.py`'s source cannot be the contract's (a syntax error, no top-level
+    `Team`), read without running it; "" if it may be."""
+    try:
+        tree = ast.parse(source, filename=POLICY_FILE)
+    except SyntaxError as exc:
+        return f"{POLICY_FILE} does not parse: {exc.msg} (line {exc.lineno}). Fix it; the Arena would reject it the same way."
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return ""  # `from x import *` may bring Team: only running it would tell
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    if "Team" not in bound:
+        return (f"{POLICY_FILE} defines no top-level `Team`. It must define `class Team` with __init__(self, team_id, "
+                "env_config) and act(self, observations) (see 'Writing a policy' in the README).")
+    return ""
+
+
+def check_folder(folder: Path, *, max_mb: float) -> list[tuple[str, int]]:
+    """The files to upload, once the folder passes the Arena's checks.
+
+    Raises:
+        `SubmissionCheckError`: saying what to change.
+    """
+    if not folder.is_dir():
+        raise SubmissionCheckError(f"{folder} is not a folder. Give the folder that holds {POLICY_FILE}.")
+    files = folder_files(folder)
+    problem = format_problem(files) or size_problem(files, max_mb)
+    if not problem:
+        problem = policy_problem((folder / POLICY_FILE).read_text(encoding="utf-8", errors="replace"))
+    if problem:
+        raise SubmissionCheckError(f"{folder}: {problem}")
+    return files
+
+
+def check_repo_id(repo_id: str) -> str:
+    """`repo_id` if it is OWNER/NAME as the Hub accepts it.
+
+    Raises:
+        `SubmissionCheckError`: naming the id and the expected form.
+    """
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise SubmissionCheckError(f"--repo {repo_id!r} is not a repo id the Hub accepts: {exc}") from None
+    if repo_id.count("/") != 1:
+        raise SubmissionCheckError(f"--repo {repo_id!r} must be OWNER/NAME, e.g. my-user/my-team (the owner is your "
+                                   "user or one of your organisations).")
+    return repo_id
+
+
+def tag_card(folder: Path, tag: str) -> bool:
+    """Add `tag` to the model card's tags (creating `README.md` if missing), keeping the
+    card's other metadata and text. Returns whether the file changed.
+
+    Raises:
+        `SubmissionCheckError`: `README.md`'s metadata does not parse.
+    """
+    path = folder / CARD
+    if not path.exists():
+        data = ModelCardData(tags=[tag])
+        ModelCard(f"---\n{data.to_yaml()}\n---\n\n# {folder.resolve().name}\n\nA Neural MMO team for the NMMO Arena.\n").save(path)
+        return True
+    try:
+        card = ModelCard.load(path)
+    except Exception as exc:  # noqa: BLE001 - yaml's and the card's own errors: all mean "fix the front matter"
+        raise SubmissionCheckError(f"{path}: its metadata (the YAML between the --- lines) does not parse: "
+                                   f"{type(exc).__name__}: {str(exc).splitlines()[0]}. Fix it, then submit again.") from None
+    tags = card.data.tags or []
+    tags = [tags] if isinstance(tags, str) else list(tags)
+    if tag in tags:
+        return False
+    card.data.tags = [*tags, tag]
+    card.save(path)
+    return True
+
+
+# -- which Hub ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HubTarget:
+    """Where the push goes, with which token, and how that was decided (for messages)."""
+
+    endpoint: str
+    token: str | None
+    how: str
+    space_url: str | None = None
+
+
+def find_hub(settings: ArenaSettings, *, hub: str | None = None, environ: dict[str, str] | None = None) -> HubTarget:
+    """The Hub to push to (see the module's docstring for the order).
+
+    Raises:
+        `NoHubError`: none configured and no embedded Hub published in the data folder.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    for endpoint, how in ((hub, "--hub"), (settings.hub_endpoint, "NMMO_ARENA_HUB"), (environ.get("HF_ENDPOINT"), "HF_ENDPOINT")):
+        if endpoint:
+            return HubTarget(endpoint.rstrip("/"), None, f"{how}, with your token (HF_TOKEN or `hf auth login`)")
+    try:
+        address = embedded_hub.find(settings)
+    except ValueError as exc:
+        raise NoHubError(str(exc)) from None
+    if address is None:
+        raise NoHubError(
+            f"No Hub to push to: none is configured, and no Space on this machine has published an embedded Hub in "
+            f"{settings.local_hub_address_file}. Start the Space (`make run`) and submit again, or point "
+            "at its data folder (`--data DIR` or NMMO_ARENA_DATA), or at a Hub (`--hub https://huggingface.co`)."
+        )
+    return HubTarget(address.endpoint, address.token, f"the embedded Hub of the Space on {settings.data_dir}, found in "
+                     f"{address.source.name}, its token in {settings.local_hub_token_file.name}", address.space_url)
+
+
+def push(target: HubTarget, folder: Path, repo_id: str, *, message: str) -> tuple[str, bool]:
+    """Create the repo if needed and upload the folder as one commit. Returns the sha of
+    the repo's head and whether this push made it (False: nothing had changed, and
+    `upload_folder` makes no empty commit).
+
+    Raises:
+        `HubAuthError`: the Hub refused the token. `NoHubError`: it does not answer.
+    """
+    token = target.token if target.token is not None else get_token()
+    if token is None:
+        raise HubAuthError(f"No token for {target.endpoint}: log in with `hf auth login` or set HF_TOKEN, then submit again.")
+    api = HfApi(endpoint=target.endpoint, token=token)
+    try:
+        try:
+            before = api.model_info(repo_id).sha
+        except RepositoryNotFoundError:
+            before = None
+            api.create_repo(repo_id, exist_ok=True)
+        sha = api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=message, ignore_patterns=IGNORED).oid
+        return sha, sha != before
+    except HfHubHTTPError as exc:
+        if exc.response is not None and exc.response.status_code in (401, 403):
+            whose = "the embedded Hub's token" if target.token is not None else "your token (HF_TOKEN or `hf auth login`)"
+            raise HubAuthError(
+                f"{target.endpoint} refused {whose} (HTTP {exc.response.status_code}): {describe(exc)}. Check that it may "
+                f"write to {repo_id.split('/')[0]!r} (your user or one of your organisations), or log in again."
+            ) from None
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified: only "no answer at all" is ours to explain
+        if answered(exc):
+            raise
+        raise NoHubError(f"The Hub at {target.endpoint} ({target.how}) does not answer: {describe(exc)}. "
+                         "Is the Space running? Start it (`make run`) and submit again.") from None
+
+
+def watch_hint(target: HubTarget, repo_id: str) -> str:
+    """Where the submitter sees what the Arena makes of the push."""
+    if target.space_url:
+        return (f"Watch its status on the Submissions tab of {target.space_url} (queued within seconds, then the "
+                f"validation's verdict), or: python -c \"from gradio_client import Client; "
+                f"print(Client('{target.space_url}').predict(api_name='/submissions'))\"")
+    return (f"Watch its status on the Arena Space's Submissions tab: {repo_id} appears there once the Space sees the "
+            "push (at once if its webhook watches you, else within its polling interval, a minute by default).")
+
+
+def _validate(folder: Path, ticks: int) -> str:
+    """The Arena's validation match, in the sandbox; its reason. Raises if it fails."""
+    from matchmaking.policy import PolicyRef
+    from matchmaking.sandbox.host import protect_process
+    from matchmaking.validation import validate
+
+    protect_process()  # as the Space: the sandboxed team must not read this process's environment
+    report = validate(PolicyRef(policy_id=f"local:{folder.resolve().name}", revision="local", path=folder.resolve()), ticks=ticks)
+    if not report.ok:
+        raise SubmissionCheckError(f"{folder}: the validation match rejected it: {report.reason}")
+    return report.reason
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    environ = dict(os.environ)
+    if args.data is not None:
+        environ["NMMO_ARENA_DATA"] = str(args.data)
+    try:
+        settings = ArenaSettings.from_env(environ)
+        repo_id = check_repo_id(args.repo)
+        folder: Path = args.folder
+        files = check_folder(folder, max_mb=settings.max_submission_mb)
+        size_mb = sum(size for _, size in files) / 2**20
+        print(f"Checked {folder}: {len(files)} file{'s' if len(files) != 1 else ''}, {size_mb:.2f} MB (limit {settings.max_submission_mb:g} MB), "
+              f"{POLICY_FILE} defines Team.")
+        if args.validate:
+            print(f"Validated in the sandbox: {_validate(folder, settings.validation_ticks)}")
+        target = find_hub(settings, hub=args.hub, environ=environ)
+        if tag_card(folder, settings.submission_tag):
+            print(f"Added the tag {settings.submission_tag!r} to {folder / CARD}.")
+        sha, changed = push(target, folder, repo_id, message=args.message or f"Submit {folder.resolve().name}")
+    except (SettingsError, SubmissionCheckError, NoHubError, HubAuthError) as exc:
+        print(f"Not submitted. {exc}", file=sys.stderr)
+        return 2
+    except HfHubHTTPError as exc:
+        print(f"Not submitted: the Hub failed: {describe(exc)}", file=sys.stderr)
+        return 1
+    if changed:
+        print(f"Pushed {repo_id} to {target.endpoint} ({target.how}).")
+    else:
+        print(f"Nothing changed since the last push of {repo_id} to {target.endpoint}: the Arena already has this revision.")
+    print(f"Repo: {target.endpoint}/{repo_id}")
+    print(f"Commit: {sha}")
+    print(watch_hint(target, repo_id))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
