@@ -19,6 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from arena.logs import MatchLogs
 from arena.replay import ReplayRecorder
 from arena.schema import MatchResult
 from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
@@ -26,21 +27,24 @@ from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 
 @dataclass(frozen=True)
 class MatchOutcome:
-    """A finished match: its result, or why it produced none."""
+    """A finished match: its result, or why it produced none; when recorded, its replay
+    (`arena.replay`) and its sandboxed teams' logs (`arena.logs`; None when every team
+    played in the match process)."""
 
     spec: MatchSpec
     result: MatchResult | None = None
     error: str | None = None
     replay: bytes | None = None
+    logs: bytes | None = None
 
 
 def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False) -> MatchOutcome:
-    recorder = ReplayRecorder() if record else None
+    recorder, logs = (ReplayRecorder(), MatchLogs()) if record else (None, None)
     try:
-        result = run_match(spec, host_factory=host_factory, recorder=recorder)
+        result = run_match(spec, host_factory=host_factory, recorder=recorder, logs=logs)
     except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
         return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}")
-    return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None)
+    return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
 
 
 def default_workers() -> int:
@@ -89,6 +93,7 @@ class LocalExecutor:
     """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
 
     def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True):
+        """`record_replays`: record every match's replay and its sandboxed teams' logs."""
         if workers < 1:
             raise ValueError(f"`workers` must be at least 1, got {workers}.")
         self.workers = workers
