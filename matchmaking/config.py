@@ -108,6 +108,9 @@ class MatchConfig:
             raise ValueError(f"`horizon` must be between 1 and 1024 ticks, got {self.horizon}.")
         if self.map_pool < 1:
             raise ValueError(f"`map_pool` must be at least 1, got {self.map_pool}.")
+        for name in ("log_head_bytes", "log_tail_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"`{name}` must be 0 or more bytes, got {getattr(self, name)}.")
         for name in ("step_timeout_s", "step_wall_timeout_s", "init_timeout_s", "hang_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")

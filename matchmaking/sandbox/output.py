@@ -24,9 +24,11 @@ from arena.logs import BoundedLog, TeamLog
 #: How much each pipe holds, and how much is read at a time. Linux's default pipe holds
 #: 64 KiB: a team printing a megabyte a tick then waits for the reader sixteen times a
 #: tick, and the reader each time for the match's own thread to let go of the GIL (up to
-#: 5 ms): a flood made a 256-tick match 1.47x slower. A 1 MiB pipe (the largest an
-#: ordinary user may ask for, `/proc/sys/fs/pipe-max-size`) takes it in one go.
-PIPE_BYTES = 1 << 20
+#: 5 ms): a flood made a 256-tick match 1.47x slower. 512 KiB takes a megabyte in two
+#: reads and keeps two matches of 16 teams (64 pipes, 32 MiB) under Linux's default
+#: per-user pipe budget (`/proc/sys/fs/pipe-user-pages-soft`, 64 MiB); past it the kernel
+#: refuses, and the pipe keeps its default size.
+PIPE_BYTES = 1 << 19
 CHUNK = PIPE_BYTES
 
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
