@@ -8,12 +8,19 @@ nmmo's own replay helper writes ~117 MB of JSON per match (743 KB after LZMA) an
 - per tick, the NPCs present: id, row, column, health;
 - the match's events from nmmo's event log: hits (attacker, target, style, damage),
   kills, level-ups and equipped items, each with its tick;
-- per team and task, the tick each tier was reached (team achievement over time).
+- per team and task, the tick each tier was reached (team achievement over time);
+- every fault of every team (since version 2), as the runner recorded it: header
+  `faults`, rows `[tick, team, kind, message]` in tick order, `kind` one of
+  `arena.schema.FaultKind` (INIT, ERROR, INVALID, TIMEOUT, CRASH, MEMORY), the message
+  cut to `FAULT_MESSAGE_CHARS`. A team faults at most once a tick (and INIT at tick 0), so
+  a match holds at most `teams x (horizon + 1)` of them. The match record keeps the first
+  50 per team; the replay keeps all, so the viewer's timeline shows each one.
 
-Encoding (version 1): gzip of `b"NMRP" | u32 header length | header JSON | arrays`. The
+Encoding (version 2): gzip of `b"NMRP" | u32 header length | header JSON | arrays`. The
 header lists each array's name, dtype, shape and byte offset; arrays are little-endian
 and 8-byte aligned. The viewer decodes it with the browser's DecompressionStream; the
-`read` function here is the reference decoder.
+`read` function here is the reference decoder. Version 1 (before fault events) is read
+too, as a replay without faults (`read` gives it an empty `faults`).
 """
 
 from __future__ import annotations
@@ -27,10 +34,17 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from arena.errors import DamagedFileError
+from arena.schema import Fault
 from arena.scoring import RULES, TIER_POINTS, Task
 
 MAGIC = b"NMRP"
-VERSION = 1
+VERSION = 2
+
+#: Versions `read` accepts: 1 has no fault events.
+READABLE = (1, 2)
+
+#: Characters of a fault's message kept on the replay's timeline.
+FAULT_MESSAGE_CHARS = 200
 
 #: Event kinds, as in the header's `events` rows: [tick, kind, a, b, c, d].
 HIT, KILL, LEVEL, EQUIP = "hit", "kill", "level", "equip"
@@ -40,13 +54,19 @@ class ReplayRecorder:
     """Collects one match's replay as the runner plays it; `finish` returns the bytes.
 
     The runner calls `start` after reset, `tick` after every step (with the entity table
-    it already reads for travel), and `finish` at the end with the event log.
+    it already reads for travel), `fault` for every fault of a team, and `finish` at the
+    end with the event log.
     """
 
     def __init__(self) -> None:
         self.data: bytes | None = None
         self._players: list[np.ndarray] = []
         self._npcs: list[np.ndarray] = []
+        self._faults: list[list[Any]] = []
+
+    def fault(self, team: int, fault: Fault) -> None:
+        """One fault of team `team` (its slot), for the timeline."""
+        self._faults.append([int(fault.tick), int(team), fault.kind.value, fault.message[:FAULT_MESSAGE_CHARS]])
 
     def start(self, *, tiles: np.ndarray, entities: np.ndarray, columns: Mapping[str, int], num_agents: int) -> None:
         self.tiles = np.asarray(tiles, dtype=np.uint8)
@@ -95,6 +115,7 @@ class ReplayRecorder:
             "tiers": tiers,
             "tasks": [task.value for task in Task],
             "tier_points": list(TIER_POINTS),
+            "faults": sorted(self._faults, key=lambda f: (f[0], f[1])),
         }
         self.data = encode(header, {"map": self.tiles, "players": players, "npc_count": npc_count, "npcs": npcs})
         return self.data
@@ -185,9 +206,14 @@ def read(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             raise ValueError("not an NMMO Arena replay (bad magic bytes)")
         (length,) = struct.unpack("<I", raw[4:8])
         header = json.loads(raw[8 : 8 + length])
-        if not isinstance(header, dict) or header.get("version") != VERSION:
+        if not isinstance(header, dict) or header.get("version") not in READABLE:
             raise ValueError(f"replay version {header.get('version') if isinstance(header, dict) else '?'} is not "
-                             f"supported (this code reads {VERSION})")
+                             f"supported (this code reads {', '.join(map(str, READABLE))})")
+        header.setdefault("faults", [])  # version 1: recorded before faults were
+        for row in header["faults"]:
+            tick, team, kind, message = row
+            if not (isinstance(tick, int) and isinstance(team, int) and isinstance(kind, str) and isinstance(message, str)):
+                raise ValueError(f"a fault event is malformed: {row!r}")
         base = 8 + length
         arrays = {}
         for spec in header["arrays"]:

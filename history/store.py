@@ -6,14 +6,16 @@ DuckDB read it directly):
     README.md                       dataset card, with the `configs:` block for `datasets`
     data/teams-<time>-<id>.parquet  append-only shards: one row per team per match (arena.schema)
     replays/<match id>.replay       one compact replay per match (arena.replay)
+    logs/<match id>.json.gz         the sandboxed teams' stdout and stderr of a match (arena.logs)
     submissions/statuses.jsonl      the submissions' status log (history.statuses)
     wal/<match id>.json             local only: matches recorded but not yet in a shard
     quarantine/                     local only: damaged files moved aside
 
 How a match is recorded exactly once, whatever happens (`HistoryStore`):
 
-1. `record()` writes the match to `wal/<match id>.json` (temporary name, fsync, rename):
-   from then on it is durable. A match id already known is refused, so a match played
+1. `record()` writes the match's replay and logs (each to a temporary name, fsync,
+   rename), then the match to `wal/<match id>.json` the same way: from then on it is
+   durable, and a recorded match always has the replay and logs it was recorded with. A match id already known is refused, so a match played
    twice (a restart replays an interrupted plan) is recorded once.
 2. `flush()` writes the WAL's matches into one new shard (temporary name, fsync, rename),
    then deletes those WAL files. A crash between the two leaves matches in both places;
@@ -25,8 +27,8 @@ How a match is recorded exactly once, whatever happens (`HistoryStore`):
 Reading (`HistoryReader`, all the leaderboard uses) needs no lock: it reads the WAL first
 and lists the shards after, so a match that a flush moves from the WAL into a new shard
 meanwhile is found in one place or the other (entries vanishing under the reader are
-skipped), and duplicates are dropped. Damaged files (a truncated shard, a corrupt replay)
-are moved into `quarantine/`, named in the log and in `damaged` (the UI's operator line),
+skipped), and duplicates are dropped. Damaged files (a truncated shard, a corrupt replay
+or log file) are moved into `quarantine/`, named in the log and in `damaged` (the UI's operator line),
 and everything else loads.
 """
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -46,11 +49,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from arena import logs as logs_format
 from arena import replay as replay_format
 from arena.errors import DamagedFileError
 from arena.schema import SCHEMA_VERSION, TEAM_COLUMNS, MatchResult, results_from_rows, rows
 
 log = logging.getLogger(__name__)
+
+#: What a match id may look like where it names a file (runner ids are 20 hex digits):
+#: a reader given any other string finds nothing, so no request reaches outside the folders.
+MATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 #: The Arrow form of the history table (`arena.schema.TEAM_COLUMNS`).
 TEAM_SCHEMA = pa.schema([pa.field(name, getattr(pa, kind)()) for name, kind in TEAM_COLUMNS])
@@ -72,7 +80,8 @@ configs:
 Every match played by the NMMO Arena: one row per team per match (16 rows a match), in
 append-only parquet shards under `data/`. Ratings and tables on the Arena are computed
 from these rows alone, so anyone can recompute them. Replays are under `replays/`,
-submission statuses under `submissions/`.
+team logs (what each sandboxed team printed, capped at 64 KiB a team and match) under
+`logs/`, submission statuses under `submissions/`.
 
 ```python
 from datasets import load_dataset
@@ -120,6 +129,7 @@ class HistoryReader:
         self.data = self.root / "data"
         self.wal = self.root / "wal"
         self.replays = self.root / "replays"
+        self.logs_dir = self.root / "logs"
         self.quarantine_dir = self.root / "quarantine"
         self.damaged: list[str] = []
         """One line per damaged file moved aside, for the operator."""
@@ -201,6 +211,8 @@ class HistoryReader:
 
     # -- replays -------------------------------------------------------------------------
     def replay_path(self, match_id: str) -> Path | None:
+        if not MATCH_ID.fullmatch(match_id or ""):
+            return None
         path = self.replays / f"{match_id}.replay"
         return path if path.exists() else None
 
@@ -224,13 +236,44 @@ class HistoryReader:
             raise
         return data
 
+    # -- logs ----------------------------------------------------------------------------
+    def logs_path(self, match_id: str) -> Path | None:
+        if not MATCH_ID.fullmatch(match_id or ""):
+            return None
+        path = self.logs_dir / f"{match_id}.json.gz"
+        return path if path.exists() else None
+
+    def logs(self, match_id: str) -> list[logs_format.TeamLog] | None:
+        """The logs of a recorded match's sandboxed teams, checked; None if none were
+        recorded (built-in teams have none; matches recorded before logs were kept).
+
+        Raises:
+            `DamagedFileError`: the file cannot be decoded, or is another match's (it is
+                quarantined).
+        """
+        path = self.logs_path(match_id)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            recorded_id, teams = logs_format.read(data)
+            if recorded_id != match_id:
+                raise DamagedFileError(f"these match logs belong to match {recorded_id}, not {match_id}")
+        except DamagedFileError as exc:
+            self.quarantine(path, str(exc))
+            raise
+        return teams
+
 
 class HistoryStore(HistoryReader):
     """The history folder, written: record matches durably, move them into shards."""
 
     def __init__(self, root: Path):
         super().__init__(root)
-        for folder in (self.data, self.wal, self.replays):
+        for folder in (self.data, self.wal, self.replays, self.logs_dir):
             folder.mkdir(parents=True, exist_ok=True)
         card = self.root / "README.md"
         if not card.exists():
@@ -243,7 +286,7 @@ class HistoryStore(HistoryReader):
         """Start-up repair after a crash: drop temporary files and WAL entries already
         sharded; move damaged shards aside."""
         with self._lock:
-            for folder in (self.data, self.wal, self.replays):
+            for folder in (self.data, self.wal, self.replays, self.logs_dir):
                 for leftover in folder.glob(".*"):
                     leftover.unlink(missing_ok=True)
             self._sharded = set()
@@ -261,13 +304,19 @@ class HistoryStore(HistoryReader):
     def knows(self, match_id: str) -> bool:
         return match_id in self._sharded or (self.wal / f"{match_id}.json").exists()
 
-    def record(self, result: MatchResult, *, replay: bytes | None = None) -> bool:
-        """Make a finished match durable. Returns False if it was already recorded."""
+    def record(self, result: MatchResult, *, replay: bytes | None = None, logs: bytes | None = None) -> bool:
+        """Make a finished match durable, with its replay and its teams' logs (the bytes of
+        `arena.replay` and `arena.logs`). Returns False if it was already recorded."""
+        if not MATCH_ID.fullmatch(result.match_id):
+            raise ValueError(f"match id {result.match_id!r} cannot name a file: use letters, digits, '-' and '_' (at most 64)")
         with self._lock:
             if self.knows(result.match_id):
                 return False
-            if replay is not None:  # the replay first: a recorded match always has its replay
+            # replay and logs first: a recorded match always has them
+            if replay is not None:
                 _write_atomically(self.replays / f"{result.match_id}.replay", replay)
+            if logs is not None:
+                _write_atomically(self.logs_dir / f"{result.match_id}.json.gz", logs)
             _write_atomically(self.wal / f"{result.match_id}.json", json.dumps(result.to_dict()).encode())
             return True
 

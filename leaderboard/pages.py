@@ -251,7 +251,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 with gr.Row():
                     match_id = gr.Textbox(label="Match id", elem_id="replay-match")
                     show = gr.Button("Replay", elem_id="replay-load")
-                viewer = replay_viewer(data.store.replay)
+                viewer = replay_viewer(data.store.replay, logs=data.store.logs)
             with gr.Tab("About / Submit", id="about"):
                 gr.Markdown(about_markdown(settings, hub_url=hub_url))
 

@@ -4,6 +4,13 @@ No external CDN: the canvas drawing and the replay decoding are `static/viewer.j
 (`DecompressionStream` unpacks the gzip). The component's value is `{"match_id": ...}`;
 setting it from Python (choosing a match) makes the JavaScript fetch that replay through
 the component's server function `load_replay` and draw its first frame.
+
+The viewer also shows the match's faults (from the replay: markers on the timeline, a
+list per team) and its sandboxed teams' logs, through two more server functions:
+`load_logs` (every team's stamped lines, to show the followed team's output at each tick)
+and `log_text` (one team's log, or all of them, as the text file the viewer offers for
+download). Both take only a match id (and a slot) and read only through the history
+reader, which knows only recorded matches' files: no path ever comes from the browser.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Callable
 import gradio as gr
 
 from arena.errors import DamagedFileError
+from arena.logs import TeamLog, render_text
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -31,9 +39,19 @@ HTML = """
     <label>follow <select class="nr-agent" aria-label="agent"></select></label>
     <label>jump to <select class="nr-jump-kind">
       <option value="kills">kills</option><option value="deaths">deaths</option><option value="tiers">tiers reached</option>
+      <option value="faults">faults and timeouts</option>
     </select></label>
     <button class="nr-prev" type="button">previous</button>
     <button class="nr-next" type="button">next</button>
+  </div>
+  <div class="nr-timeline-row">
+    <canvas class="nr-timeline" width="800" height="34" aria-label="timeline"></canvas>
+    <span class="nr-legend">timeline, above: <span class="nr-key" style="color:#fff">|</span>kill
+      <span class="nr-key" style="color:#888">|</span>death; below, faults:
+      <span class="nr-key" style="color:#ff5252">▮</span>ERROR <span class="nr-key" style="color:#ffd740">▮</span>TIMEOUT
+      <span class="nr-key" style="color:#40c4ff">▮</span>INVALID <span class="nr-key" style="color:#ff9100">▮</span>INIT
+      <span class="nr-key" style="color:#ff1744">▮</span>CRASH <span class="nr-key" style="color:#e040fb">▮</span>MEMORY
+      (click one to jump to it)</span>
   </div>
   <div class="nr-status">choose a match to replay</div>
   <div class="nr-views">
@@ -41,6 +59,11 @@ HTML = """
     <figure><canvas class="nr-closeup" width="360" height="360"></canvas><figcaption>close-up on the followed agent: fights (attacker to target, colour = style)</figcaption>
       <pre class="nr-fights"></pre></figure>
     <div class="nr-side"><pre class="nr-panel"></pre><table class="nr-teams"></table></div>
+  </div>
+  <div class="nr-bottom">
+    <div class="nr-faults-box"><h4>Faults and timeouts, per team (click one to jump to its tick)</h4><div class="nr-faults">no replay loaded</div></div>
+    <div class="nr-logs-box"><h4>Logs: what each sandboxed team wrote to stdout and stderr</h4><div class="nr-logs">no replay loaded</div>
+      <pre class="nr-log-lines"></pre></div>
   </div>
 </div>
 """
@@ -56,12 +79,65 @@ CSS = """
 .nr-teams { border-collapse: collapse; }
 .nr-teams td, .nr-teams th { padding: 1px 6px; text-align: right; }
 .nr-teams td:nth-child(2) { text-align: left; max-width: 200px; overflow: hidden; white-space: nowrap; }
+.nr-timeline-row { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin-bottom: 4px; }
+.nr-timeline { border: 1px solid #444; background: #161616; cursor: pointer; }
+.nr-bottom { display: flex; flex-wrap: wrap; gap: 16px; margin-top: 8px; align-items: flex-start; }
+.nr-bottom h4 { margin: 2px 0 4px; font-size: 12px; }
+.nr-faults-box { flex: 1 1 560px; max-height: 320px; overflow: auto; }
+.nr-logs-box { flex: 1 1 420px; }
+.nr-faults table { border-collapse: collapse; width: 100%; }
+.nr-faults td, .nr-faults th { padding: 1px 6px; text-align: left; vertical-align: top; }
+.nr-faults tr.nr-fault { cursor: pointer; }
+.nr-faults tr.nr-fault:hover { background: rgba(128, 128, 128, 0.15); }
+.nr-faults tr.nr-current, .nr-faults tr.nr-current:hover { background: rgba(0, 200, 83, 0.22); box-shadow: inset 3px 0 #00c853; }
+.nr-key { background: #161616; padding: 0 3px; margin: 0 3px 0 2px; font-weight: bold; }
+.nr-kind::before { content: "▮"; color: var(--kind); background: #161616; padding: 0 3px; margin-right: 4px; }
+.nr-faults th.nr-team-head { padding-top: 6px; border-bottom: 1px solid #555; }
+.nr-logs a { margin-right: 10px; }
+.nr-log-lines { white-space: pre-wrap; max-height: 160px; overflow: auto; margin: 4px 0; max-width: 640px; }
 """
 
 
-def replay_viewer(load: Callable[[str], bytes | None]) -> gr.HTML:
+def replay_viewer(load: Callable[[str], bytes | None], logs: Callable[[str], list[TeamLog] | None] | None = None) -> gr.HTML:
     """The viewer component; `load(match_id)` returns a replay's bytes or None, and raises
-    `DamagedFileError` for a replay that cannot be decoded."""
+    `DamagedFileError` for a replay that cannot be decoded; `logs(match_id)` returns the
+    match's team logs or None (none recorded), and raises `DamagedFileError` the same way."""
+
+    def read_logs(match_id: str) -> tuple[list[TeamLog] | None, str]:
+        if logs is None or not match_id:
+            return None, ""
+        try:
+            return logs(match_id), ""
+        except DamagedFileError:
+            return None, (f"The logs of match {match_id} are damaged and cannot be read; they were set aside for the "
+                          "operator. The match's results and replay are unaffected.")
+
+    def load_logs(args: dict) -> dict:
+        match_id = str((args or {}).get("match_id", "")).strip()
+        teams, error = read_logs(match_id)
+        if error:
+            return {"error": error}
+        return {
+            "match_id": match_id,
+            "teams": [
+                {**team.to_dict(), "filename": f"{match_id}-team{team.slot}.log"}
+                for team in (teams or [])
+            ],
+        }
+
+    def log_text(args: dict) -> dict:
+        """One team's log (`slot`), or every team's (`slot` "all"), as downloadable text."""
+        match_id = str((args or {}).get("match_id", "")).strip()
+        slot = str((args or {}).get("slot", "all"))
+        teams, error = read_logs(match_id)
+        if error or not teams:
+            return {"error": error or f"No logs recorded for match {match_id!r}."}
+        if slot != "all":
+            teams = [team for team in teams if str(team.slot) == slot]
+            if not teams:
+                return {"error": f"Team {slot} of match {match_id} has no log (built-in teams play in the match process)."}
+        name = f"{match_id}-{'all' if slot == 'all' else 'team' + slot}.log"
+        return {"filename": name, "text": render_text(match_id, teams)}
 
     def load_replay(args: dict) -> dict:
         match_id = str((args or {}).get("match_id", "")).strip()
@@ -79,7 +155,7 @@ def replay_viewer(load: Callable[[str], bytes | None]) -> gr.HTML:
         html_template=HTML,
         css_template=CSS,
         js_on_load=(STATIC / "viewer.js").read_text(),
-        server_functions=[load_replay],
+        server_functions=[load_replay, load_logs, log_text],
         elem_id="replay-viewer",
         apply_default_css=False,
     )

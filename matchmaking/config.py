@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arena.logs import HEAD_BYTES, TAIL_BYTES
 from arena.rules import MATCH
 from arena.settings import default_cache_dir
 
@@ -73,8 +74,16 @@ class MatchConfig:
     kernel allows a mount namespace; elsewhere the host measures it every tick)."""
 
     output_tail_chars: int = 2000
-    """Characters of a sandboxed team's own output (prints, tracebacks) kept for diagnosis;
-    the rest is read and thrown away, so printing megabytes harms nobody."""
+    """Characters of a sandboxed team's last output (a traceback's end) that a CRASH
+    fault's message may quote (300 of them fit)."""
+
+    log_head_bytes: int = HEAD_BYTES
+    """Bytes of a sandboxed team's stdout and stderr kept in its log from the start of a
+    match (48 KiB: how it started, what it says every tick) ..."""
+
+    log_tail_bytes: int = TAIL_BYTES
+    """... and from its end (16 KiB: what led to its last fault). Everything between is
+    read and counted, not kept (`arena.logs`), so printing megabytes harms nobody."""
 
     max_faults_recorded: int = 50
     """Faults kept with full detail per team and match; all are still counted by kind."""
@@ -99,6 +108,9 @@ class MatchConfig:
             raise ValueError(f"`horizon` must be between 1 and 1024 ticks, got {self.horizon}.")
         if self.map_pool < 1:
             raise ValueError(f"`map_pool` must be at least 1, got {self.map_pool}.")
+        for name in ("log_head_bytes", "log_tail_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"`{name}` must be 0 or more bytes, got {getattr(self, name)}.")
         for name in ("step_timeout_s", "step_wall_timeout_s", "init_timeout_s", "hang_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"`{name}` must be positive, got {getattr(self, name)}.")

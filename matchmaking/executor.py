@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from arena.logs import MatchLogs
 from arena.replay import ReplayRecorder
 from arena.schema import MatchResult
 from matchmaking.live import LiveBoard
@@ -28,24 +29,27 @@ from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 
 @dataclass(frozen=True)
 class MatchOutcome:
-    """A finished match: its result, or why it produced none."""
+    """A finished match: its result, or why it produced none; when recorded, its replay
+    (`arena.replay`) and its sandboxed teams' logs (`arena.logs`; None when every team
+    played in the match process)."""
 
     spec: MatchSpec
     result: MatchResult | None = None
     error: str | None = None
     replay: bytes | None = None
+    logs: bytes | None = None
 
 
 def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, live: Path | None = None) -> MatchOutcome:
-    recorder = ReplayRecorder() if record else None
+    recorder, logs = (ReplayRecorder(), MatchLogs()) if record else (None, None)
     report, done = LiveBoard(live).reporter(spec) if live is not None else (None, lambda: None)
     try:
-        result = run_match(spec, host_factory=host_factory, recorder=recorder, progress=report)
+        result = run_match(spec, host_factory=host_factory, recorder=recorder, logs=logs, progress=report)
     except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
         return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}")
     finally:
         done()
-    return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None)
+    return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
 
 
 def default_workers() -> int:
@@ -95,13 +99,14 @@ class LocalExecutor:
 
     def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True,
                  live: Path | None = None):
+        """`record_replays`: record every match's replay and its sandboxed teams' logs; `live`:
+        the folder where matches in flight report their tick (`matchmaking.live`), if any."""
         if workers < 1:
             raise ValueError(f"`workers` must be at least 1, got {workers}.")
         self.workers = workers
         self.host_factory = host_factory
         self.record_replays = record_replays
         self.live = live
-        """Folder where matches in flight report their tick (`matchmaking.live`), if any."""
         self._pool: ProcessPoolExecutor | None = None
 
     def _ensure(self) -> ProcessPoolExecutor:

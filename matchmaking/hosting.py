@@ -59,6 +59,12 @@ class TeamHost(Protocol):
     def close(self) -> None:
         """Release the team (and its process, if any)."""
 
+    # Optional, for hosts of a team in its own process (`matchmaking.sandbox.host`):
+    # `launch()` (start the process without waiting), `bind_observations(env, agent_ids)`
+    # (observations through shared memory) and `output_log() -> arena.logs.TeamLog`
+    # (the team's stdout and stderr, after `close`). A team in the match's own process has
+    # no output of its own to capture: it has no log.
+
 
 def describe_exception(exc: BaseException, *, limit: int) -> str:
     """`Type: message (at file:line)`, cut to `limit` characters, for a fault record; the

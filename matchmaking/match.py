@@ -3,7 +3,9 @@
 `run_match(spec)` builds the map and environment from the spec's seed, starts one host per
 team, then for every tick gives each team its alive members' observations, checks the
 answers against the action space and steps the game. At the end it reads each team's
-progress, scores it (`arena.scoring`) and returns a `MatchResult`. The same spec
+progress, scores it (`arena.scoring`) and returns a `MatchResult`. Optionally it records
+the replay (`arena.replay`, every fault an event on its timeline) and the sandboxed
+teams' logs (`arena.logs`). The same spec
 gives the same result: the seed fixes the map, spawn order, NPCs and built-in teams'
 randomness.
 
@@ -27,6 +29,7 @@ from nmmo.lib.event_log import EventAttr
 
 from arena import ARENA_VERSION
 from arena.errors import MatchFailedError, MatchSetupError
+from arena.logs import MatchLogs
 from arena.replay import ReplayRecorder
 from arena.schema import Fault, FaultKind, MatchResult, TaskResult, TeamResult
 from arena.scoring import RULES, achievement, competition_ranks
@@ -105,10 +108,12 @@ def in_process_host(ref: PolicyRef, slot: TeamSlot) -> TeamHost:
 
 
 class _FaultLog:
-    """Per team: every fault counted by kind, the first ones kept in full."""
+    """Per team: every fault counted by kind, the first ones kept in full, and every one
+    handed to the replay's timeline (`recorder`)."""
 
-    def __init__(self, num_teams: int, keep: int):
+    def __init__(self, num_teams: int, keep: int, recorder: ReplayRecorder | None = None):
         self.keep = keep
+        self.recorder = recorder
         self.counts: list[dict[str, int]] = [{} for _ in range(num_teams)]
         self.kept: list[list[Fault]] = [[] for _ in range(num_teams)]
 
@@ -116,6 +121,8 @@ class _FaultLog:
         self.counts[team][fault.kind.value] = self.counts[team].get(fault.kind.value, 0) + 1
         if len(self.kept[team]) < self.keep:
             self.kept[team].append(fault)
+        if self.recorder is not None:
+            self.recorder.fault(team, fault)
 
 
 def run_match(
@@ -123,6 +130,7 @@ def run_match(
     *,
     host_factory: HostFactory = in_process_host,
     recorder: ReplayRecorder | None = None,
+    logs: MatchLogs | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> MatchResult:
     """Play one match to its horizon (or until every agent is dead) and score it.
@@ -131,8 +139,11 @@ def run_match(
         spec (`MatchSpec`): seed, policies and rules.
         host_factory (`HostFactory`, *optional*): how each team is hosted; in-process by
             default, `matchmaking.sandbox.sandboxed_host` for untrusted policies.
-        recorder (`ReplayRecorder`, *optional*): records the match's replay (its `data`
-            holds the bytes afterwards).
+        recorder (`ReplayRecorder`, *optional*): records the match's replay, its faults
+            included (its `data` holds the bytes afterwards).
+        logs (`MatchLogs`, *optional*): collects what each sandboxed team wrote to stdout
+            and stderr (its `data` holds the bytes afterwards; None if no team was
+            sandboxed: teams in the match process have no logs).
         progress (`Callable[[int], None]`, *optional*): called with 0 once the teams are up,
             then with every tick played (`matchmaking.live`).
 
@@ -153,7 +164,7 @@ def run_match(
     started = time.perf_counter()
     map_id = game.map_id_for_seed(spec.seed, config.map_pool)
     teams = game.team_agent_ids(config)
-    faults = _FaultLog(config.num_teams, config.max_faults_recorded)
+    faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder)
     hosts: list[TeamHost] = []
     env = None
     try:
@@ -235,6 +246,13 @@ def run_match(
             host.close()
         if env is not None:
             game.dispose_env(env)
+    if logs is not None:
+        for host in hosts:
+            output_log = getattr(host, "output_log", None)  # sandboxes only: see `TeamHost`
+            team_log = output_log() if callable(output_log) else None
+            if team_log is not None:
+                logs.add(team_log)
+        logs.finish(match_id=spec.match_id)
 
     # ALGO LOGIC: score and rank
     scores = {team_id: achievement(progress[team_id]) for team_id in teams}

@@ -139,7 +139,7 @@ class Matchmaker:
         if outcome.result is None:
             log.warning("match %s failed: %s", outcome.spec.match_id, outcome.error)
             return False
-        self.store.record(outcome.result, replay=outcome.replay)
+        self.store.record(outcome.result, replay=outcome.replay, logs=outcome.logs)
         return True
 
     def _check_faults(self, results: Iterable[MatchResult]) -> None:

@@ -66,6 +66,16 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         assert len(pvp) == 2 and all(len(r.teams) == 16 for r in pvp)
         assert all(any(t.policy_id == "alice/gatherer" for t in r.teams) for r in pvp)  # the one qualified, filled with anchors
         assert all(arena.store.replay_path(r.match_id) for r in results)
+        for r in results:  # each submitted team's log beside the replay; built-ins have none
+            submitted = [t.slot for t in r.teams if not t.policy_id.startswith("builtin:")]
+            assert [log.slot for log in arena.store.logs(r.match_id)] == submitted
+        from arena.replay import read as read_replay
+
+        crashed = [r for r in results if any(t.policy_id == "carol/crashes" for t in r.teams)]
+        for r in crashed:  # the crash is on the replay's timeline, at its tick
+            slot = next(t.slot for t in r.teams if t.policy_id == "carol/crashes")
+            header, _ = read_replay(arena.store.replay(r.match_id))
+            assert [f[:3] for f in header["faults"] if f[1] == slot] == [[21, slot, "CRASH"]]
         pve = [r for r in results if r.track == "pve" and r.teams[0].policy_id == "alice/gatherer"]
         assert set(Counter(r.stage for r in pve)) == {1, 2, 3}  # every stage opens (threshold 0 here) ...
         assert all(n <= 2 for n in Counter(r.stage for r in pve).values())  # ... each ending when decided

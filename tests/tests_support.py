@@ -62,3 +62,20 @@ def fault_of(result, name: str):
     `tick:KIND:message` entries (what the sandbox tests read)."""
     team = next(t for t in result.teams if t.policy_id == f"local:{name}")
     return team, " / ".join(f"{f.tick}:{f.kind.value}:{f.message}" for f in team.faults)
+
+
+# -- browser tests (Debian's Chromium through Playwright; never a downloaded browser) -----
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+#: Where browser tests keep their screenshots (test artifacts).
+SCREENSHOTS = TESTS.parent / ".cache" / "screenshots"
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now, for an app under test."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

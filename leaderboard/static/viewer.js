@@ -3,6 +3,10 @@
 // (server.load_replay). The replay format is documented in arena/replay.py.
 // Three levels, as the IJCAI viewer: the whole map with team trajectories; a close-up
 // that follows one agent and shows its fights; the agent's numbers; team achievements.
+// Below them a timeline marks kills, deaths and every team's faults (replay version 2:
+// header.faults rows [tick, team, kind, message]; version 1 replays have none), a list
+// gives each team's faults with tick and message (click: jump there), and the sandboxed
+// teams' logs (server.load_logs, server.log_text) are shown per tick and downloadable.
 
 (function () {
   const $ = (sel) => element.querySelector(sel);
@@ -14,6 +18,8 @@
   const STYLE_COLORS = ["#ff5252", "#ffd740", "#b388ff"]; // melee, range, mage
   const SKILLS = ["", "melee", "range", "mage", "fishing", "herbalism", "prospecting", "carving", "alchemy"];
   const TEAM_COLORS = Array.from({ length: 16 }, (_, i) => `hsl(${(i * 360) / 16}, 85%, 55%)`);
+  const FAULT_COLORS = { ERROR: "#ff5252", TIMEOUT: "#ffd740", INVALID: "#40c4ff", INIT: "#ff9100", CRASH: "#ff1744", MEMORY: "#e040fb" };
+  const FAULTS_LISTED = 200; // per team in the list (the timeline shows all)
 
   let replay = null;   // {header, map, players, npcCount, npcs, ticks, size}
   let tick = 0;
@@ -22,8 +28,11 @@
   let agent = 1;       // followed agent id (1-based)
   let lastFrame = 0;
   let mapImage = null; // pre-rendered overview background
+  let marks = null;    // {kills: [ticks], deaths: [ticks], faults: header.faults}
+  let logs = null;     // {teams: [{slot, policy_id, lines: [[tick, stream, text]], ...}]} or null
   window.__replayTick = 0;
   window.__replayReady = false;
+  window.__logsReady = false;
 
   // -- decoding ------------------------------------------------------------------------
   function b64ToBytes(text) {
@@ -218,10 +227,150 @@
     ];
     $(".nr-panel").textContent = lines.join("\n");
     const teams = achievementsAt(tick);
+    const faultsSoFar = teams.map(() => 0);
+    for (const [t, team] of replay.header.faults) if (t <= tick && team < faultsSoFar.length) faultsSoFar[team]++;
     const rows = teams.map((t, i) => ({ i, total: t.travel + t.forage + t.equipment + t.eliminate, ...t }))
       .sort((a, b) => b.total - a.total);
-    $(".nr-teams").innerHTML = "<tr><th>team</th><th>policy</th><th>total</th><th>trv</th><th>for</th><th>eqp</th><th>elm</th></tr>" +
-      rows.map((r) => `<tr data-team="${r.i}"><td style="color:${TEAM_COLORS[r.i % 16]}">■ ${r.i}</td><td>${escapeHtml(replay.header.policies[r.i])}</td><td>${r.total}</td><td>${r.travel}</td><td>${r.forage}</td><td>${r.equipment}</td><td>${r.eliminate}</td></tr>`).join("");
+    $(".nr-teams").innerHTML = "<tr><th>team</th><th>policy</th><th>total</th><th>trv</th><th>for</th><th>eqp</th><th>elm</th><th>faults</th></tr>" +
+      rows.map((r) => `<tr data-team="${r.i}"><td style="color:${TEAM_COLORS[r.i % 16]}">■ ${r.i}</td><td>${escapeHtml(replay.header.policies[r.i])}</td><td>${r.total}</td><td>${r.travel}</td><td>${r.forage}</td><td>${r.equipment}</td><td>${r.eliminate}</td><td>${faultsSoFar[r.i] || ""}</td></tr>`).join("");
+    drawLogLines();
+  }
+
+  // -- timeline, faults, logs ----------------------------------------------------------
+  function computeMarks() {
+    const kills = [], deaths = [];
+    for (const e of replay.header.events) if (e[1] === "kill") kills.push(e[0]);
+    for (let id = 1; id <= replay.header.num_agents; id++) {
+      for (let t = 1; t <= replay.ticks; t++) if (playerAt(t, id).health === 0 && playerAt(t - 1, id).health > 0) { deaths.push(t); break; }
+    }
+    return { kills, deaths, faults: replay.header.faults };
+  }
+
+  function tickX(t, width) {
+    return replay.ticks ? 2 + ((width - 4) * t) / replay.ticks : 2;
+  }
+
+  function drawTimeline() {
+    const canvas = $(".nr-timeline");
+    const ctx = canvas.getContext("2d");
+    const w = canvas.width, h = canvas.height;
+    ctx.fillStyle = "#161616";
+    ctx.fillRect(0, 0, w, h);
+    ctx.fillStyle = "#2a2a2a";
+    ctx.fillRect(0, h / 2 - 1, w, 1);
+    const line = (t, color, y0, y1, width) => {
+      ctx.fillStyle = color;
+      ctx.fillRect(Math.round(tickX(t, w) - width / 2), y0, width, y1 - y0);
+    };
+    const x = Math.round(tickX(tick, w));
+    ctx.fillStyle = "#00e676";  // where we are: a line under the markers, a notch above them
+    ctx.fillRect(x - 1, 0, 2, h);
+    for (const t of marks.deaths) line(t, "#888888", 4, h / 2 - 2, 1);
+    for (const t of marks.kills) line(t, "#ffffff", 4, h / 2 - 2, 1);
+    for (const [t, , kind] of marks.faults) line(t, FAULT_COLORS[kind] || "#ff5252", h / 2 + 1, h - 4, 3);
+    ctx.beginPath();
+    ctx.moveTo(x - 4, 0); ctx.lineTo(x + 4, 0); ctx.lineTo(x, 4); ctx.closePath();
+    ctx.moveTo(x - 4, h); ctx.lineTo(x + 4, h); ctx.lineTo(x, h - 4); ctx.closePath();
+    ctx.fill();
+  }
+
+  function renderFaults() {
+    const faults = replay.header.faults;
+    window.__replayFaults = faults.length;
+    if (!faults.length) {
+      $(".nr-faults").textContent = replay.header.version >= 2 ? "no team faulted in this match" :
+        "this replay was recorded before faults were kept in replays (the match record still has them)";
+      return;
+    }
+    const byTeam = new Map();
+    for (const f of faults) { if (!byTeam.has(f[1])) byTeam.set(f[1], []); byTeam.get(f[1]).push(f); }
+    let html = "<table><tr><th>tick</th><th>kind</th><th>message</th></tr>";
+    for (const team of [...byTeam.keys()].sort((a, b) => a - b)) {
+      const list = byTeam.get(team);
+      const counts = {};
+      for (const f of list) counts[f[2]] = (counts[f[2]] || 0) + 1;
+      const summary = Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ");
+      html += `<tr class="nr-team-faults" data-team="${team}"><th class="nr-team-head" colspan="3"><span style="color:${TEAM_COLORS[team % 16]}">■</span> team ${team}: ${escapeHtml(replay.header.policies[team])} (${summary})</th></tr>`;
+      for (const [t, , kind, message] of list.slice(0, FAULTS_LISTED)) {
+        html += `<tr class="nr-fault" data-tick="${t}" data-team="${team}"><td>${t}</td><td class="nr-kind" style="--kind:${FAULT_COLORS[kind] || "#ff5252"}">${escapeHtml(kind)}</td><td>${escapeHtml(message)}</td></tr>`;
+      }
+      if (list.length > FAULTS_LISTED) html += `<tr><td></td><td colspan="2">... ${list.length - FAULTS_LISTED} more (all are on the timeline)</td></tr>`;
+    }
+    $(".nr-faults").innerHTML = html + "</table>";
+  }
+
+  function followTeam(team, t) {
+    // follow a member of `team` alive at tick t (else its first member)
+    const first = team * replay.teamSize + 1;
+    agent = first;
+    for (let id = first; id < first + replay.teamSize; id++) if (playerAt(t, id).health > 0) { agent = id; break; }
+    $(".nr-agent").value = String(agent);
+  }
+
+  function jumpToFault(t, team) {
+    playing = false;
+    $(".nr-play").textContent = "Play";
+    followTeam(team, t);
+    setTick(t);
+    for (const row of element.querySelectorAll(".nr-faults tr.nr-fault")) {
+      row.classList.toggle("nr-current", row.dataset.tick === String(t) && row.dataset.team === String(team));
+    }
+  }
+
+  function renderLogs() {
+    const box = $(".nr-logs");
+    const sandboxed = new Set((logs && logs.teams || []).map((t) => t.slot));
+    const builtins = replay.header.policies.filter((p) => p.startsWith("builtin:")).length;
+    const note = builtins ? `<div>${builtins} built-in team${builtins > 1 ? "s" : ""} play in the match process: they have no logs.</div>` : "";
+    if (logs && logs.error) { box.innerHTML = `<div>${escapeHtml(logs.error)}</div>`; return; }
+    if (!sandboxed.size) {
+      box.innerHTML = `<div>No logs recorded for this match: only sandboxed (submitted) teams have logs.</div>${note}`;
+      return;
+    }
+    const links = logs.teams.map((t) => {
+      const kept = t.dropped_bytes ? `, ${t.dropped_bytes} bytes dropped` : "";
+      return `<div><span style="color:${TEAM_COLORS[t.slot % 16]}">■</span> <a href="#" class="nr-log-download" data-slot="${t.slot}">⬇ team ${t.slot} log</a> ` +
+        `${escapeHtml(t.policy_id)}: ${t.lines.length} lines, ${t.total_bytes} bytes written${kept}</div>`;
+    }).join("");
+    const first = logs.teams[0];
+    box.innerHTML = `<div>Each team's first ${Math.round(first.head_bytes / 1024)} KiB and last ${Math.round(first.tail_bytes / 1024)} KiB of output are kept, every line with its tick and stream.</div>` +
+      links + `<div><a href="#" class="nr-log-download" data-slot="all">⬇ all teams' logs</a></div>` + note;
+  }
+
+  function drawLogLines() {
+    const pre = $(".nr-log-lines");
+    if (!logs || !logs.teams) { pre.textContent = ""; return; }
+    const team = teamOf(agent);
+    const log = logs.teams.find((t) => t.slot === team);
+    if (!log) { pre.textContent = `team ${team} has no log (${replay.header.policies[team].startsWith("builtin:") ? "a built-in team" : "not sandboxed"})`; return; }
+    const lines = log.lines.filter((l) => l[0] === tick).slice(0, 40);
+    pre.textContent = `team ${team} output during tick ${tick}:\n` +
+      (lines.length ? lines.map((l) => `${l[1]} | ${l[2]}`).join("\n") : "(nothing)");
+  }
+
+  async function download(slot) {
+    const answer = await server.log_text({ match_id: replay.header.match_id, slot: String(slot) });
+    if (!answer || answer.error) { $(".nr-status").textContent = answer ? answer.error : "no answer from the server"; return; }
+    const url = URL.createObjectURL(new Blob([answer.text], { type: "text/plain" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = answer.filename;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+
+  async function loadLogs(matchId) {
+    try {
+      logs = await server.load_logs({ match_id: matchId });
+    } catch (err) {
+      logs = { error: `could not fetch the logs of ${matchId}: ${err}` };
+    }
+    if (!replay || replay.header.match_id !== matchId) return;
+    renderLogs();
+    drawLogLines();
+    window.__logsReady = true;
   }
 
   function escapeHtml(text) {
@@ -233,6 +382,7 @@
     drawOverview();
     drawCloseUp();
     drawPanel();
+    drawTimeline();
     $(".nr-tick").textContent = `tick ${tick} / ${replay.ticks}`;
     $(".nr-scrub").value = String(tick);
     window.__replayTick = tick;
@@ -269,6 +419,7 @@
       for (let t = 1; t <= replay.ticks; t++) if (playerAt(t, id).health === 0 && playerAt(t - 1, id).health > 0) { ticks.add(t); break; }
     }
     if (kinds === "tiers") for (const e of replay.header.tiers) ticks.add(e[0]);
+    if (kinds === "faults") for (const f of replay.header.faults) ticks.add(f[0]);
     return [...ticks].sort((a, b) => a - b);
   }
 
@@ -276,6 +427,11 @@
     const ticks = eventTicks();
     const next = direction > 0 ? ticks.find((t) => t > tick) : [...ticks].reverse().find((t) => t < tick);
     if (next !== undefined) {
+      if ($(".nr-jump-kind").value === "faults") {
+        const fault = replay.header.faults.find((f) => f[0] === next);
+        jumpToFault(next, fault[1]);
+        return;
+      }
       const kill = replay.header.events.find((e) => e[0] === next && e[1] === "kill");
       if (kill && kill[3] > 0) agent = kill[3];
       $(".nr-agent").value = String(agent);
@@ -290,6 +446,9 @@
     playing = false;
     window.__replayReady = false;
     window.__replayError = message;
+    $(".nr-faults").textContent = "no replay loaded";
+    $(".nr-logs").textContent = "no replay loaded";
+    $(".nr-log-lines").textContent = "";
     $(".nr-status").textContent = message;
     $(".nr-tick").textContent = "no replay loaded";
   }
@@ -320,8 +479,14 @@
       return;
     }
     const { header, arrays } = decoded;
+    header.faults = header.faults || [];   // version 1: no fault events
     replay = { header, arrays, ticks: header.ticks, size: arrays.map.shape[0], teamSize: header.teams["0"].length };
     mapImage = renderMap();
+    marks = computeMarks();
+    logs = null;
+    window.__logsReady = false;
+    renderFaults();
+    $(".nr-logs").textContent = "loading the logs ...";
     const select = $(".nr-agent");
     select.innerHTML = "";
     for (let id = 1; id <= header.num_agents; id++) {
@@ -337,7 +502,8 @@
     setTick(0);
     window.__replayReady = true;
     window.__replayLoadMs = performance.now() - started;
-    $(".nr-status").textContent = `match ${header.match_id}: ${header.ticks} ticks, loaded in ${Math.round(window.__replayLoadMs)} ms`;
+    $(".nr-status").textContent = `match ${header.match_id}: ${header.ticks} ticks, ${header.faults.length} faults, loaded in ${Math.round(window.__replayLoadMs)} ms`;
+    loadLogs(header.match_id);
   }
 
   $(".nr-play").addEventListener("click", () => {
@@ -351,6 +517,30 @@
   $(".nr-agent").addEventListener("change", (e) => { agent = parseInt(e.target.value, 10); draw(); });
   $(".nr-prev").addEventListener("click", () => replay && jump(-1));
   $(".nr-next").addEventListener("click", () => replay && jump(1));
+  $(".nr-timeline").addEventListener("click", (e) => {
+    if (!replay) return;
+    const rect = e.target.getBoundingClientRect();
+    const x = ((e.clientX - rect.left) * e.target.width) / rect.width;
+    let best = null, bestDistance = 5;   // a fault marker within 5 px wins
+    for (const f of marks.faults) {
+      const d = Math.abs(tickX(f[0], e.target.width) - x);
+      if (d < bestDistance) { bestDistance = d; best = f; }
+    }
+    if (best) { jumpToFault(best[0], best[1]); return; }
+    playing = false;
+    $(".nr-play").textContent = "Play";
+    setTick(Math.round(((x - 2) * replay.ticks) / (e.target.width - 4)));
+  });
+  $(".nr-faults").addEventListener("click", (e) => {
+    const row = e.target.closest("tr.nr-fault");
+    if (row && replay) jumpToFault(parseInt(row.dataset.tick, 10), parseInt(row.dataset.team, 10));
+  });
+  $(".nr-logs").addEventListener("click", (e) => {
+    const link = e.target.closest("a.nr-log-download");
+    if (!link || !replay) return;
+    e.preventDefault();
+    download(link.dataset.slot).catch((err) => { $(".nr-status").textContent = `the log could not be downloaded: ${err.message || err}`; });
+  });
   $(".nr-overview").addEventListener("click", (e) => {
     if (!replay) return;
     const rect = e.target.getBoundingClientRect();

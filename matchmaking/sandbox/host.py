@@ -6,7 +6,8 @@ worker confines itself before it loads the policy (`matchmaking.sandbox.confine`
 memory limit, no network, no new processes, and Landlock rules that let it read only the
 Python installation, the Arena's code and its own policy and write only its folder).
 Observations reach it through shared memory; its answers come back as JSON over a pipe;
-its own output is drained and only its tail kept.
+its stdout and stderr are drained all match long and kept, capped and stamped with the
+tick being asked, as the team's log (`matchmaking.sandbox.output`, `arena.logs`).
 
 Whatever the team does (raise, hang, sleep, exhaust memory, exit, fork, flood its output,
 return garbage) ends as a `Fault` of a closed set of kinds, the team's agents idle, and
@@ -38,10 +39,12 @@ from typing import Any, Mapping
 
 from arena import PROJECT_ROOT
 from arena.errors import ProtocolError
+from arena.logs import BoundedLog, TeamLog
 from arena.schema import Fault, FaultKind
 from matchmaking.config import MatchConfig
 from matchmaking.hosting import Answer, TeamSlot, over_budget
 from matchmaking.policy import PolicyRef
+from matchmaking.sandbox.output import OutputCapture
 from matchmaking.sandbox.protocol import (
     SHM_PREFIX,
     SharedBlock,
@@ -115,27 +118,6 @@ def protect_process() -> None:
         pass
 
 
-class _OutputTail(threading.Thread):
-    """Reads a process's output to the end, keeping only the last `keep` characters."""
-
-    def __init__(self, pipe, keep: int):
-        super().__init__(daemon=True, name="sandbox-output")
-        self.pipe, self.keep = pipe, keep
-        self.buffer: collections.deque[str] = collections.deque()
-        self.size = 0
-
-    def run(self) -> None:
-        for chunk in iter(lambda: self.pipe.read(65536), b""):
-            self.buffer.append(chunk.decode(errors="replace"))
-            self.size += len(self.buffer[-1])
-            while self.size > self.keep and len(self.buffer) > 1:
-                self.size -= len(self.buffer.popleft())
-        self.pipe.close()
-
-    def text(self) -> str:
-        return "".join(self.buffer)[-self.keep:].strip()
-
-
 def _clean_environment(home: Path | str) -> dict[str, str]:
     """The whole environment of a team's process: nothing inherited from the Space."""
     return {
@@ -198,10 +180,10 @@ class _Zygote:
                     self.exits[int(message["pid"])] = int(message["code"])
                 self.changed.notify_all()
 
-    def spawn(self, ctrl_in: int, ctrl_out: int, output: int, timeout: float = 30.0) -> int:
-        """Fork a team process wired to the three descriptors; its pid."""
+    def spawn(self, ctrl_in: int, ctrl_out: int, stdout: int, stderr: int, timeout: float = 30.0) -> int:
+        """Fork a team process wired to the four descriptors; its pid."""
         with self.lock:
-            socket.send_fds(self.sock, [b"{}"], [ctrl_in, ctrl_out, output])
+            socket.send_fds(self.sock, [b"{}"], [ctrl_in, ctrl_out, stdout, stderr])
             with self.changed:
                 if not self.changed.wait_for(lambda: self.started, timeout=timeout):
                     raise RuntimeError("the sandbox zygote did not start a team process")
@@ -225,7 +207,7 @@ class SandboxedTeam:
         self.shm: SharedBlock | None = None
         self.views: list[list[Any]] = []
         self.workdir: Path | None = None
-        self.output: _OutputTail | None = None
+        self.output: OutputCapture | None = None
         self.confinement: dict[str, str] = {}
         self.stopped = ""  # why the team was stopped, once it is
         self._pending: int | None = None  # tick of an unanswered request
@@ -266,15 +248,18 @@ class SandboxedTeam:
 
         child_in, parent_out = os.pipe()
         parent_in, child_out = os.pipe()
-        output_read, output_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        stderr_read, stderr_write = os.pipe()
         try:
-            self.pid = _Zygote.get().spawn(child_in, child_out, output_write)
+            self.pid = _Zygote.get().spawn(child_in, child_out, stdout_write, stderr_write)
             self._baseline_mb = _anonymous_rss_mb(self.pid)  # before the policy's code runs
         finally:
-            for fd in (child_in, child_out, output_write):
+            for fd in (child_in, child_out, stdout_write, stderr_write):
                 os.close(fd)
         self._in, self._out = parent_in, parent_out
-        self.output = _OutputTail(open(output_read, "rb", buffering=0), self.config.output_tail_chars)
+        self.output = OutputCapture(
+            stdout_read, stderr_read, log=BoundedLog(head_bytes=self.config.log_head_bytes, tail_bytes=self.config.log_tail_bytes)
+        )
         self.output.start()
         send_message(
             self._out,
@@ -374,6 +359,8 @@ class SandboxedTeam:
         layout = self.slot.layout
         for member, observation in observations.items():
             layout.write(self.views[member], observation)
+        if self.output is not None:  # what it printed until now belongs to the ticks before
+            self.output.at_tick(tick)
         try:
             send_message(self._out, {"type": "act", "tick": tick, "members": sorted(observations)})
         except OSError:
@@ -516,10 +503,10 @@ class SandboxedTeam:
             what = f"the team process was killed by {signal.Signals(-code).name}"
         else:
             what = f"the team process exited with code {code}"
-        tail = self.output.text() if self.output else ""
+        tail = ""
         if self.output:
-            self.output.join(timeout=0.5)
-            tail = self.output.text()
+            self.output.join(timeout=0.5)  # the process is gone: its last words are on their way
+            tail = self.output.text(self.config.output_tail_chars)
         return f"{what} {when}" + (f"; its last output: {tail[-300:]}" if tail else "")
 
     def _stop(self, why: str) -> None:
@@ -538,7 +525,14 @@ class SandboxedTeam:
                 pass
             self._exit_code(5.0)
         if self.output is not None:
-            self.output.join(timeout=1.0)
+            self.output.finish(timeout=1.0)
+
+    def output_log(self) -> TeamLog | None:
+        """The team's log: its stdout and stderr lines with their ticks, capped (once the
+        team is closed; None if its process never started)."""
+        if self.output is None:
+            return None
+        return self.output.team_log(slot=self.slot.team_id, policy_id=self.ref.policy_id, revision=self.ref.revision)
 
 
 def _anonymous_rss_mb(pid: int) -> float:

@@ -7,7 +7,8 @@ A child becomes `matchmaking.sandbox.worker.serve`, which confines itself before
 any policy: the zygote itself runs only the Arena's code, with an empty environment.
 
 Protocol with the match process, over a Unix socket: a request is one JSON line with
-three file descriptors attached (control in, control out, output); the zygote answers
+four file descriptors attached (control in, control out, stdout, stderr: the host reads
+the last two apart, so that each line of a team's log says its stream); the zygote answers
 `{"type": "started", "pid": N}`, and later `{"type": "exit", "pid": N, "code": C}` for
 every child that ends (C negative for a signal, as `subprocess` reports it).
 """
@@ -52,10 +53,10 @@ def main(fd: int) -> int:
         _reap(sock)
         if not ready:
             continue
-        message, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+        message, fds, _, _ = socket.recv_fds(sock, 4096, 4)
         if not message:
             return 0  # the match process is gone
-        if len(fds) != 3:
+        if len(fds) != 4:
             for descriptor in fds:
                 os.close(descriptor)
             continue
@@ -64,10 +65,11 @@ def main(fd: int) -> int:
             sock.close()
             os.setsid()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            ctrl_in, ctrl_out, output = fds
-            os.dup2(output, 1)
-            os.dup2(output, 2)
-            os.close(output)
+            ctrl_in, ctrl_out, stdout, stderr = fds
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            os.close(stdout)
+            os.close(stderr)
             code = 1
             try:
                 code = serve(ctrl_in, ctrl_out)

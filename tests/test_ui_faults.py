@@ -1,0 +1,158 @@
+"""Faults and logs where the submitter looks, in a real browser (Debian's Chromium).
+
+One real short match is played the way the matchmaker plays it (`executor._play`, every
+submitted team in its sandbox, replay and logs recorded): `chatty` prints every tick,
+raises at tick 5 and sleeps past the 1 s limit at tick 9; `raise_at_tick` raises at tick
+5 too; 14 built-in teams fill the match. The recorded match is opened in the viewer: the
+faults are on the timeline and in the list with team, tick and message, clicking jumps to
+the tick, and the log download holds the team's printed lines with their ticks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from history.statuses import StatusLog
+from history.store import HistoryStore
+from matchmaking.config import MatchConfig
+from matchmaking.executor import _play
+from matchmaking.match import MatchSpec
+from matchmaking.policy import builtin, local
+from matchmaking.sandbox.host import sandboxed_host
+from tests_support import BROWSER_ARGS, CHROMIUM, POLICIES, SCREENSHOTS, free_port
+
+CONFIG = MatchConfig(horizon=16, step_wall_timeout_s=1.0)
+SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    from leaderboard.pages import build
+    from leaderboard.refresher import StandingsRefresher
+
+    root = tmp_path_factory.mktemp("ui-faults")
+    store = HistoryStore(root / "history")
+    lineup = [local(POLICIES / "chatty"), builtin("combat"), local(POLICIES / "raise_at_tick")] + [builtin("forage")] * 13
+    outcome = _play(MatchSpec(seed=5, policies=tuple(lineup), config=CONFIG, track="pve", stage=1), sandboxed_host, True)
+    assert outcome.result is not None, outcome.error
+    assert store.record(outcome.result, replay=outcome.replay, logs=outcome.logs)
+    store.flush()
+    data = StandingsRefresher(store, statuses=StatusLog(root / "statuses.jsonl").states, hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    demo = build(data)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield {"url": f"http://127.0.0.1:{port}/", "result": outcome.result}
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def viewer(browser, app):
+    context = browser.new_context(viewport={"width": 1500, "height": 1300}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(app["url"])
+    page.get_by_role("tab", name="Replay").click()
+    page.locator("#replay-match textarea, #replay-match input").first.fill(app["result"].match_id)
+    page.locator("#replay-load").click()
+    page.wait_for_function("() => window.__replayReady === true && window.__logsReady === true", timeout=30000)
+    yield page
+    assert errors == [], errors
+    context.close()
+
+
+def timeline_colour(page, tick: int) -> list[int]:
+    """The colour of the timeline's fault band at `tick` (its lower half)."""
+    return page.evaluate(
+        """(tick) => {
+            const c = document.querySelector('#replay-viewer .nr-timeline');
+            const ticks = parseInt(document.querySelector('#replay-viewer .nr-scrub').max, 10);
+            const x = Math.round(2 + (c.width - 4) * tick / ticks);
+            return Array.from(c.getContext('2d').getImageData(x, c.height - 6, 1, 1).data.slice(0, 3));
+        }""",
+        tick,
+    )
+
+
+def click_timeline_at(page, tick: int) -> None:
+    box = page.locator("#replay-viewer .nr-timeline").bounding_box()
+    ticks = CONFIG.horizon
+    width = page.evaluate("document.querySelector('#replay-viewer .nr-timeline').width")
+    x = (2 + (width - 4) * tick / ticks) * box["width"] / width
+    page.mouse.click(box["x"] + x, box["y"] + box["height"] * 0.75)
+
+
+def test_the_faults_are_on_the_timeline_and_listed_per_team(viewer, app):
+    result = app["result"]
+    chatty, raiser = result.teams[0], result.teams[2]
+    assert chatty.fault_counts["ERROR"] == 1 and chatty.fault_counts["TIMEOUT"] >= 1 and raiser.fault_counts == {"ERROR": 1}
+    recorded = sum(t.total_faults for t in result.teams)
+    assert viewer.evaluate("window.__replayFaults") == recorded
+    listing = viewer.locator("#replay-viewer .nr-faults")
+    text = listing.inner_text()
+    assert "team 0: local:chatty" in text and "team 2: local:raise_at_tick" in text
+    assert "team 1:" not in text  # the built-in team did not fault
+    rows = listing.locator("tr.nr-fault")
+    cells = [r.split("\t") for r in rows.all_inner_texts()]
+    assert ["5", "ERROR"] == cells[0][:2] and "deliberate failure at tick 5" in cells[0][2]
+    assert any(c[:2] == ["9", "TIMEOUT"] and "no answer within 1.00 s" in c[2] for c in cells)
+    # the timeline: an ERROR marker at tick 5, a TIMEOUT marker at tick 9, nothing at tick 12
+    assert timeline_colour(viewer, 5) == [0xFF, 0x52, 0x52]
+    assert timeline_colour(viewer, 9) == [0xFF, 0xD7, 0x40]
+    assert timeline_colour(viewer, 12) != [0xFF, 0x52, 0x52] and timeline_colour(viewer, 12) != [0xFF, 0xD7, 0x40]
+    viewer.locator("#replay-viewer").screenshot(path=str(SCREENSHOTS / "replay-faults.png"))
+
+
+def test_clicking_a_fault_jumps_to_its_tick_and_team(viewer):
+    row = viewer.locator("#replay-viewer .nr-faults tr.nr-fault", has_text="TIMEOUT").first
+    row.click()
+    viewer.wait_for_function("() => window.__replayTick === 9", timeout=5000)
+    assert "tick 9 / 16" in viewer.locator("#replay-viewer .nr-tick").inner_text()
+    assert "(team 0)" in viewer.locator("#replay-viewer .nr-panel").inner_text()  # follows the faulting team
+    assert "nr-current" in (row.get_attribute("class") or "")
+    lines = viewer.locator("#replay-viewer .nr-log-lines").inner_text()
+    assert "output during tick 9" in lines and "stdout | sleeping at tick 9" in lines and "stdout | woke up at tick 9" in lines
+    viewer.locator("#replay-viewer").screenshot(path=str(SCREENSHOTS / "replay-fault-jump.png"))
+    click_timeline_at(viewer, 5)  # the marker on the timeline
+    viewer.wait_for_function("() => window.__replayTick === 5", timeout=5000)
+    viewer.locator("#replay-viewer .nr-jump-kind").select_option("faults")  # and previous / next, like kills
+    viewer.locator("#replay-viewer .nr-next").click()
+    viewer.wait_for_function("() => window.__replayTick === 9", timeout=5000)
+    viewer.locator("#replay-viewer .nr-prev").click()
+    viewer.wait_for_function("() => window.__replayTick === 5", timeout=5000)
+
+
+def test_the_log_download_holds_the_team_lines_with_their_ticks(viewer, app, tmp_path):
+    logs = viewer.locator("#replay-viewer .nr-logs").inner_text()
+    assert "team 0 log" in logs and "team 2 log" in logs and "team 1 log" not in logs
+    assert "14 built-in teams play in the match process: they have no logs" in logs
+    with viewer.expect_download() as info:
+        viewer.locator("#replay-viewer a.nr-log-download[data-slot='0']").click()
+    download = info.value
+    assert download.suggested_filename == f"{app['result'].match_id}-team0.log"
+    path = tmp_path / "team0.log"
+    download.save_as(path)
+    text = path.read_text()
+    assert f"# match {app['result'].match_id}, team 0: local:chatty" in text
+    assert "tick    0 stdout | building team 0" in text
+    assert "tick    1 stdout | hello from tick 1" in text
+    assert "tick    5 stderr | about to fail at tick 5" in text
+    assert "tick    9 stdout | woke up at tick 9" in text
+    assert "raise_at_tick" not in text  # only that team's
+    with viewer.expect_download() as info:
+        viewer.locator("#replay-viewer a.nr-log-download[data-slot='all']").click()
+    everything = info.value
+    everything.save_as(tmp_path / "all.log")
+    whole = (tmp_path / "all.log").read_text()
+    assert "team 0: local:chatty" in whole and "team 2: local:raise_at_tick" in whole
