@@ -1,20 +1,26 @@
 """The submitter's loop, timed: from a push to `queued`, to the validation verdict, and to
-the PvE stage-1 verdict, with eight revisions already in evaluation.
+the PvE stage-1 verdict, while eight other revisions are being evaluated.
 
-    python -m bench.submit_loop [--horizon 1024] [--head-start 120] [--json]
+    python -m bench.submit_loop [--horizon 1024] [--early 120] [--json]
 
-Starts the Arena as `make run` does (embedded Hub, sandboxed teams, full matches, two
-workers on this machine), pushes eight submissions (four examples, four built-in teams
-packaged as repos), waits until all eight are being evaluated and `--head-start` seconds
-more, then pushes a ninth (the `gatherer` example under a new repo) and times it from the
-push, reading the status log. It also counts the later-stage PvE matches of the eight that
-started after the push and before the newcomer's stage-1 verdict (the order puts stage 1
-first, so only matches already in flight should). The last line is JSON: `queued_s`,
-`validated_s`, `stage1_s`, `stage1_matches`, `later_stage_matches_started`,
-`others_stages`.
+Starts the Arena as `make run` does (embedded Hub, webhooks, sandboxed teams, full matches,
+two workers on this machine) and pushes eight submissions (four examples, four built-in
+teams packaged as repos). Two newcomers, each the `gatherer` example under a new repo, are
+then pushed and timed from their push, reading the status log:
+
+- `early`, `--early` seconds after the eight are all being evaluated: every one of them is
+  still in stage 1, so the newcomer catches up and then shares the workers round-robin
+  with them (the fair share);
+- `late`, once all eight (and `early`) have their stage-1 verdicts and are being
+  evaluated in later stages: the case of the issue, where stage 1 goes first.
+
+For `late` it also counts the later-stage PvE matches of the others that started after its
+push and before its stage-1 verdict (only those already in flight at the push should).
+The last line is JSON: per newcomer `queued_s`, `validated_s`, `stage1_s`, `stage1_matches`,
+and for `late` `later_stage_matches_started`.
 
 Targets (issue 10): queued within 5 s, validation verdict within 30 s, stage-1 verdict
-within 600 s, full 1024-tick matches.
+within 600 s with full 1024-tick matches.
 """
 
 from __future__ import annotations
@@ -38,7 +44,6 @@ from matchmaking.service import _BUILTIN_POLICY, Arena, _card
 EXAMPLES = PROJECT_ROOT / "examples" / "policies"
 EIGHT_EXAMPLES = ("wanderer", "explorer", "gatherer", "apprentice-onnx")
 EIGHT_BUILTINS = ("random", "forage", "combat", "elite")
-NEWCOMER = "newcomer/gatherer"
 
 
 def push(api: HfApi, repo_id: str, *, folder: Path | None = None, files: dict[str, str] | None = None, tag: str) -> float:
@@ -65,18 +70,38 @@ def wait_for(predicate, *, timeout: float, poll: float = 0.2) -> float | None:
     return None
 
 
+def timed(arena: Arena, repo_id: str, pushed: float, *, timeout: float) -> dict:
+    """Times from `pushed` to the newcomer's `queued`, validation verdict and stage-1 verdict."""
+    def status() -> Status | None:
+        mine = [s for s in arena.statuses.states() if s.repo_id == repo_id]
+        return mine[0].status if mine else None
+
+    queued = wait_for(lambda: status() is not None, timeout=60, poll=0.05)
+    validated = wait_for(lambda: status() not in (None, Status.QUEUED, Status.VALIDATING), timeout=300)
+    verdict = wait_for(lambda: status() in (Status.QUALIFIED, Status.EVALUATED, Status.ERROR, Status.REJECTED), timeout=timeout)
+    state = next(s for s in arena.statuses.states() if s.repo_id == repo_id)
+    mine = [r for r in arena.store.results() if r.track == "pve" and r.teams[0].policy_id == repo_id and r.stage == 1]
+
+    def since(t: float | None) -> float | None:
+        return None if t is None else round(t - pushed, 1)
+
+    return {"queued_s": since(queued), "validated_s": since(validated), "stage1_s": since(verdict),
+            "verdict_at": verdict, "status": state.status.value, "reason": state.reason, "stage1_matches": len(mine)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizon", type=int, default=1024)
-    parser.add_argument("--head-start", type=float, default=120.0, help="seconds the eight play before the push")
+    parser.add_argument("--early", type=float, default=120.0, help="seconds after the eight are evaluating: the early push")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--timeout", type=float, default=5400.0)
     parser.add_argument("--json", action="store_true", help="(the JSON line is always printed last)")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="arena-submit-loop-"))
     settings = ArenaSettings(data_dir=data, match_horizon=args.horizon, workers=args.workers, seed_examples=False)
     arena = Arena.start(settings)
     tag = settings.submission_tag
+    report: dict = {"horizon": args.horizon, "workers": args.workers, "early_after_s": args.early}
     try:
         api = arena.api
         eight = []
@@ -86,53 +111,42 @@ def main() -> int:
         for name in EIGHT_BUILTINS:
             eight.append(f"bench/builtin-{name}")
             push(api, eight[-1], files={"policy.py": _BUILTIN_POLICY.format(name=name)}, tag=tag)
+
+        def states() -> dict:
+            return {s.repo_id: s for s in arena.statuses.states()}
+
         in_pve = (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
-
-        def eight_evaluating() -> bool:
-            states = {s.repo_id: s for s in arena.statuses.states()}
-            return all(r in states and states[r].status in in_pve for r in eight)
-
-        if wait_for(eight_evaluating, timeout=args.timeout) is None:
+        if wait_for(lambda: all(r in states() and states()[r].status in in_pve for r in eight), timeout=args.timeout) is None:
             print("the eight never all reached evaluation", file=sys.stderr)
             return 1
-        print(f"eight in evaluation; playing {args.head_start:.0f} s before the push", file=sys.stderr)
-        time.sleep(args.head_start)
-        pushed = push(api, NEWCOMER, folder=EXAMPLES / "gatherer", tag=tag)
+        time.sleep(args.early)
+        early = "newcomer/early"
+        report["early"] = timed(arena, early, push(api, early, folder=EXAMPLES / "gatherer", tag=tag), timeout=args.timeout)
+        print(f"early: {report['early']}", file=sys.stderr)
+        decided = (Status.QUALIFIED, Status.EVALUATED)
+        if wait_for(lambda: all(states()[r].status in decided for r in [*eight, early]), timeout=args.timeout) is None:
+            print("the others never all had their stage-1 verdicts", file=sys.stderr)
+            return 1
+        late = "newcomer/late"
+        pushed = push(api, late, folder=EXAMPLES / "gatherer", tag=tag)
+        in_later = sorted(r.split("/")[1] for r in [*eight, early] if arena.matchmaker.pve_queue and any(
+            w.repo_id == r and w.stage > 1 for w in arena.matchmaker.pve_queue))
+        report["late"] = timed(arena, late, pushed, timeout=args.timeout)
         pushed_iso = datetime.fromtimestamp(pushed, timezone.utc).isoformat(timespec="seconds")
-
-        def status() -> Status | None:
-            mine = [s for s in arena.statuses.states() if s.repo_id == NEWCOMER]
-            return mine[0].status if mine else None
-
-        queued = wait_for(lambda: status() is not None, timeout=60, poll=0.05)
-        validated = wait_for(lambda: status() not in (None, Status.QUEUED, Status.VALIDATING), timeout=300)
-        verdict = wait_for(lambda: status() in (Status.QUALIFIED, Status.EVALUATED, Status.ERROR, Status.REJECTED), timeout=args.timeout)
-        results = arena.store.results()
-        mine = [r for r in results if r.track == "pve" and r.teams[0].policy_id == NEWCOMER]
-        later = [r for r in results if r.track == "pve" and r.stage > 1 and r.teams[0].policy_id != NEWCOMER
-                 and r.started_at >= pushed_iso and (verdict is None or r.started_at <= datetime.fromtimestamp(verdict, timezone.utc).isoformat())]
-        states = {s.repo_id: s for s in arena.statuses.states()}
-        final = states.get(NEWCOMER)
-        others = {r.split("/")[1]: max((s.stage for s in states[r].pve), default=0) for r in eight}
+        until_iso = datetime.fromtimestamp(report["late"]["verdict_at"] or time.time(), timezone.utc).isoformat(timespec="seconds")
+        later = [r for r in arena.store.results() if r.track == "pve" and r.stage > 1 and r.teams[0].policy_id != late
+                 and pushed_iso <= r.started_at <= until_iso]
+        report["late"]["others_in_later_stages_at_push"] = in_later
+        report["late"]["later_stage_matches_started"] = len(later)
     finally:
         arena.stop()
-
-    def since(t: float | None) -> float | None:
-        return None if t is None else round(t - pushed, 1)
-
-    report = {
-        "horizon": args.horizon, "workers": args.workers, "head_start_s": args.head_start,
-        "queued_s": since(queued), "validated_s": since(validated), "stage1_s": since(verdict),
-        "stage1_status": final.status.value if final else None, "stage1_reason": final.reason if final else None,
-        "stage1_matches": sum(r.stage == 1 for r in mine), "later_stage_matches_started": len(later),
-        "others_stages": others,
-    }
-    for key in ("queued_s", "validated_s", "stage1_s"):
-        print(f"{key:>28}: {report[key]}", file=sys.stderr)
-    targets = {"queued_s": 5, "validated_s": 30, "stage1_s": 600}
-    for key, limit in targets.items():
-        value = report[key]
-        print(f"{key} target {limit} s: {'met' if value is not None and value <= limit else 'MISSED'}", file=sys.stderr)
+    for who in ("early", "late"):
+        if who in report:
+            report[who].pop("verdict_at", None)
+            for key, limit in (("queued_s", 5), ("validated_s", 30), ("stage1_s", 600)):
+                value = report[who][key]
+                print(f"{who:>5} {key:>12}: {value} s (target {limit} s: {'met' if value is not None and value <= limit else 'MISSED'})",
+                      file=sys.stderr)
     print(json.dumps(report))
     return 0
 
