@@ -86,6 +86,9 @@ class SubmissionInfo:
     size_mb: float = 0.0
     files: tuple[tuple[str, int], ...] = ()
     """(path, size in bytes) of every file at that commit."""
+    content: str = ""
+    """A digest of the policy's files (every file but the model card, by its blob id): two
+    commits with the same content are the same policy ("" when the Hub gave no blob ids)."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,7 @@ class StatusEvent:
                 last_modified=str(submission.get("last_modified", "")),
                 size_mb=float(submission.get("size_mb", 0.0)),
                 files=tuple((str(p), int(s)) for p, s in submission.get("files", ())),
+                content=str(submission.get("content", "")),
             ),
             download_path=data.get("download_path", legacy.get("path")),
             failed_attempts=None if data.get("failed_attempts") is None else int(data["failed_attempts"]),

@@ -14,6 +14,8 @@ participant's folder is checked by the same code before it is pushed
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,8 @@ class Submission:
     team_name: str = ""
     description: str = ""
     card: dict[str, Any] = field(default_factory=dict)
+    content: str = ""
+    """Digest of the policy's files (`policy_content`): same digest, same policy."""
 
     @property
     def size_bytes(self) -> int:
@@ -55,7 +59,8 @@ class Submission:
     def info(self) -> SubmissionInfo:
         """What the status log keeps of it."""
         return SubmissionInfo(author=self.author, team_name=self.display_name, description=self.description,
-                              last_modified=self.last_modified, size_mb=round(self.size_bytes / 2**20, 3), files=self.files)
+                              last_modified=self.last_modified, size_mb=round(self.size_bytes / 2**20, 3), files=self.files,
+                              content=self.content)
 
     def ref(self, path: Path | None = None) -> PolicyRef:
         """The policy reference of this revision (with its files once downloaded)."""
@@ -89,6 +94,20 @@ def discover_repo(api: HfApi, repo_id: str, *, tag: str) -> Submission | None:
     return _submission(info) if tag in (info.tags or []) else None
 
 
+#: The model card: a commit that changes only it (an edited description, or the Arena's own
+#: results pull request merged) leaves the policy as it was.
+CARD_FILE = "README.md"
+
+
+def policy_content(blobs: Iterable[tuple[str, str | None]]) -> str:
+    """A digest of a commit's policy files, from (path, blob id) pairs: every file but the
+    model card. "" if any blob id is unknown (then no two commits are taken as the same)."""
+    pairs = sorted((path, blob) for path, blob in blobs if path != CARD_FILE)
+    if any(not blob for _, blob in pairs):
+        return ""
+    return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()[:32]
+
+
 def _submission(info: Any) -> Submission:
     """A `Submission` from the Hub's `ModelInfo` of one commit."""
     card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
@@ -102,6 +121,7 @@ def _submission(info: Any) -> Submission:
         team_name=name,
         description=str(card.get("description", "")),
         card=card,
+        content=policy_content((s.rfilename, getattr(s, "blob_id", None)) for s in (info.siblings or [])),
     )
 
 

@@ -24,7 +24,7 @@ from huggingface_hub import HfApi
 from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.schema import FaultKind, TeamResult
 from history.statuses import StatusLog
-from matchmaking.discovery import Submission, discover, discover_repo, download, format_problem, size_problem
+from matchmaking.discovery import CARD_FILE, Submission, discover, discover_repo, download, format_problem, size_problem
 from matchmaking.hub import HubHealth, answered, describe
 from matchmaking.validation import ValidationReport, validate
 
@@ -40,9 +40,18 @@ def sync(api: HfApi, statuses: StatusLog, *, tag: str, repo_ids: Iterable[str] |
         found = [s for repo_id in sorted(set(repo_ids)) if (s := discover_repo(api, repo_id, tag=tag)) is not None]
     new = []
     for submission in found:
-        if statuses.get(submission.repo_id, submission.revision) is None:
-            new.append(statuses.record(submission.repo_id, submission.revision, Status.QUEUED, "waiting for validation",
-                                       submission=submission.info()))
+        if statuses.get(submission.repo_id, submission.revision) is not None:
+            continue
+        latest = next((s for s in statuses.states() if s.repo_id == submission.repo_id and s.latest), None)
+        if latest is not None and submission.content and latest.submission.content == submission.content:
+            # only the model card changed (the owner merged the Arena's results pull request, or
+            # edited the description): the same policy keeps its revision, its results and its place
+            (log.info if repo_ids is not None else log.debug)(
+                "%s@%s changes only %s: still the policy of %s", submission.repo_id, submission.revision[:12], CARD_FILE,
+                latest.revision[:12])
+            continue
+        new.append(statuses.record(submission.repo_id, submission.revision, Status.QUEUED, "waiting for validation",
+                                   submission=submission.info()))
     return new
 
 

@@ -183,3 +183,29 @@ def test_a_rejection_by_the_spaces_own_size_limit_is_reconsidered_when_it_change
     validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=10)  # the operator raised it
     assert statuses.get(*huge.key).status is Status.EVALUATING, statuses.get(*huge.key).reason
     assert statuses.get(*broken.key).status is Status.REJECTED  # a policy's own fault is never reconsidered
+
+
+def test_a_commit_that_changes_only_the_card_is_the_same_policy(tmp_path):
+    """Merging the Arena's results pull request (or editing the description) must not start
+    the policy over as a new revision; changing a policy file must."""
+    from huggingface_hub import HfApi
+
+    from localhub import LocalHub
+
+    hub = LocalHub(tmp_path / "hub", write_token="t").start()
+    try:
+        api = HfApi(endpoint=hub.endpoint, token="t")
+        first = push_policy(api, "erin/explorer", EXAMPLES / "explorer")
+        statuses = StatusLog(tmp_path / "s.jsonl")
+        assert [s.revision for s in sync(api, statuses, tag="nmmo-arena")] == [first]
+        api.upload_file(path_or_fileobj=b"---\ntags:\n- nmmo-arena\ndescription: now with a description\n---\n# Explorer\n",
+                        path_in_repo="README.md", repo_id="erin/explorer", commit_message="edit the card")
+        assert api.model_info("erin/explorer").sha != first
+        assert sync(api, statuses, tag="nmmo-arena") == [] and sync(api, statuses, tag="nmmo-arena", repo_ids=["erin/explorer"]) == []
+        assert [(s.revision, s.latest) for s in statuses.states()] == [(first, True)]
+        api.upload_file(path_or_fileobj=b"# a new helper\n", path_in_repo="helper.py", repo_id="erin/explorer")
+        changed = sync(api, statuses, tag="nmmo-arena")
+        assert len(changed) == 1 and changed[0].revision == api.model_info("erin/explorer").sha
+        assert [s.latest for s in statuses.states()] == [True, False]
+    finally:
+        hub.stop()
