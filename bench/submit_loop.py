@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -39,7 +40,10 @@ from huggingface_hub import HfApi
 from arena import PROJECT_ROOT
 from arena.lifecycle import Status
 from arena.settings import ArenaSettings
+from leaderboard.pages import build
+from leaderboard.refresher import StandingsRefresher
 from matchmaking.service import _BUILTIN_POLICY, Arena, _card
+from matchmaking.webhooks import launch
 
 EXAMPLES = PROJECT_ROOT / "examples" / "policies"
 EIGHT_EXAMPLES = ("wanderer", "explorer", "gatherer", "apprentice-onnx")
@@ -86,6 +90,7 @@ def timed(arena: Arena, repo_id: str, pushed: float, *, timeout: float) -> dict:
         return None if t is None else round(t - pushed, 1)
 
     return {"queued_s": since(queued), "validated_s": since(validated), "stage1_s": since(verdict),
+            "stage1_after_queued_s": None if verdict is None or queued is None else round(verdict - queued, 1),
             "verdict_at": verdict, "status": state.status.value, "reason": state.reason, "stage1_matches": len(mine)}
 
 
@@ -98,8 +103,16 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="(the JSON line is always printed last)")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="arena-submit-loop-"))
-    settings = ArenaSettings(data_dir=data, match_horizon=args.horizon, workers=args.workers, seed_examples=False)
-    arena = Arena.start(settings)
+    settings = ArenaSettings(data_dir=data, match_horizon=args.horizon, workers=args.workers, seed_examples=False,
+                             local_hub_port=0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # the Space as app.py serves it: the UI, and the webhook route through which pushes arrive
+    arena = Arena.start(settings, space_url=f"http://127.0.0.1:{port}")
+    refresher = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, bootstrap=0)
+    launch(build(refresher, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue),
+           arena.webhooks, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     tag = settings.submission_tag
     report: dict = {"horizon": args.horizon, "workers": args.workers, "early_after_s": args.early}
     try:

@@ -102,6 +102,8 @@ class Matchmaker:
         """The PvE work owed at the last round (`queue` forecasts from it)."""
         self._in_flight: dict[tuple[str, str], list[int]] = {}
         self._stopping = threading.Event()
+        self._queue_work: list[pve_queue.PveWork] = []
+        self._queue_signature: Any = None
         self._sync_lock = threading.Lock()
         """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
 
@@ -190,14 +192,22 @@ class Matchmaker:
         revision in its own thread, under its time limit); returns how many were decided."""
         return self.validator.run_until_idle()
 
+    def _plans(self, history: list[MatchResult]) -> list[tuple[Any, pve.PvePlan]]:
+        """Every latest revision in PvE (evaluating, or qualified or evaluated with later
+        stages to play) with its plan, judged from `history` alone."""
+        s = self.settings
+        return [
+            (state, pve.plan(history, state.repo_id, state.revision, matches_per_stage=s.pve_matches_per_stage,
+                             next_stage_top1=s.next_stage_top1, qualify_achievement=s.qualify_achievement))
+            for state in self.statuses.with_status(Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
+        ]
+
     def _pve_work(self, history: list[MatchResult]) -> list[tuple[Any, pve.PvePlan]]:
-        """Every latest revision still owed PvE matches, with its plan; records each verdict
-        as it becomes known: stage 1 decided -> qualified or evaluated, later stages' figures."""
+        """The revisions still owed PvE matches, with their plans; records each verdict as it
+        becomes known: stage 1 decided -> qualified or evaluated, later stages' figures."""
         s = self.settings
         owed = []
-        for state in self.statuses.with_status(Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED):
-            plan = pve.plan(history, state.repo_id, state.revision, matches_per_stage=s.pve_matches_per_stage,
-                            next_stage_top1=s.next_stage_top1, qualify_achievement=s.qualify_achievement)
+        for state, plan in self._plans(history):
             stages = tuple(StageFigures(stage, v.top1_ratio, v.mean_achievement, v.matches) for stage, v in sorted(plan.summaries.items()))
             if 1 in plan.summaries and (state.status is Status.EVALUATING or stages != state.pve):
                 ok, reason = pve.qualifies(plan.summaries, threshold=s.qualify_achievement, of=s.pve_matches_per_stage)
@@ -208,14 +218,17 @@ class Matchmaker:
                 owed.append((state, plan))
         return owed
 
+    @staticmethod
+    def _work(owed: list[tuple[Any, pve.PvePlan]]) -> list[pve_queue.PveWork]:
+        return [pve_queue.PveWork(state.repo_id, state.revision, plan.stage, plan.seeds, plan.played, state.first_seen)
+                for state, plan in owed if not plan.finished]
+
     def play_pve(self) -> int:
         """Play the next PvE matches, in `pve_queue`'s order (earliest stage, fewest played,
         earliest pushed), one per worker; record the verdicts they settle."""
         history = self.history.get()
         budget = self.settings.pve_matches_per_round or self.workers
-        owed = self._pve_work(history)
-        work = [pve_queue.PveWork(state.repo_id, state.revision, plan.stage, plan.seeds, plan.played, state.first_seen)
-                for state, plan in owed]
+        work = self._work(self._pve_work(history))
         self.pve_queue = work
         specs: list[MatchSpec] = []
         refs: dict[tuple[str, str], PolicyRef | None] = {}
@@ -253,14 +266,19 @@ class Matchmaker:
         from the measured durations of recent PvE matches."""
         import time
 
-        recent = [r.duration_s for r in self.history.get()[-200:] if r.track == "pve" and r.duration_s > 0][-20:]
+        history = self.history.get()
+        states = self.statuses.states()
+        signature = (len(history), len(states), max((s.updated for s in states), default=0.0))
+        if signature != self._queue_signature:  # statuses or history changed: plan again (pure, nothing recorded)
+            self._queue_work, self._queue_signature = self._work(self._plans(history)), signature
+        recent = [r.duration_s for r in history[-200:] if r.track == "pve" and r.duration_s > 0][-20:]
         match_s = float(np.median(recent)) if recent else None
         busy = []
         if match_s:
             for live in self.live():
                 done = live.tick / max(1, live.horizon)
                 busy.append((now or time.time()) + match_s * (1 - done))
-        return pve_queue.forecast(self.pve_queue, workers=self.workers, match_s=match_s, now=now or time.time(),
+        return pve_queue.forecast(self._queue_work, workers=self.workers, match_s=match_s, now=now or time.time(),
                                   in_flight=dict(self._in_flight), busy_until=busy,
                                   later_share=0.5 if self.statuses.with_status(Status.QUALIFIED) else 1.0)
 

@@ -14,9 +14,11 @@ def stage1_opponents():
     return [builtin(name) for name in stage_opponents(1)]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def local_hub(tmp_path_factory):
-    """The embedded local Hub on a free port, for tests that use the real client over HTTP."""
+    """The embedded local Hub on a free port, for tests that use the real client over HTTP:
+    one per test module, so the tagged repos one module pushes never show up in another's
+    discovery."""
     from localhub import LocalHub
 
     hub = LocalHub(tmp_path_factory.mktemp("hub"), write_token="test-token").start()
@@ -29,3 +31,16 @@ def hub_api(local_hub):
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=local_hub.endpoint, token="test-token")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright (never a downloaded browser), headless."""
+    from playwright.sync_api import sync_playwright
+
+    from tests_support import BROWSER_ARGS, CHROMIUM
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+        yield b
+        b.close()

@@ -8,18 +8,6 @@ from huggingface_hub import CommitOperationAdd, HfApi, ModelCard
 from huggingface_hub.community import DiscussionComment, DiscussionCommit, DiscussionStatusChange
 from huggingface_hub.errors import HfHubHTTPError
 
-
-@pytest.fixture(scope="module")
-def local_hub(tmp_path_factory):
-    """A Hub of this module's own (shadowing the session's): the tagged repos pushed here must
-    not show up in other modules' discovery."""
-    from localhub import LocalHub
-
-    hub = LocalHub(tmp_path_factory.mktemp("hub"), write_token="test-token").start()
-    yield hub
-    hub.stop()
-
-
 CARD = "---\ntags:\n- nmmo-arena\nteam_name: T\n---\n# T\n"
 
 

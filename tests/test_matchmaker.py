@@ -50,6 +50,14 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         m.validate()
         states = {s.repo_id: s for s in arena.statuses.states()}
         assert states["carol/crashes"].status is Status.EVALUATING  # passes the 16-tick validation, crashes at tick 21
+        queue = m.queue()  # before any match: every revision placed, in push order, no duration to forecast with
+        assert sorted(e.place for e in queue.values()) == [1, 2, 3] and all(e.eta_s is None for e in queue.values())
+        assert {e.repo_id for e in queue.values()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
+        assert m.play_pve() == 2  # one match per worker, round-robin: two revisions, not one revision's two
+        first = [r.teams[0].policy_id for r in arena.store.results()]
+        assert len(set(first)) == 2, first
+        queue = m.queue()
+        assert all(e.eta_s is not None and e.eta_s > 0 for e in queue.values() if e.matches_left)  # timed from those two
         for _ in range(10):
             if m.play_pve() == 0:
                 break

@@ -26,18 +26,6 @@ from modelcards.publications import CardResults, Published, PublishRule, PvPFigu
 from modelcards.publisher import PR_TITLE, ModelCardPublisher
 from tests_support import EXAMPLES, push_policy, record_lifecycle
 
-
-@pytest.fixture(scope="module")
-def local_hub(tmp_path_factory):
-    """A Hub of this module's own (shadowing the session's): the tagged repos pushed here must
-    not show up in other modules' discovery."""
-    from localhub import LocalHub
-
-    hub = LocalHub(tmp_path_factory.mktemp("hub"), write_token="test-token").start()
-    yield hub
-    hub.stop()
-
-
 DATASET = "nmmo-arena/match-history"
 STAGES = (StageFigures(1, 0.8, 31.25, 10), StageFigures(2, 0.4, 22.0, 10))
 

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import gzip
 import re
-import shutil
-import socket
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -28,20 +25,11 @@ from matchmaking.live import REPORT_EVERY_S, LiveBoard
 from matchmaking.match import MatchSpec, policies_for, run_match
 from matchmaking.policy import PolicyRef, builtin
 from matchmaking.pve_queue import PveWork, forecast
-from tests_support import record_lifecycle
+from tests_support import SCREENSHOTS, free_port, record_lifecycle
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 STRONG, WEAK = "alice/strong", "bob/weak"
-SHOTS = Path(__file__).resolve().parent.parent / ".cache" / "screenshots"
+SHOTS = SCREENSHOTS
 SHOTS.mkdir(parents=True, exist_ok=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +85,6 @@ def app(tmp_path_factory):
     yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data}
     demo.close()
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from matchmaking.executor import _play
 from matchmaking.match import MatchSpec
 from matchmaking.policy import builtin, local
 from matchmaking.sandbox.host import sandboxed_host
-from tests_support import BROWSER_ARGS, CHROMIUM, POLICIES, SCREENSHOTS, free_port
+from tests_support import POLICIES, SCREENSHOTS, free_port
 
 CONFIG = MatchConfig(horizon=16, step_wall_timeout_s=1.0)
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -45,15 +45,6 @@ def app(tmp_path_factory):
     yield {"url": f"http://127.0.0.1:{port}/", "result": outcome.result}
     demo.close()
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture()
