@@ -192,10 +192,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                     search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
                     older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
                     min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
-                first_pvp = pvp_table()
-                pvp = gr.Dataframe(first_pvp, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
+                pvp = gr.Dataframe(pvp_table, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
                                    wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
-                pvp_empty = gr.Markdown(empty["pvp"], visible=first_pvp.empty, elem_id="pvp-empty")
+                pvp_empty = gr.Markdown(empty["pvp"], visible=False, elem_id="pvp-empty")
                 gr.Markdown(
                     "**What each rating answers.** TrueSkill (mu - 3 sigma, as in the paper): how good is it, cautiously, "
                     "given the matches so far in the order they came? MLE: the order-free maximum-likelihood strength, with "
@@ -204,10 +203,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                     "Built-ins are the fixed anchors. Click a column to sort."
                 )
             with gr.Tab("PvE", id="pve"):
-                first_pve = pve_table()
-                pve = gr.Dataframe(first_pve, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
+                pve = gr.Dataframe(pve_table, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
                                    wrap=True, column_widths=tables.widths(tables.PVE_COLUMNS))
-                pve_empty = gr.Markdown(empty["pve"], visible=first_pve.empty, elem_id="pve-empty")
+                pve_empty = gr.Markdown(empty["pve"], visible=False, elem_id="pve-empty")
                 gr.Markdown(
                     f"Top1Ratio: share of a stage's matches the policy won (ties at the top included). A stage ends after "
                     f"{settings.pve_matches_per_stage} matches, or as soon as its bars are decided (a Top1Ratio of "
@@ -218,10 +216,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 gr.Dataframe(builtin_references(), elem_id="builtin-table", interactive=False, wrap=True,
                              column_widths=["200px", "90px", "580px", "100px", "110px"])
             with gr.Tab("Submissions", id="submissions"):
-                first_subs = submissions()
-                subs = gr.Dataframe(first_subs, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
+                subs = gr.Dataframe(submissions, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
                                     interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
-                subs_empty = gr.Markdown(empty["submissions"], visible=first_subs.empty, elem_id="submissions-empty")
+                subs_empty = gr.Markdown(empty["submissions"], visible=False, elem_id="submissions-empty")
                 gr.Markdown(
                     "Queue: the PvE order is the earliest stage first (stage 1 decides qualification), then the fewest "
                     "matches played in it (revisions take turns, and a new one goes first until it has caught up), then "
@@ -229,7 +226,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                     "matches (a stage decided early ends sooner)."
                 )
             with gr.Tab("Policy", id="policy"):
-                chooser = gr.Dropdown(choices=players(), value=(players() or [None])[0], label="Policy",
+                chooser = gr.Dropdown(choices=[], value=None, label="Policy",
                                       elem_id="policy-choice", allow_custom_value=True)
                 policy_note = gr.Markdown(visible=False, elem_id="policy-empty")
                 rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
@@ -243,9 +240,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                     f_stage = gr.Dropdown(choices=["", "1", "2", "3"], value="", label="PvE stage", elem_id="matches-stage")
                     f_since = gr.Textbox(label="Since (YYYY-MM-DD)", elem_id="matches-since")
                     f_until = gr.Textbox(label="Until (YYYY-MM-DD)", elem_id="matches-until")
-                first_matches = matches()
-                match_list = gr.Dataframe(first_matches, elem_id="matches-table", interactive=False, wrap=True)
-                matches_empty = gr.Markdown(empty["matches"], visible=first_matches.empty, elem_id="matches-empty")
+                match_list = gr.Dataframe(matches, elem_id="matches-table", interactive=False, wrap=True)
+                matches_empty = gr.Markdown(empty["matches"], visible=False, elem_id="matches-empty")
                 gr.Markdown("Select a match to replay it.")
             with gr.Tab("Replay", id="replay"):
                 with gr.Row():
@@ -290,7 +286,17 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         gr.api(api_now_playing, api_name="now_playing")
         policy_outputs = [rating_plot, task_plot, recent, h2h, policy_note]
         chooser.change(policy, inputs=chooser, outputs=policy_outputs, api_name="policy")
-        demo.load(policy, inputs=chooser, outputs=policy_outputs, api_name=False)
+
+        def on_load() -> tuple[Any, ...]:
+            """What each visitor's page starts with (values are computed per page load, never
+            frozen at build time): which empty notes show, and the policy to open on."""
+            choices = players()
+            return (gr.Markdown(visible=pvp_table().empty), gr.Markdown(visible=pve_table().empty),
+                    gr.Markdown(visible=submissions().empty), gr.Markdown(visible=matches().empty),
+                    gr.Dropdown(choices=choices, value=(choices or [None])[0]))
+
+        demo.load(on_load, outputs=[pvp_empty, pve_empty, subs_empty, matches_empty, chooser], api_name=False).then(
+            policy, inputs=chooser, outputs=policy_outputs, api_name=False)
 
         def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
             table, note = pvp_view(search_text, show_older, at_least)

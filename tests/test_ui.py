@@ -82,7 +82,7 @@ def app(tmp_path_factory):
                  live=live, queue=queue)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data}
+    yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data, "statuses": registry}
     demo.close()
 
 
@@ -260,3 +260,15 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
                 assert not page.locator(note).is_visible()
         assert errors == [], errors
         context.close()
+
+
+def test_a_page_opened_later_shows_what_happened_since_the_app_was_built(browser, app):
+    """Tables are computed per page load: a revision seen after `build` is on the first
+    frame of a new page, before any timer tick."""
+    app["statuses"].record("frank/later", "f" * 40, Status.QUEUED, "waiting for validation")
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(app["url"])
+    page.get_by_role("tab", name="PvE").click()
+    page.locator("#pve-table a:visible", has_text="frank/later").wait_for(timeout=5000)  # the slow timer ticks at 10 s
+    context.close()
