@@ -45,6 +45,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -222,7 +223,12 @@ class HistoryReader:
         Raises:
             `DamagedFileError`: the replay cannot be decoded (it is quarantined).
         """
-        path = self.replay_path(match_id)
+        read = self._checked(self.replay_path(match_id), replay_format.read)
+        return None if read is None else read[0]
+
+    def _checked(self, path: Path | None, check: Callable[[bytes], Any]) -> tuple[bytes, Any] | None:
+        """A recorded file's bytes and what `check` read of them; None if it is absent (or
+        vanished meanwhile). A file `check` refuses with `DamagedFileError` is quarantined."""
         if path is None:
             return None
         try:
@@ -230,11 +236,10 @@ class HistoryReader:
         except FileNotFoundError:
             return None
         try:
-            replay_format.read(data)
+            return data, check(data)
         except DamagedFileError as exc:
             self.quarantine(path, str(exc))
             raise
-        return data
 
     # -- logs ----------------------------------------------------------------------------
     def logs_path(self, match_id: str) -> Path | None:
@@ -251,21 +256,14 @@ class HistoryReader:
             `DamagedFileError`: the file cannot be decoded, or is another match's (it is
                 quarantined).
         """
-        path = self.logs_path(match_id)
-        if path is None:
-            return None
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
+        def check(data: bytes) -> list[logs_format.TeamLog]:
             recorded_id, teams = logs_format.read(data)
             if recorded_id != match_id:
                 raise DamagedFileError(f"these match logs belong to match {recorded_id}, not {match_id}")
-        except DamagedFileError as exc:
-            self.quarantine(path, str(exc))
-            raise
-        return teams
+            return teams
+
+        read = self._checked(self.logs_path(match_id), check)
+        return None if read is None else read[1]
 
 
 class HistoryStore(HistoryReader):
