@@ -67,30 +67,77 @@ def anchor_elo(value: float, mean_anchor: float) -> float:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One match as the rating engines see it."""
+    """One rated result as the rating engines see it: a match, or a whole duplicate set."""
 
     key: tuple[str, str]
-    """(start time, match id): the order online engines apply matches in."""
+    """(start time, match id): the order online engines apply matches in. A duplicate
+    set's key is its first match's start time and the set id."""
     players: tuple[str, ...]
-    scores: tuple[int, ...]
+    scores: tuple[float, ...]
+    """A match: each seat's Achievement. A set: each player's mean Achievement over its
+    seats in the set's matches."""
 
     def ranks(self) -> list[int]:
         """1 for the best score; equal scores share a rank."""
         return competition_ranks(self.scores)
 
 
+@dataclass(frozen=True)
+class Played:
+    """One recorded match, as `rated` groups them: the fields that decide how it is rated."""
+
+    started_at: str
+    match_id: str
+    set_id: str
+    set_size: int
+    players: tuple[str, ...]
+    scores: tuple[int, ...]
+
+
+def rated(matches: Iterable[Played]) -> list[Outcome]:
+    """What the rating engines rate, in rating order: every match played on its own, and
+    every complete duplicate set as one result.
+
+    A set (matches sharing a `set_id`: one seed, seats rotated) is rated once all its
+    `set_size` matches are recorded; until then none of it is rated. Its result ranks the
+    players by their mean Achievement over all their seats in the set, so the spawn
+    points, which every player has taken in turn, cancel out.
+    """
+    out = []
+    sets: dict[str, list[Played]] = {}
+    for m in matches:
+        if m.set_id:
+            sets.setdefault(m.set_id, []).append(m)
+        else:
+            out.append(Outcome((m.started_at, m.match_id), m.players, m.scores))
+    for set_id, members in sets.items():
+        unique = {m.match_id: m for m in members}
+        if len(unique) < max(m.set_size for m in members):
+            continue
+        totals: dict[str, list[int]] = {}
+        for m in unique.values():
+            for p, score in zip(m.players, m.scores):
+                totals.setdefault(p, []).append(score)
+        players = tuple(sorted(totals))
+        out.append(Outcome(
+            (min(m.started_at for m in unique.values()), set_id),
+            players,
+            tuple(sum(totals[p]) / len(totals[p]) for p in players),
+        ))
+    return sorted(out, key=lambda o: o.key)
+
+
 def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
-    """The matches of `tracks`, in rating order."""
-    out = [
-        Outcome(
-            key=(r.started_at, r.match_id),
-            players=tuple(player_id(t.policy_id, t.revision) for t in r.teams),
-            scores=tuple(t.achievement for t in r.teams),
+    """The rated results of `tracks` (matches, and complete duplicate sets), in rating order."""
+    return rated(
+        Played(
+            r.started_at, r.match_id, r.set_id, r.set_size,
+            tuple(player_id(t.policy_id, t.revision) for t in r.teams),
+            tuple(t.achievement for t in r.teams),
         )
         for r in results
         if r.track in tracks
-    ]
-    return sorted(out, key=lambda o: o.key)
+    )
 
 
 # -- TrueSkill ----------------------------------------------------------------------------
@@ -447,7 +494,9 @@ __all__ = [
     "EloState",
     "elo_ratings",
     "extend_trueskill",
+    "Played",
     "outcomes",
+    "rated",
     "plackett_luce",
     "player_id",
     "trueskill_ratings",

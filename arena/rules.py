@@ -121,6 +121,20 @@ class Pairing(str, Enum):
     """The least certain ratings first."""
 
 
+class PvpFormat(str, Enum):
+    """How PvP matches are played and rated (`matchmaking.seating`)."""
+
+    SINGLE = "single"
+    """Each pool plays one match on its own seed; each match is rated."""
+    DUPLICATE = "duplicate"
+    """Each pool plays a duplicate set: one seed once per map edge, the seats rotated so
+    every team spawns on every edge; the set is rated as one result."""
+
+
+#: Matches in a duplicate set: one per map edge.
+DUPLICATE_SET_SIZE = 4
+
+
 @dataclass(frozen=True)
 class PveRules:
     """The PvE track: a revision's team against 15 built-in teams, stage by stage."""

@@ -24,8 +24,16 @@ from typing import Any, Iterable, Mapping
 
 from arena.scoring import Task
 
-#: Bumped whenever a field is added, removed or changes meaning.
-SCHEMA_VERSION = 1
+#: Bumped whenever a field is added, removed or changes meaning. Version 2 added the
+#: spawn point of each team (`spawn_side`, `spawn_index`), duplicate sets (`set_id`,
+#: `set_size`, `set_rotation`) and `held_out`; version 1 records read with their defaults.
+SCHEMA_VERSION = 2
+
+#: Versions this code reads (`MatchResult.from_dict`, the history's shards).
+READABLE_VERSIONS = (1, 2)
+
+#: Spawn sides, as `TeamResult.spawn_side` numbers them: nmmo's order of the map's edges.
+SPAWN_SIDES: tuple[str, ...] = ("north", "east", "south", "west")
 
 #: Policy id prefix of the Arena's own teams (`builtin:forage`).
 BUILTIN_PREFIX = "builtin:"
@@ -116,6 +124,12 @@ class TeamResult:
     """Number of faults of each kind (all of them, even past `faults`' cap)."""
     faults: tuple[Fault, ...] = ()
     """The first faults in full (capped by `MatchConfig.max_faults_recorded`)."""
+    spawn_side: int = -1
+    """Edge of the map the team spawned on: index into `SPAWN_SIDES` (0 north, 1 east,
+    2 south, 3 west); -1 when not recorded (schema version 1)."""
+    spawn_index: int = -1
+    """Which of that edge's spawn points, 0 first in nmmo's clockwise order; -1 when not
+    recorded."""
 
     @property
     def won(self) -> bool:
@@ -150,6 +164,8 @@ class TeamResult:
             deaths=int(data["deaths"]),
             fault_counts={str(k): int(v) for k, v in data.get("fault_counts", {}).items()},
             faults=tuple(Fault.from_dict(f) for f in data.get("faults", ())),
+            spawn_side=int(data.get("spawn_side", -1)),
+            spawn_index=int(data.get("spawn_index", -1)),
         )
 
 
@@ -179,6 +195,16 @@ class MatchResult:
     """Why it was played: `local` (evaluation tool), `pve` or `pvp`."""
     stage: int = 0
     """PvE stage (1-3); 0 outside PvE."""
+    set_id: str = ""
+    """The duplicate set this match belongs to (one seed played `set_size` times with the
+    seats rotated, rated as one result); empty for a match played on its own."""
+    set_size: int = 1
+    """Matches in the set (1 outside a set)."""
+    set_rotation: int = 0
+    """Which rotation of the set's seating this match is, 0 to `set_size - 1`."""
+    held_out: bool = False
+    """Whether the map is from the held-out pool (generated from the Space's secret) rather
+    than the published one that PvE and the evaluation tool play."""
     schema_version: int = SCHEMA_VERSION
 
     def team(self, policy_id: str) -> TeamResult:
@@ -196,9 +222,9 @@ class MatchResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MatchResult":
         version = int(data.get("schema_version", 0))
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise ValueError(
-                f"Match record has schema version {version}, this code reads {SCHEMA_VERSION}: "
+                f"Match record has schema version {version}, this code reads {READABLE_VERSIONS}: "
                 "upgrade the project or convert the record."
             )
         return cls(
@@ -214,6 +240,10 @@ class MatchResult:
             teams=tuple(TeamResult.from_dict(t) for t in data["teams"]),
             track=str(data.get("track", "local")),
             stage=int(data.get("stage", 0)),
+            set_id=str(data.get("set_id", "")),
+            set_size=int(data.get("set_size", 1)),
+            set_rotation=int(data.get("set_rotation", 0)),
+            held_out=bool(data.get("held_out", False)),
         )
 
     def outcome(self) -> dict[str, Any]:
@@ -245,6 +275,10 @@ TEAM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("duration_s", "float64"),
     ("track", "string"),
     ("stage", "int16"),
+    ("set_id", "string"),
+    ("set_size", "int16"),
+    ("set_rotation", "int16"),
+    ("held_out", "bool_"),
     ("slot", "int16"),
     ("policy_id", "string"),
     ("revision", "string"),
@@ -256,7 +290,14 @@ TEAM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("deaths", "int16"),
     ("fault_counts", "string"),  # JSON object: kind -> count
     ("faults", "string"),  # JSON list of {tick, kind, message}
+    ("spawn_side", "int16"),
+    ("spawn_index", "int16"),
 )
+
+#: What a version 1 row lacks, and the value it reads as.
+V1_DEFAULTS: dict[str, Any] = {
+    "set_id": "", "set_size": 1, "set_rotation": 0, "held_out": False, "spawn_side": -1, "spawn_index": -1,
+}
 
 
 def rows(result: MatchResult) -> list[dict[str, Any]]:
@@ -274,6 +315,10 @@ def rows(result: MatchResult) -> list[dict[str, Any]]:
         "duration_s": result.duration_s,
         "track": result.track,
         "stage": result.stage,
+        "set_id": result.set_id,
+        "set_size": result.set_size,
+        "set_rotation": result.set_rotation,
+        "held_out": result.held_out,
     }
     out = []
     for team in result.teams:
@@ -289,6 +334,8 @@ def rows(result: MatchResult) -> list[dict[str, Any]]:
             deaths=team.deaths,
             fault_counts=json.dumps(dict(team.fault_counts), sort_keys=True),
             faults=json.dumps([f.to_dict() for f in team.faults]),
+            spawn_side=team.spawn_side,
+            spawn_index=team.spawn_index,
         )
         for task in TASK_NAMES:
             row[f"{task}_value"] = team.tasks[task].value
@@ -319,6 +366,10 @@ def results_from_rows(records: Iterable[Mapping[str, Any]]) -> list[MatchResult]
                 duration_s=float(first["duration_s"]),
                 track=first["track"],
                 stage=int(first["stage"]),
+                set_id=str(first.get("set_id") or ""),
+                set_size=int(first.get("set_size") or 1),
+                set_rotation=int(first.get("set_rotation") or 0),
+                held_out=bool(first.get("held_out") or False),
                 schema_version=int(first["schema_version"]),
                 teams=tuple(
                     TeamResult(
@@ -333,6 +384,8 @@ def results_from_rows(records: Iterable[Mapping[str, Any]]) -> list[MatchResult]
                         deaths=int(row["deaths"]),
                         fault_counts=json.loads(row["fault_counts"]),
                         faults=tuple(Fault.from_dict(f) for f in json.loads(row["faults"])),
+                        spawn_side=int(-1 if row.get("spawn_side") is None else row["spawn_side"]),
+                        spawn_index=int(-1 if row.get("spawn_index") is None else row["spawn_index"]),
                     )
                     for slot, row in sorted(teams.items())
                 ),

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from arena import PROJECT_ROOT
 from arena.errors import SettingsError
-from arena.rules import PVE, Pairing
+from arena.rules import PVE, Pairing, PvpFormat
 
 #: Prefix of every variable this module reads.
 PREFIX = "NMMO_ARENA_"
@@ -173,6 +173,8 @@ class ArenaSettings:
         doc="a Ray cluster to run matches on (auto, ray://HOST:PORT); unset: local worker processes")
     pairing: str = setting(Pairing.RANDOM.value, env="PAIRING", parse=_text, check=_choice(tuple(p.value for p in Pairing)),
         doc="how PvP pools are drawn")
+    pvp_format: str = setting(PvpFormat.SINGLE.value, env="PVP_FORMAT", parse=_text, check=_choice(tuple(f.value for f in PvpFormat)),
+        doc="how PvP matches are played and rated: single matches, or duplicate sets of 4 with rotated seats")
     pvp_matches_per_round: int = setting(0, env="PVP_PER_ROUND", parse=_integer, check=_at_least(0),
         doc="PvP matches started per PvP round (0: one per worker)")
     pve_matches_per_round: int = setting(0, env="PVE_PER_ROUND", parse=_integer, check=_at_least(0),

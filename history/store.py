@@ -48,12 +48,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arena import logs as logs_format
 from arena import replay as replay_format
 from arena.errors import DamagedFileError
-from arena.schema import SCHEMA_VERSION, TEAM_COLUMNS, MatchResult, results_from_rows, rows
+from arena.schema import SCHEMA_VERSION, TEAM_COLUMNS, V1_DEFAULTS, MatchResult, results_from_rows, rows
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ class HistoryReader:
 
     def _read_shard(self, shard: Path) -> pa.Table | None:
         try:
-            return pq.read_table(shard, schema=TEAM_SCHEMA)
+            return _upgraded(pq.read_table(shard, schema=TEAM_SCHEMA))
         except FileNotFoundError:
             return None
         except (OSError, pa.ArrowException, ValueError) as exc:
@@ -343,6 +344,17 @@ class HistoryStore(HistoryReader):
             for entry in entries:
                 entry.unlink(missing_ok=True)
             return shard
+
+
+def _upgraded(table: pa.Table) -> pa.Table:
+    """A shard written before schema version 2 read as version 2: the columns it lacks
+    (read as nulls) take their defaults (`arena.schema.V1_DEFAULTS`)."""
+    for name, default in V1_DEFAULTS.items():
+        index = table.schema.get_field_index(name)
+        column = table.column(index)
+        if column.null_count:
+            table = table.set_column(index, name, pc.fill_null(column, pa.scalar(default, column.type)))
+    return table
 
 
 def _dedupe(table: pa.Table) -> pa.Table:

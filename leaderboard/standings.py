@@ -25,10 +25,12 @@ from arena.ratings import (
     EloState,
     MLERating,
     Outcome,
+    Played,
     TrueSkillState,
     elo_ratings,
     extend_trueskill,
     plackett_luce,
+    rated,
     recomputed,
 )
 from arena.schema import BUILTIN_PREFIX, TASK_NAMES
@@ -71,18 +73,22 @@ def with_players(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
-    """The PvP matches of the rows, in rating order (start time, then match id)."""
+    """The rated PvP results of the rows (matches and complete duplicate sets), in rating
+    order (`arena.ratings.rated`)."""
     pvp = rows[rows["track"] == "pvp"].sort_values(["started_at", "match_id", "slot"])
     if pvp.empty:
         return []
     keys = list(zip(pvp["started_at"], pvp["match_id"]))
     players = pvp["player"].to_numpy()
     scores = pvp["achievement"].to_numpy()
+    set_ids = pvp["set_id"].to_numpy() if "set_id" in pvp else np.full(len(pvp), "")
+    set_sizes = pvp["set_size"].to_numpy() if "set_size" in pvp else np.ones(len(pvp), dtype=int)
     boundaries = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
-    return [
-        Outcome(keys[a], tuple(players[a:b]), tuple(int(s) for s in scores[a:b]))
+    return rated(
+        Played(keys[a][0], keys[a][1], str(set_ids[a] or ""), int(set_sizes[a] or 1),
+               tuple(players[a:b]), tuple(int(s) for s in scores[a:b]))
         for a, b in zip(boundaries, boundaries[1:])
-    ]
+    )
 
 
 def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import numpy as np
 from nmmo.core.config import AllGameSystems, Medium
 from nmmo.core.game_api import TeamBattle
 from nmmo.core.terrain import MapGenerator, Save
+from nmmo.lib.team_helper import spawn_team_together
 
 from arena import ARENA_VERSION
 from matchmaking.config import MatchConfig
@@ -120,6 +121,39 @@ def reset_env(env: nmmo.Env, seed: int) -> dict[int, dict[str, Any]]:
     """Reset for a team battle: the seed fixes spawn sides and NPCs. Returns observations."""
     observations, _ = env.reset(seed=seed, map_id=1, game=TeamBattle(env))
     return observations
+
+
+def spawn_points(env: nmmo.Env, teams: dict[int, list[int]]) -> dict[int, tuple[int, int]]:
+    """Where each team spawned, as (side, index): side 0-3 in `arena.schema.SPAWN_SIDES`
+    order, index the spawn point along that edge in nmmo's clockwise order.
+
+    `TeamBattle` places the teams on nmmo's evenly spaced edge points
+    (`spawn_team_together`) in an order its seed shuffles; this reads back which point
+    each team got, from its members' positions right after reset. A team whose members
+    are not on a spawn point (none alive) gets (-1, -1).
+    """
+    config = env.config
+    points = spawn_team_together(config, len(teams))
+    per_side = len(points) // 4
+    where = {tuple(point[0]): k for k, point in enumerate(points)}
+    out = {}
+    for team, agents in teams.items():
+        entity = next((env.realm.players[a] for a in agents if a in env.realm.players), None)
+        k = where.get(tuple(int(v) for v in entity.pos)) if entity is not None else None
+        out[team] = (-1, -1) if k is None else (k // per_side, k % per_side)
+    return out
+
+
+def spawn_layout(match: MatchConfig, seed: int, map_id: int) -> list[tuple[int, int]]:
+    """Per slot, the (side, index) its team spawns at in a match of `seed` on `map_id`:
+    the same set-up as the runner's, without teams (duplicate sets seat by it)."""
+    env = make_env(match, map_id)
+    try:
+        reset_env(env, seed)
+        points = spawn_points(env, team_agent_ids(match))
+    finally:
+        dispose_env(env)
+    return [points[slot] for slot in range(match.num_teams)]
 
 
 def share_observation_arrays(env: nmmo.Env, agent_id: int, layout: ObservationLayout, views: list[np.ndarray]) -> bool:

@@ -60,6 +60,8 @@ class MatchSpec:
         config (`MatchConfig`): rules and limits.
         track (`str`): why it is played: `local`, `pve` or `pvp`.
         stage (`int`): PvE stage, 0 outside PvE.
+        set_id (`str`), set_size (`int`), set_rotation (`int`): the duplicate set the
+            match belongs to (`matchmaking.seating`); empty, 1 and 0 outside a set.
         match_id (`str`, *optional*): defaults to a hash of everything above.
     """
 
@@ -68,6 +70,9 @@ class MatchSpec:
     config: MatchConfig = field(default_factory=MatchConfig)
     track: str = "local"
     stage: int = 0
+    set_id: str = ""
+    set_size: int = 1
+    set_rotation: int = 0
     match_id: str = ""
 
     def __post_init__(self) -> None:
@@ -90,6 +95,8 @@ class MatchSpec:
             "track": self.track,
             "stage": self.stage,
         }
+        if self.set_id:  # matches outside sets keep the ids they had before sets existed
+            key["set"] = [self.set_id, self.set_size, self.set_rotation]
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -173,6 +180,7 @@ def run_match(
         observations = game.reset_env(env, spec.seed)
         space = game.action_space(env)
         layout = ObservationLayout.from_observation(next(iter(observations.values())), config.team_size)
+        spawns = game.spawn_points(env, teams)
         for team_id, ref in enumerate(spec.policies):
             env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
             hosts.append(host_factory(ref, TeamSlot(team_id, env_config, config, layout)))
@@ -276,6 +284,8 @@ def run_match(
                 deaths=config.team_size - alive_at_end[team_id],
                 fault_counts=faults.counts[team_id],
                 faults=tuple(faults.kept[team_id]),
+                spawn_side=spawns[team_id][0],
+                spawn_index=spawns[team_id][1],
             )
         )
     return MatchResult(
@@ -291,6 +301,9 @@ def run_match(
         teams=tuple(results),
         track=spec.track,
         stage=spec.stage,
+        set_id=spec.set_id,
+        set_size=spec.set_size,
+        set_rotation=spec.set_rotation,
     )
 
 

@@ -27,13 +27,13 @@ import numpy as np
 from arena.activity import LiveMatch, QueueEntry
 from arena.lifecycle import TRANSITIONS, StageFigures, Status
 from arena.ratings import TrueSkillState, extend_trueskill, outcomes
-from arena.rules import Pairing, stage_opponents
+from arena.rules import DUPLICATE_SET_SIZE, Pairing, PvpFormat, stage_opponents
 from arena.schema import MatchResult, is_builtin, player_id
 from arena.settings import ArenaSettings
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
-from matchmaking import pve, pve_queue
+from matchmaking import game, pve, pve_queue, seating
 from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
@@ -283,7 +283,8 @@ class Matchmaker:
                                   later_share=0.5 if self.statuses.with_status(Status.QUALIFIED) else 1.0)
 
     def play_pvp(self) -> int:
-        """One round of PvP pools among the qualified revisions."""
+        """One round of PvP pools among the qualified revisions: single matches, or
+        duplicate sets (`settings.pvp_format`); sets left incomplete are finished first."""
         qualified = self.statuses.with_status(Status.QUALIFIED)
         if not qualified or self.stage1_pending():
             return 0
@@ -301,18 +302,73 @@ class Matchmaker:
             state = self._ratings(history)
             ratings = {p: r.mu for p, r in state.ratings.items()}
             uncertainty = {p: r.sigma for p, r in state.ratings.items()}
-        specs = []
-        for _ in range(self.settings.pvp_matches_per_round or self.workers):
+        duplicate = PvpFormat(self.settings.pvp_format) is PvpFormat.DUPLICATE
+        specs = self._unfinished_sets(history, refs)
+        wanted = self.settings.pvp_matches_per_round or self.workers
+        while len(specs) < wanted:
             pool = make_pool(list(refs), counts=counts, rng=self.rng, how=how, ratings=ratings, uncertainty=uncertainty)
             for p in pool:
-                counts[p] = counts.get(p, 0) + 1
-            lineup = tuple(builtin(p) if is_builtin(p) else self._try_ref(*refs[p]) for p in pool)
-            if None in lineup:
-                continue
-            specs.append(MatchSpec(seed=int(self.rng.integers(2**48)), policies=lineup, config=self.config, track="pvp"))
+                counts[p] = counts.get(p, 0) + (DUPLICATE_SET_SIZE if duplicate else 1)
+            lineup = self._lineup(pool, refs)
+            if lineup is None:
+                break
+            seed = int(self.rng.integers(2**48))
+            if duplicate:
+                specs += self._duplicate_set(seed, lineup)
+            else:
+                specs.append(MatchSpec(seed=seed, policies=lineup, config=self.config, track="pvp"))
         played = self._play(specs)
         self._check_faults(played)
         return len(played)
+
+    def _lineup(self, players: Iterable[str], refs: dict[str, tuple[str, str]]) -> tuple[PolicyRef, ...] | None:
+        lineup = tuple(builtin(p) if is_builtin(p) else (self._try_ref(*refs[p]) if p in refs else None) for p in players)
+        return None if None in lineup else lineup  # type: ignore[return-value]
+
+    def _duplicate_set(self, seed: int, lineup: tuple[PolicyRef, ...], layout: list[tuple[int, int]] | None = None,
+                       rotations: Iterable[int] | None = None) -> list[MatchSpec]:
+        """The matches of one duplicate set (`matchmaking.seating`): `lineup` seated as
+        rotation 0, then rotated edge by edge."""
+        if layout is None:
+            layout = game.spawn_layout(self.config, seed, game.map_id_for_seed(seed, self.config.map_pool))
+        seated = seating.rotations(lineup, layout, count=DUPLICATE_SET_SIZE)
+        sid = seating.set_id(seed, [player_id(p.policy_id, p.revision) for p in lineup], DUPLICATE_SET_SIZE)
+        keep = set(range(DUPLICATE_SET_SIZE) if rotations is None else rotations)
+        return [
+            MatchSpec(seed=seed, policies=tuple(seats), config=self.config, track="pvp",
+                      set_id=sid, set_size=DUPLICATE_SET_SIZE, set_rotation=r)
+            for r, seats in enumerate(seated) if r in keep
+        ]
+
+    def _unfinished_sets(self, history: list[MatchResult], refs: dict[str, tuple[str, str]]) -> list[MatchSpec]:
+        """The missing matches of duplicate sets partly recorded (a match that failed, or a
+        restart mid-set), rebuilt from any recorded match of the set: its seed, its seats
+        and the spawn points they had give every rotation. A set whose players are no
+        longer qualified is left incomplete (and so unrated)."""
+        sets: dict[str, list[MatchResult]] = {}
+        for r in history:
+            if r.track == "pvp" and r.set_id:
+                sets.setdefault(r.set_id, []).append(r)
+        specs = []
+        for members in sets.values():
+            done = {m.set_rotation for m in members}
+            first = members[0]
+            if len(done) >= first.set_size:
+                continue
+            layout = [(t.spawn_side, t.spawn_index) for t in first.teams]
+            slot_at = {point: slot for slot, point in enumerate(layout)}
+            at_rotation = [player_id(t.policy_id, t.revision) for t in first.teams]
+            try:
+                base = [at_rotation[slot_at[((side + first.set_rotation) % seating.SIDES, index)]] for side, index in layout]
+            except KeyError:
+                log.warning("duplicate set %s cannot be rebuilt from its spawn points", first.set_id)
+                continue
+            lineup = self._lineup(base, refs)
+            if lineup is None:
+                continue
+            rebuilt = self._duplicate_set(first.seed, lineup, layout, rotations=set(range(first.set_size)) - done)
+            specs += [s for s in rebuilt if s.set_id == first.set_id]
+        return specs
 
     def flush(self) -> None:
         """Move recorded matches into a shard, and make sure the Hub push is running."""
