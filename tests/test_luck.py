@@ -156,3 +156,59 @@ def test_bench_prints_the_figures_and_a_json_line_last(tmp_path):
     empty = subprocess.run([sys.executable, "-m", "bench.luck", "--data", str(tmp_path / "none")],
                            cwd=TESTS.parent, capture_output=True, text=True, timeout=120)
     assert empty.returncode == 1 and "Luck needs at least" in empty.stderr
+
+
+def refresher_over(root, history):
+    from history.statuses import StatusLog
+    from history.store import HistoryStore
+    from leaderboard.refresher import StandingsRefresher
+
+    store = HistoryStore(root / "history")
+    for result in history:
+        store.record(result)
+    store.flush()
+    return StandingsRefresher(store, statuses=StatusLog(root / "s.jsonl").states, hub_url="http://hub.example",
+                              bootstrap=0, luck_horizon=1024)
+
+
+def test_the_refresher_computes_luck_in_the_background_and_the_about_section_shows_it(tmp_path):
+    from arena.luck import LuckReport
+    from leaderboard.about_luck import luck_markdown
+
+    data = refresher_over(tmp_path / "seated", seated_history(Population.random(16, seed=14), 24, effects=planted(), seed=15))
+    assert isinstance(data.luck(), str)  # a page asking first gets a note, never a fit
+    report = data.refresh_luck()
+    assert isinstance(report, LuckReport) and report.matches == 24
+    assert data.refresh_luck() is report  # the history did not change: not recomputed
+    text = luck_markdown(data.luck())
+    assert "## How much is luck?" in text and "From the latest 24 full matches" in text
+    assert f"spawn side\n  ±{report.effects.spreads['side'].sd:.2f}" in text and "Of Achievement's variance" in text
+    # only full matches count: a refresher for other horizons has none
+    data.luck_horizon = 64
+    assert "Luck needs at least 10 matches" in data.refresh_luck(force=True)
+    old = refresher_over(tmp_path / "old", random_history(Population.random(16, seed=16), 12, seed=17))
+    text = luck_markdown(old.refresh_luck())
+    assert "Not measured yet" in text and "0 such matches (12 older ones have no spawn points)" in text
+
+
+def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
+    from leaderboard.pages import CSS, build
+    from tests_support import free_port
+
+    data = refresher_over(tmp_path, seated_history(Population.random(16, seed=18), 20, effects=planted(), seed=19))
+    data.refresh()
+    data.refresh_luck()
+    demo = build(data)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_role("tab", name="About / Submit").click()
+        section = page.locator("#about-luck")
+        section.get_by_text("How much is luck?").wait_for(timeout=20000)
+        text = section.inner_text()
+        assert "From the latest 20 full matches" in text and "spawn side" in text and "unexplained" in text
+        page.close()
+    finally:
+        demo.close()
