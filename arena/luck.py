@@ -555,7 +555,8 @@ class LuckReport:
         out["raw_sd"] = {g: round(spreads[g].raw, 4) for g in groups}
         out["shares"] = {g: round(self.achievement.shares[g], 4) for g in (*SHARE_GROUPS, "residual")}
         out.update(matches=self.matches, teams=self.teams, policies=self.policies, maps=self.maps,
-                   excluded_matches=self.excluded_matches, achievement_variance=round(self.achievement.variance, 2))
+                   excluded_matches=self.excluded_matches, achievement_variance=round(self.achievement.variance, 2),
+                   matches_per_map=round(self.matches / max(self.maps, 1), 2))
         return out
 
     def summary(self) -> list[str]:
