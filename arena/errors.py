@@ -83,3 +83,8 @@ class NoHubError(ArenaError, ConnectionError):
 class HubAuthError(ArenaError, PermissionError):
     """The Hub refused the token (none, a wrong one, or one that may not write to that
     owner); the message says which token was used and how to give the right one."""
+
+
+class NotEnoughMatchesError(ArenaError, ValueError):
+    """Too few matches with spawn points recorded to say how much of a result is luck
+    (`arena.luck`); the message says how many there are and how many are needed."""

@@ -5,11 +5,17 @@ team's Achievement is drawn from its skill plus noise and rounded to the scoring
 grain, so ties happen (many teams at 0) the way they do in real matches. Nothing here
 runs Neural MMO: this is how the rating engines and the matchmaking are checked against
 a truth that real matches never reveal.
+
+`seated_history` adds the luck of the draw: each match is on one of a pool of maps and
+deals its teams the spawn points of a real match (four edges, four points along each),
+and planted effects (`SeatEffects`) of the spawn side, the point along the edge, the
+slot, the side on a given map, and the map's level of Achievement move the results, so
+that `arena.luck` can be checked to find them again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
@@ -19,6 +25,9 @@ from arena.schema import MatchResult, TaskResult, TeamResult
 from arena.scoring import competition_ranks
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+#: Edges of the map and spawn points along each, as in a real 16-team match.
+SIDES, POINTS_PER_SIDE = 4, 4
 
 
 @dataclass(frozen=True)
@@ -46,14 +55,21 @@ def play(
     index: int,
     track: str = "pvp",
     coarse: bool = True,
+    map_id: int = 1,
+    spawns: Sequence[tuple[int, int]] | None = None,
+    level: float = 0.0,
 ) -> MatchResult:
     """One synthetic match. Performance = skill + Gumbel noise, so that the order of
     performances is exactly a Plackett-Luce draw. `coarse` scores it as real matches look
     (Achievement = 4 x round(max(0, performance + 2)): many ties, many zeros); otherwise
-    the score keeps the full order (no ties), where the model is exactly right."""
+    the score keeps the full order (no ties), where the model is exactly right.
+
+    `skills` may already hold each seat's luck (`seated_history`); `spawns` records each
+    slot's (side, index), `level` shifts every team's performance before scoring (a map
+    where everyone does better: it moves Achievement, never the order)."""
     performance = np.asarray(skills) + rng.gumbel(size=len(skills))
     if coarse:
-        achievement = (4 * np.clip(np.round(performance + 2.0), 0, 21)).astype(int)
+        achievement = (4 * np.clip(np.round(performance + 2.0 + level), 0, 21)).astype(int)
     else:
         achievement = np.round((performance + 20.0) * 1000).astype(int)
     ranks = competition_ranks(achievement.tolist())
@@ -68,13 +84,15 @@ def play(
             alive=0,
             player_kills=0,
             deaths=8,
+            spawn_side=-1 if spawns is None else int(spawns[slot][0]),
+            spawn_index=-1 if spawns is None else int(spawns[slot][1]),
         )
         for slot, policy in enumerate(lineup)
     )
     return MatchResult(
         match_id=f"sim-{index:07d}",
         seed=index,
-        map_id=1,
+        map_id=map_id,
         horizon=1024,
         ticks=1024,
         nmmo_version="sim",
@@ -96,4 +114,59 @@ def random_history(
         chosen = rng.choice(len(population.ids), size=pool, replace=False)
         lineup = [population.ids[i] for i in chosen]
         history.append(play(lineup, population.skills[chosen], rng=rng, index=index, coarse=coarse))
+    return history
+
+
+@dataclass(frozen=True)
+class SeatEffects:
+    """Planted luck, in the same units as the skills (added to a seat's performance).
+
+    Arrays default to no effect; `map_side[m - 1, side]` is side `side` on map `m`, and
+    `map_level[m - 1]` shifts every team's performance on map `m` (Achievement only: in a
+    ranking every team of the match shares it)."""
+
+    maps: int = 1
+    side: np.ndarray = field(default_factory=lambda: np.zeros(SIDES))
+    index: np.ndarray = field(default_factory=lambda: np.zeros(POINTS_PER_SIDE))
+    slot: np.ndarray = field(default_factory=lambda: np.zeros(SIDES * POINTS_PER_SIDE))
+    map_side: np.ndarray | None = None
+    map_level: np.ndarray | None = None
+
+    def seat(self, map_id: int, slot: int, side: int, index: int) -> float:
+        """The planted luck of one seat."""
+        luck = float(self.side[side] + self.index[index] + self.slot[slot])
+        if self.map_side is not None:
+            luck += float(self.map_side[map_id - 1, side])
+        return luck
+
+    def level(self, map_id: int) -> float:
+        return 0.0 if self.map_level is None else float(self.map_level[map_id - 1])
+
+
+def seated_history(
+    population: Population,
+    matches: int,
+    *,
+    effects: SeatEffects | None = None,
+    seed: int = 0,
+    coarse: bool = True,
+    track: str = "pvp",
+) -> list[MatchResult]:
+    """`matches` 16-team matches of random pools, each on a random map of `effects.maps`,
+    with the spawn points dealt to the slots at random (as nmmo's seeded shuffle does) and
+    each seat's planted luck added to its policy's skill."""
+    effects = effects or SeatEffects()
+    teams = SIDES * POINTS_PER_SIDE
+    points = [(side, index) for side in range(SIDES) for index in range(POINTS_PER_SIDE)]
+    rng = np.random.default_rng(seed)
+    history = []
+    for number in range(matches):
+        chosen = rng.choice(len(population.ids), size=teams, replace=len(population.ids) < teams)
+        map_id = int(rng.integers(1, effects.maps + 1))
+        spawns = [points[k] for k in rng.permutation(teams)]
+        strengths = [
+            float(population.skills[c]) + effects.seat(map_id, slot, *spawns[slot]) for slot, c in enumerate(chosen)
+        ]
+        history.append(play([population.ids[c] for c in chosen], strengths, rng=rng, index=number, track=track,
+                            coarse=coarse, map_id=map_id, spawns=spawns, level=effects.level(map_id)))
     return history

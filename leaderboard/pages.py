@@ -21,6 +21,7 @@ from arena.scoring import tier_table
 from arena.settings import ArenaSettings
 from arena.submitting import how_to_submit
 from leaderboard import tables
+from leaderboard.about_luck import luck_markdown
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.viewer import replay_viewer
 
@@ -250,6 +251,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 viewer = replay_viewer(data.store.replay, logs=data.store.logs)
             with gr.Tab("About / Submit", id="about"):
                 gr.Markdown(about_markdown(settings, hub_url=hub_url))
+                # computed in the background by the refresher; a page load only formats it
+                gr.Markdown(lambda: luck_markdown(data.luck()), elem_id="about-luck")
 
         filters = [f_policy, f_track, f_stage, f_since, f_until]
         pvp_inputs = [search, older, min_matches]

@@ -5,6 +5,10 @@ over 100,000 matches take seconds to compute (the bootstrap most of all). So a t
 recomputes `Standings` whenever the history folder changes (cheaply: TrueSkill and Elo
 carry forward, the Plackett-Luce bootstrap reruns at most every `mle_every_s`), and
 pages read the latest snapshot.
+
+A second thread measures how much of a result is luck (`arena.luck`) at most every
+`luck_every_s`, over the latest `LUCK_MATCHES` matches, never on a page view: the fit
+with its bootstrap takes about a minute on two thousand matches.
 """
 
 from __future__ import annotations
@@ -14,10 +18,22 @@ import threading
 import time
 from typing import Any, Callable
 
+from arena.errors import NotEnoughMatchesError
+from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
 from leaderboard.standings import Standings, compute
 
 log = logging.getLogger(__name__)
+
+#: Seconds between luck reports (the fit and its bootstrap are the refresher's costliest work).
+LUCK_EVERY_S = 900.0
+
+#: The luck report reads at most this many of the latest matches: a bounded cost however
+#: long the history grows, and enough for seat effects of a tenth of a rating unit.
+LUCK_MATCHES = 2000
+
+#: Bootstrap resamples of the luck report (the bench's default is 50).
+LUCK_BOOTSTRAP = 20
 
 
 class StandingsRefresher:
@@ -31,6 +47,8 @@ class StandingsRefresher:
         hub_url: str = "https://huggingface.co",
         mle_every_s: float = 60.0,
         bootstrap: int = 200,
+        luck_every_s: float = LUCK_EVERY_S,
+        luck_horizon: int | None = None,
     ):
         self.store = store
         self.statuses = statuses
@@ -43,6 +61,12 @@ class StandingsRefresher:
         self._mle_signature: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.luck_every_s = luck_every_s
+        self.luck_horizon = luck_horizon
+        """Only matches of this many ticks count for luck (the Space's full matches)."""
+        self._luck: LuckReport | str = "The luck figures are being computed from the history."
+        self._luck_at: float | None = None
+        self._luck_signature: Any = None
 
     def refresh(self) -> Standings:
         """Recompute if the history changed since the last call; return the standings."""
@@ -63,7 +87,39 @@ class StandingsRefresher:
         """The latest standings (computed now if none were computed yet)."""
         return self._standings if self._standings is not None else self.refresh()
 
+    def luck(self) -> LuckReport | str:
+        """The latest luck report, or why there is none yet (never computed here)."""
+        return self._luck
+
+    def refresh_luck(self, *, force: bool = False) -> LuckReport | str:
+        """Recompute the luck report if `luck_every_s` has passed and the history changed
+        (or `force`); outside the standings' lock, so pages keep updating meanwhile."""
+        now = time.monotonic()
+        standings = self.standings()
+        due = self._luck_at is None or now - self._luck_at >= self.luck_every_s
+        if not force and (not due or self._luck_signature == self._signature):
+            return self._luck
+        self._luck_at, self._luck_signature = now, self._signature
+        try:
+            self._luck = luck_report(standings.teams, horizon=self.luck_horizon, latest=LUCK_MATCHES,
+                                     bootstrap=LUCK_BOOTSTRAP)
+        except NotEnoughMatchesError as exc:
+            self._luck = str(exc)
+        return self._luck
+
     def run_in_background(self, every_s: float = 5.0) -> threading.Thread:
+        def luck_loop() -> None:
+            while True:
+                try:
+                    self.refresh_luck()
+                except Exception:  # noqa: BLE001 - keep serving the last figures
+                    log.exception("luck report failed")
+                if self._stop.wait(max(every_s, 30.0)):
+                    return
+
+        # its own thread: a luck report takes a minute, the standings must not wait for it
+        threading.Thread(target=luck_loop, daemon=True, name="leaderboard-luck").start()
+
         def loop() -> None:
             while not self._stop.wait(every_s):
                 try:
