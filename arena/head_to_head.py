@@ -189,30 +189,27 @@ def _counts(history: Sequence[Outcome], players: list[str]) -> tuple[np.ndarray,
 
 def _cycles(players: Sequence[str], clear: np.ndarray, share: np.ndarray) -> tuple[list[Cycle], int]:
     """Clear cycles of length 3 and 4, each once (its smallest index first), strongest first."""
-    e = clear.astype(np.int64)
+    e = clear.astype(bool)
+    ef = e.astype(np.float64)  # BLAS products (exact: counts stay far below 2^53)
     found: list[tuple[int, ...]] = []
-    # length 3: a -> b -> c -> a with a the smallest index
-    two = e @ e  # two[a, c]: paths a -> . -> c
-    count3 = int(np.trace(two @ e)) // 3
-    for a, b in zip(*np.nonzero(e)):
-        if b < a:
-            continue
-        for c in np.nonzero(e[b] & e[:, a])[0]:
-            if c > a:
-                found.append((a, b, c))
+    # length 3: a -> b -> c -> a with a the smallest index (only edges a -> b that close)
+    two = ef @ ef  # two[a, c]: paths a -> . -> c
+    count3 = int(round(np.trace(two @ ef))) // 3
+    for a, b in zip(*np.nonzero(e & (two.T > 0))):
+        if b > a:
+            found += [(a, b, c) for c in np.nonzero(e[b] & e[:, a])[0] if c > a]
     # length 4: a -> b -> c -> d -> a with a the smallest index (c opposite a)
     count4 = 0
-    for a in range(len(players)):
-        for c in np.nonzero((two[a] > 0) & (two[:, a] > 0))[0]:
-            if c <= a:
-                continue
-            bs = [b for b in np.nonzero(e[a] & e[:, c])[0] if b > a]
-            ds = [d for d in np.nonzero(e[c] & e[:, a])[0] if d > a]
-            for b in bs:
-                for d in ds:
-                    if b != d:
-                        count4 += 1
-                        found.append((a, b, c, d))
+    for a, c in zip(*np.nonzero((two > 0) & (two.T > 0))):
+        if c <= a:
+            continue
+        bs = [b for b in np.nonzero(e[a] & e[:, c])[0] if b > a]
+        ds = [d for d in np.nonzero(e[c] & e[:, a])[0] if d > a]
+        for b in bs:
+            for d in ds:
+                if b != d:
+                    count4 += 1
+                    found.append((a, b, c, d))
     cycles = [
         Cycle(tuple(players[i] for i in cyc), tuple(float(share[i, j]) for i, j in zip(cyc, cyc[1:] + cyc[:1])))
         for cyc in ((tuple(int(i) for i in c)) for c in found)
