@@ -355,16 +355,16 @@ def head_to_head_tab(data: StandingsRefresher, *, demo: gr.Blocks, timer: gr.Tim
         nash = gr.Dataframe(label="Nash average (weight: the player's share of the equilibrium mix)", elem_id="h2h-nash",
                             interactive=False)
         gr.Markdown(RATINGS_MARKDOWN, elem_id="h2h-ratings-help")
+
+        def api_head_to_head(player: str = "") -> dict:
+            """Every player, every ordered pair that met (only those naming `player`, if given),
+            the clear cycles and the Nash average."""
+            return tables.head_to_head_json(data.standings().head_to_head, player=player or "")
+
+        gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
     outputs = [heatmap, caption, cycles, nash, empty]
     demo.load(view, outputs=outputs, api_name=False)
     timer.tick(view, outputs=outputs, api_name=False)
-
-    def api_head_to_head(player: str = "") -> dict:
-        """Every player, every ordered pair that met (only those naming `player`, if given),
-        the clear cycles and the Nash average."""
-        return tables.head_to_head_json(data.standings().head_to_head, player=player or "")
-
-    gr.api(api_head_to_head, api_name="head_to_head")
 
 
 #: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never

@@ -350,7 +350,7 @@ def heatmap_html(standings: Standings, *, top: int = HEATMAP_TOP) -> str:
     if len(players) < 2:
         return ""
     index = [h2h.index(p) for p in players]
-    cell = "width:44px;min-width:44px;height:36px;text-align:center;font-size:11px;line-height:1.15;border:1px solid #fff;padding:0"
+    cell = "width:36px;min-width:36px;height:34px;text-align:center;font-size:10.5px;line-height:1.15;border:1px solid #fff;padding:0"
     head = "".join(
         f'<th title="{html.escape(p)}" style="writing-mode:vertical-rl;transform:rotate(180deg);font-size:11px;'
         f'font-weight:normal;padding:4px 2px;max-height:180px;white-space:nowrap">{html.escape(_short(p))}</th>'
@@ -374,7 +374,7 @@ def heatmap_html(standings: Standings, *, top: int = HEATMAP_TOP) -> str:
                          f"{int(h2h.wins[i, j])} won, {int(h2h.ties[i, j])} tied, {int(h2h.wins[j, i])} lost)")
                 cells.append(f'<td class="h2h-cell" data-a="{html.escape(p)}" data-b="{html.escape(q)}" data-share="{share:.4f}" '
                              f'title="{html.escape(title)}" style="{cell};background:{background};color:{ink}">'
-                             f'{share:.2f}<br><span style="opacity:0.75">{met}</span></td>')
+                             f'{share:.2f}<br><span style="opacity:0.85">{met}</span></td>')
         rows.append(f'<tr><th style="text-align:right;font-size:12px;font-weight:normal;padding:0 6px;white-space:nowrap" '
                     f'title="{html.escape(p)}">{html.escape(_short(p))}</th>{"".join(cells)}</tr>')
     return (f'<div style="overflow-x:auto"><table class="h2h-heatmap" style="border-collapse:collapse">'
@@ -401,7 +401,8 @@ def cycles_markdown(h2h: HeadToHead) -> str:
                 "they appear as pairs meet more often, if the field has any.")
     lines = [f"**Clear cycles** ({rule}): {h2h.cycle_count} in all"
              + (f", the {len(h2h.cycles)} with the strongest weakest edge listed" if h2h.cycle_count > len(h2h.cycles) else "")
-             + ". No single rating can order the players of a cycle."]
+             + ". No single rating can order the players of a cycle (each edge is tested at 95%: among many pairs, a "
+             "cycle can also arise by chance, and one whose weakest edge is near its bound is the likeliest)."]
     for cycle in h2h.cycles:
         steps = [f"{_short(p)} beats {_short(q)} ({s:.2f})" for p, q, s in
                  zip(cycle.players, cycle.players[1:] + cycle.players[:1], cycle.shares)]
