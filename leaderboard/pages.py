@@ -3,7 +3,7 @@
 Each callback only reads the latest `Standings` (kept fresh in the background by
 `leaderboard.refresher.StandingsRefresher`) and formats it with `leaderboard.tables`, so every
 page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submissions`,
-`/matches`, `/policy`, `/now_playing`) make the same data available through `gradio_client`.
+`/matches`, `/policy`, `/now_playing`, `/head_to_head`) make the same data available through `gradio_client`.
 """
 
 from __future__ import annotations
@@ -196,13 +196,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 pvp = gr.Dataframe(pvp_table, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
                                    wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
                 pvp_empty = gr.Markdown(empty["pvp"], visible=False, elem_id="pvp-empty")
-                gr.Markdown(
-                    "**What each rating answers.** TrueSkill (mu - 3 sigma, as in the paper): how good is it, cautiously, "
-                    "given the matches so far in the order they came? MLE: the order-free maximum-likelihood strength, with "
-                    "a bootstrap 95% interval; Rank is 1 + the number of policies whose interval lies entirely above this "
-                    "one's, so ranks are shared where intervals overlap. Elo: the 16-team match read as pairwise duels. "
-                    "Built-ins are the fixed anchors. Click a column to sort."
-                )
+                gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column to sort.", elem_id="pvp-ratings-help")
+            head_to_head_tab(data, demo=demo, timer=timer)
             with gr.Tab("PvE", id="pve"):
                 pve = gr.Dataframe(pve_table, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
                                    wrap=True, column_widths=tables.widths(tables.PVE_COLUMNS))
@@ -326,6 +321,53 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         match_list.select(open_replay, inputs=match_list, outputs=[match_id, viewer, tabs], api_name=False)
         show.click(lambda m: {"match_id": (m or "").strip()}, inputs=match_id, outputs=viewer, api_name=False)
     return demo
+
+
+# -- Head to head tab ------------------------------------------------------------------------
+
+#: One line per rating: the question it answers (under the PvP table and on Head to head).
+RATINGS_MARKDOWN = """**What each rating answers.**
+- **TrueSkill** (the column: mu - 3 sigma, the paper's conservative score): how good is it *at least*, almost surely, given the matches so far in the order they came? New policies start low and rise as sigma shrinks.
+- **mu** and **sigma**: TrueSkill's best guess of its strength, and how unsure that guess still is.
+- **MLE** (Plackett-Luce, anchored on the built-ins; 95% bootstrap interval): how strong is it, from every match at once, order-free, on a scale that means the same next month? **Rank** is 1 + the number of policies whose interval lies entirely above this one's, so ranks are shared where intervals overlap.
+- **Elo**: how does it fare with each 16-team match read as its pairwise duels, matches in order, the recent weighing as much as the old?
+- **Nash avg** (Balduzzi et al. 2018): how well does it do against the toughest mix of the field, the maximum-entropy Nash equilibrium of the head-to-head game? 0 for the policies in that mix, negative below; beating many similar weak policies does not raise it."""
+
+#: The Head to head tab's note while no PvP pair has met.
+H2H_EMPTY = ("No PvP matches yet, so no pair has met. Once qualified policies play PvP, every pair's record fills "
+             "this map match by match, the clear cycles (if any) are listed, and each policy gets its Nash average.")
+
+
+def head_to_head_tab(data: StandingsRefresher, *, demo: gr.Blocks, timer: gr.Timer) -> None:
+    """The "Head to head" tab (id `head_to_head`) and the `/head_to_head` API: a heatmap of
+    every pair's share (the best `tables.HEATMAP_TOP` by MLE), the clear cycles, the Nash
+    average table, and what each rating answers. Refreshed with the other tables."""
+
+    def view() -> tuple[Any, ...]:
+        standings = data.standings()
+        heatmap = tables.heatmap_html(standings)
+        nash = tables.nash_table(standings)
+        return (gr.HTML(heatmap, visible=bool(heatmap)), gr.Markdown(tables.heatmap_caption(standings), visible=bool(heatmap)),
+                tables.cycles_markdown(standings.head_to_head), nash, gr.Markdown(visible=not heatmap))
+
+    with gr.Tab("Head to head", id="head_to_head"):
+        empty = gr.Markdown(H2H_EMPTY, visible=False, elem_id="h2h-empty")
+        heatmap = gr.HTML("", elem_id="h2h-heatmap")
+        caption = gr.Markdown(elem_id="h2h-caption")
+        cycles = gr.Markdown(elem_id="h2h-cycles")
+        nash = gr.Dataframe(label="Nash average (weight: the player's share of the equilibrium mix)", elem_id="h2h-nash",
+                            interactive=False)
+        gr.Markdown(RATINGS_MARKDOWN, elem_id="h2h-ratings-help")
+
+        def api_head_to_head(player: str = "") -> dict:
+            """Every player, every ordered pair that met (only those naming `player`, if given),
+            the clear cycles and the Nash average."""
+            return tables.head_to_head_json(data.standings().head_to_head, player=player or "")
+
+        gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
+    outputs = [heatmap, caption, cycles, nash, empty]
+    demo.load(view, outputs=outputs, api_name=False)
+    timer.tick(view, outputs=outputs, api_name=False)
 
 
 #: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never

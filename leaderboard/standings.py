@@ -2,11 +2,13 @@
 
 `compute()` takes the history's team rows (one per team per match, as stored), the
 submission statuses, and optionally the previous `Standings`, and returns new `Standings`:
-ratings in the three views, per-policy aggregates, PvE figures. It is pure: the same rows
+ratings in the three views, per-policy aggregates, PvE figures, and the head to head of
+every PvP pair with its Nash average. It is pure: the same rows
 give the same standings. TrueSkill and Elo are carried forward from the previous
 standings when only new matches were added (they are online, applied in order), and
 recomputed when the history changed otherwise. The Plackett-Luce fit with its bootstrap
-is the expensive part; `refresh_mle=False` reuses the previous fit.
+is the expensive part; `refresh_mle=False` reuses the previous fit (and the previous head
+to head, also a whole-history computation).
 
 The pages (`leaderboard.pages`) only filter and format these frames, so they stay fast
 however long the history grows (`bench/tables_scale.py`).
@@ -21,6 +23,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from arena.head_to_head import HeadToHead, head_to_head
 from arena.ratings import (
     EloState,
     MLERating,
@@ -62,6 +65,9 @@ class Standings:
     """Per policy id, the ids of the matches it played."""
     pve_stages: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Per (submission player, PvE stage): matches, Top1Ratio, mean Achievement, task points."""
+    head_to_head: HeadToHead = field(default_factory=HeadToHead)
+    """Every PvP pair's record, the clear cycles and the Nash average (`arena.head_to_head`):
+    a whole-history computation, refreshed with the Plackett-Luce fit."""
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -132,8 +138,9 @@ def compute(
     elo = elo_ratings(history, state=previous.elo if previous is not None else None)
     if refresh_mle or previous is None:
         mle = plackett_luce(history, bootstrap=bootstrap) if history else {}
+        pairs = head_to_head(history)
     else:
-        mle = previous.mle
+        mle, pairs = previous.mle, previous.head_to_head
     pvp = rows[rows["track"] == "pvp"]
     pvp_players = pvp.groupby("player").agg(
         policy_id=("policy_id", "first"),
@@ -158,6 +165,7 @@ def compute(
         trueskill=ts,
         elo=elo,
         mle=mle,
+        head_to_head=pairs,
         matches=int(rows["match_id"].nunique()) if len(rows) else 0,
         pvp_matches=len(history),
         trajectory=trajectory,

@@ -6,6 +6,7 @@ select, aggregate and format what `leaderboard.standings` computed, so they buil
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
+from arena.head_to_head import MIN_MEETINGS, HeadToHead
 from arena.rules import ANCHORS
 from arena.schema import TASK_NAMES, is_builtin, player_id
 from leaderboard.standings import POINT_COLUMNS, Standings
@@ -46,6 +48,7 @@ PVP_COLUMNS = [
     Column("95% interval", "str", "bootstrap interval of the MLE rating", "120px"),
     Column("Position range", "str", "bootstrap 95% interval of the leaderboard position"),
     Column("Elo", "number", "Elo, a 16-team match read as pairwise duels"),
+    Column("Nash avg", "number", "expected log-odds against the field's maximum-entropy Nash mix (0: in the mix; Head to head tab)"),
     Column("Matches", "number", "PvP matches played"),
     Column("Achievement", "number", "mean Achievement in PvP"),
     *[Column(task.capitalize(), "number", f"mean {task} points in PvP") for task in TASK_NAMES],
@@ -104,6 +107,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
             "95% interval": [f"{mle[p].low:.2f} to {mle[p].high:.2f}" if p in mle else "" for p in players],
             "Position range": [f"{mle[p].rank_low}-{mle[p].rank_high}" if p in mle else "" for p in players],
             "Elo": [standings.elo.ratings.get(p, np.nan) for p in players],
+            "Nash avg": [standings.head_to_head.nash.get(p, np.nan) for p in players],
             "Matches": agg["matches"].to_numpy(),
             "Achievement": agg["achievement"].to_numpy(),
             **{task.capitalize(): agg[task].to_numpy() for task in TASK_NAMES},
@@ -304,3 +308,132 @@ def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
         .rename(columns={"player": "Opponent"})
     )
     return {"trajectory": trajectory, "tasks": tasks, "recent": recent.reset_index(drop=True), "head_to_head": h2h}
+
+
+# -- head to head ---------------------------------------------------------------------------
+
+#: Players shown in the heatmap at most (the best by MLE); the API has them all.
+HEATMAP_TOP = 30
+
+
+def _short(player: str) -> str:
+    """`owner/name@abcdef1` for a revision, the name for a built-in."""
+    policy, _, revision = player.partition("@")
+    return f"{policy}@{revision[:7]}" if revision else policy
+
+
+def heatmap_players(standings: Standings, *, top: int = HEATMAP_TOP) -> list[str]:
+    """The heatmap's players: the best `top` by MLE rating (by TrueSkill's conservative
+    score where there is no fit yet), best first."""
+    h2h = standings.head_to_head
+    mle, ts = standings.mle, standings.trueskill.ratings
+    if mle:
+        key = {p: -mle[p].rating if p in mle else np.inf for p in h2h.players}
+    else:
+        key = {p: -ts[p].conservative if p in ts else np.inf for p in h2h.players}
+    return sorted(h2h.players, key=lambda p: (key[p], p))[:top]
+
+
+def _colour(share: float) -> tuple[str, str]:
+    """Background and text colour for a share: red below 0.5, white at 0.5, blue above."""
+    red, white, blue = np.array([178, 24, 43]), np.array([247, 247, 247]), np.array([33, 102, 172])
+    t = abs(share - 0.5) * 2
+    rgb = white + t * ((blue if share > 0.5 else red) - white)
+    return "#%02x%02x%02x" % tuple(int(round(c)) for c in rgb), "#ffffff" if t > 0.6 else "#111111"
+
+
+def heatmap_html(standings: Standings, *, top: int = HEATMAP_TOP) -> str:
+    """The head-to-head heatmap as an HTML table (row over column; each cell the share and
+    the number of matches together, its 95% interval on hover); "" with no PvP pair yet."""
+    h2h = standings.head_to_head
+    players = heatmap_players(standings, top=top)
+    if len(players) < 2:
+        return ""
+    index = [h2h.index(p) for p in players]
+    cell = "width:36px;min-width:36px;height:34px;text-align:center;font-size:10.5px;line-height:1.15;border:1px solid #fff;padding:0"
+    head = "".join(
+        f'<th title="{html.escape(p)}" style="writing-mode:vertical-rl;transform:rotate(180deg);font-size:11px;'
+        f'font-weight:normal;padding:4px 2px;max-height:180px;white-space:nowrap">{html.escape(_short(p))}</th>'
+        for p in players
+    )
+    rows = []
+    for p, i in zip(players, index):
+        cells = []
+        for q, j in zip(players, index):
+            if i == j:
+                cells.append(f'<td class="h2h-self" style="{cell};background:#d9d9d9"></td>')
+            elif h2h.met[i, j] == 0:
+                cells.append(f'<td class="h2h-cell h2h-never" data-a="{html.escape(p)}" data-b="{html.escape(q)}" '
+                             f'title="{html.escape(_short(p))} and {html.escape(_short(q))} never met" '
+                             f'style="{cell};background:#eeeeee;color:#999">·</td>')
+            else:
+                share, met = float(h2h.share[i, j]), int(h2h.met[i, j])
+                background, ink = _colour(share)
+                title = (f"{_short(p)} above {_short(q)} in {share:.0%} of {met} matches "
+                         f"(95% interval {h2h.low[i, j]:.2f} to {h2h.high[i, j]:.2f}; "
+                         f"{int(h2h.wins[i, j])} won, {int(h2h.ties[i, j])} tied, {int(h2h.wins[j, i])} lost)")
+                cells.append(f'<td class="h2h-cell" data-a="{html.escape(p)}" data-b="{html.escape(q)}" data-share="{share:.4f}" '
+                             f'title="{html.escape(title)}" style="{cell};background:{background};color:{ink}">'
+                             f'{share:.2f}<br><span style="opacity:0.85">{met}</span></td>')
+        rows.append(f'<tr><th style="text-align:right;font-size:12px;font-weight:normal;padding:0 6px;white-space:nowrap" '
+                    f'title="{html.escape(p)}">{html.escape(_short(p))}</th>{"".join(cells)}</tr>')
+    return (f'<div style="overflow-x:auto"><table class="h2h-heatmap" style="border-collapse:collapse">'
+            f'<thead><tr><th></th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def heatmap_caption(standings: Standings, *, top: int = HEATMAP_TOP) -> str:
+    """What the heatmap shows, and what it leaves out."""
+    total = len(standings.head_to_head.players)
+    shown = min(total, top)
+    cut = f" It shows the best {shown} of {total} players by MLE rating; the `/head_to_head` API has every pair." if total > top else ""
+    return ("Each cell: the share of their matches together in which the **row** player finished above the **column** "
+            "player (ties count half; a match counts once however many seats the two held), and under it the number of "
+            "matches. Blue: the row player is ahead, red: behind. Hover a cell for its 95% (Wilson) interval and its "
+            f"wins, ties and losses.{cut}")
+
+
+def cycles_markdown(h2h: HeadToHead) -> str:
+    """The clear cycles as a list, or what would make one."""
+    rule = (f"every pair in it met at least {MIN_MEETINGS} times and the whole 95% interval of each "
+            "\"beats\" lies above 0.5")
+    if not h2h.cycles:
+        return (f"**Clear cycles:** none yet. A cycle (a beats b beats c beats a) is listed when {rule}; "
+                "they appear as pairs meet more often, if the field has any.")
+    lines = [f"**Clear cycles** ({rule}): {h2h.cycle_count} in all"
+             + (f", the {len(h2h.cycles)} with the strongest weakest edge listed" if h2h.cycle_count > len(h2h.cycles) else "")
+             + ". No single rating can order the players of a cycle (each edge is tested at 95%: among many pairs, a "
+             "cycle can also arise by chance, and one whose weakest edge is near its bound is the likeliest)."]
+    for cycle in h2h.cycles:
+        steps = [f"{_short(p)} beats {_short(q)} ({s:.2f})" for p, q, s in
+                 zip(cycle.players, cycle.players[1:] + cycle.players[:1], cycle.shares)]
+        lines.append("- " + ", ".join(steps))
+    return "\n".join(lines)
+
+
+def nash_table(standings: Standings) -> pd.DataFrame:
+    """Players by Nash average, best first, with their weight in the mix and the other ratings."""
+    h2h = standings.head_to_head
+    mle = standings.mle
+    table = pd.DataFrame({
+        "Player": [_short(p) for p in h2h.players],
+        "Nash avg": [h2h.nash[p] for p in h2h.players],
+        "Weight in the mix": [h2h.nash_weight[p] for p in h2h.players],
+        "MLE": [mle[p].rating if p in mle else np.nan for p in h2h.players],
+        "Opponents met": [int(np.count_nonzero(h2h.met[i])) for i in range(len(h2h.players))],
+    }, columns=["Player", "Nash avg", "Weight in the mix", "MLE", "Opponents met"])
+    return table.sort_values(["Nash avg", "MLE"], ascending=False).round(3).reset_index(drop=True)
+
+
+def head_to_head_json(h2h: HeadToHead, *, player: str = "") -> dict:
+    """The `/head_to_head` API's answer: players, every ordered pair that met (only those
+    with `player` in a or b, if given), the clear cycles as lists of players, and the Nash
+    average with each player's weight in the mix."""
+    pairs = h2h.pairs()
+    if player:
+        pairs = [r for r in pairs if player in r["a"] or player in r["b"]]
+    return {
+        "players": list(h2h.players),
+        "pairs": pairs,
+        "cycles": [list(c.players) for c in h2h.cycles],
+        "nash": [{"player": p, "rating": h2h.nash[p], "weight": h2h.nash_weight[p]} for p in h2h.players],
+    }

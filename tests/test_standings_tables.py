@@ -112,3 +112,40 @@ def test_a_policy_page_has_its_rating_tasks_matches_and_rivals(standings):
     assert len(page["recent"]) == 20
     rivals = page["head_to_head"].set_index("Opponent")
     assert rivals.loc["bob/weak@sim", "Matches"] == 60 and rivals.loc["bob/weak@sim", "Won"] > 0.9
+
+
+def test_the_head_to_head_is_in_the_standings_and_its_tables(standings):
+    h2h = standings.head_to_head
+    strong, weak = "alice/strong@" + "a" * 40, "bob/weak@sim"
+    i, j = h2h.index(strong), h2h.index(weak)
+    assert h2h.met[i, j] == 60 and h2h.share[i, j] > 0.9 and h2h.low[i, j] > 0.5
+    table = tables.pvp_table(standings, hub_url="http://hub")
+    nash = dict(zip(table["Policy"], table["Nash avg"]))
+    assert nash["[alice/strong](http://hub/alice/strong)@aaaaaaa"] == 0.0  # the mix is all on the leader
+    assert all(v < 0 for k, v in nash.items() if "alice" not in k)
+    html = tables.heatmap_html(standings, top=5)
+    players = tables.heatmap_players(standings, top=5)
+    assert players[0] == strong and len(players) == 5
+    assert html.count('class="h2h-cell') == 5 * 4 and html.count('class="h2h-self"') == 5
+    assert "95% interval" in html and "best 5 of" in tables.heatmap_caption(standings, top=5)
+    answer = tables.head_to_head_json(h2h, player="bob/weak")
+    assert set(answer) == {"players", "pairs", "cycles", "nash"}
+    assert all("bob/weak" in (r["a"] + r["b"]) for r in answer["pairs"]) and len(answer["pairs"]) == 2 * (len(h2h.players) - 1)
+    assert {r["player"] for r in answer["nash"]} == set(h2h.players)
+    assert tables.nash_table(standings)["Player"].iloc[0] == "alice/strong@aaaaaaa"
+
+
+def test_the_head_to_head_is_empty_without_pvp_and_reused_when_the_mle_is():
+    import numpy as np
+
+    pve = [play(["alice/strong", *["builtin:forage"] * 15], [1.0] + [0.0] * 15, rng=np.random.default_rng(k), index=k, track="pve")
+           for k in range(3)]
+    empty = compute(frame(pve), bootstrap=0)
+    assert empty.head_to_head.players == () and tables.heatmap_html(empty) == ""
+    assert "none yet" in tables.cycles_markdown(empty.head_to_head) and tables.nash_table(empty).empty
+    rng_history = random_history(Population.random(20, seed=4), 20, seed=4)
+    first = compute(frame(rng_history[:10]), bootstrap=0)
+    carried = compute(frame(rng_history), previous=first, refresh_mle=False, bootstrap=0)
+    assert carried.head_to_head is first.head_to_head  # refreshed with the fit, not per match
+    fresh = compute(frame(rng_history), bootstrap=0)
+    assert fresh.head_to_head.met.sum() > first.head_to_head.met.sum()
