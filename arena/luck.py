@@ -121,56 +121,79 @@ def seats(
     Returns:
         `Seats`: matches ordered by (start time, match id), slots in order.
     """
-    frame = _frame(history)
-    if len(frame) == 0:
+    col = _history_columns(history)
+    n = len(col.get("match_id", ()))
+    if n == 0:
         return _empty()
-    keep = np.ones(len(frame), dtype=bool)
+    keep = np.ones(n, dtype=bool)
     if tracks is not None:
-        keep &= frame["track"].isin(list(tracks)).to_numpy()
+        keep &= np.isin(col["track"].astype(str), list(tracks))
     if horizon is not None:
-        keep &= (frame["horizon"] == horizon).to_numpy()
-    frame = frame[keep]
-    frame = frame.drop_duplicates(["match_id", "slot"]).sort_values(["started_at", "match_id", "slot"])
-    unknown = (frame["spawn_side"].fillna(-1) < 0) | (frame["spawn_index"].fillna(-1) < 0)
-    bad = set(frame.loc[unknown, "match_id"])
-    sizes = frame.groupby("match_id")["slot"].transform("size")
-    frame = frame[~frame["match_id"].isin(bad) & (sizes >= 2)]
+        keep &= col["horizon"].astype(np.int64) == horizon
+    ids, slots, starts = col["match_id"].astype(str), col["slot"].astype(np.int64), col["started_at"].astype(str)
+    seen: set[tuple[str, int]] = set()
+    for i in np.flatnonzero(keep):  # the first row of each (match, slot), as the history keeps
+        if (ids[i], slots[i]) in seen:
+            keep[i] = False
+        seen.add((ids[i], slots[i]))
+    order = np.flatnonzero(keep)
+    order = order[np.lexsort((slots[order], ids[order], starts[order]))]
+    side, index = _known(col.get("spawn_side"), n)[order], _known(col.get("spawn_index"), n)[order]
+    ids = ids[order]
+    bad = set(ids[(side < 0) | (index < 0)].tolist())
+    _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    usable = ~np.isin(ids, list(bad)) & (counts[inverse] >= 2)
+    order, ids = order[usable], ids[usable]
     if latest is not None:
-        kept = frame["match_id"].drop_duplicates().iloc[-latest:] if latest > 0 else frame["match_id"].iloc[:0]
-        frame = frame[frame["match_id"].isin(set(kept))]
-    if len(frame) == 0:
+        distinct = list(dict.fromkeys(ids.tolist()))
+        kept = set(distinct[-latest:]) if latest > 0 else set()
+        order, ids = order[np.isin(ids, list(kept))], ids[np.isin(ids, list(kept))]
+    if len(order) == 0:
         return _empty(excluded=len(bad))
-    if "player" in frame:
-        names = frame["player"].astype(str).to_numpy()
+    if "player" in col:
+        names = col["player"].astype(str)[order]
     else:
-        names = np.array([player_id(p, r) for p, r in zip(frame["policy_id"], frame["revision"])])
-    held = frame["held_out"].fillna(False).astype(bool).to_numpy() if "held_out" in frame else np.zeros(len(frame), dtype=bool)
-    map_keys = list(zip(held.tolist(), frame["map_id"].astype(int).tolist()))
+        names = np.array([player_id(str(p), str(r)) for p, r in zip(col["policy_id"][order], col["revision"][order])])
+    held = (_truthy(col["held_out"]) if "held_out" in col else np.zeros(n, dtype=bool))[order]
+    map_keys = list(zip(held.tolist(), col["map_id"].astype(np.int64)[order].tolist()))
     maps = tuple(sorted(set(map_keys)))
     map_at = {m: i for i, m in enumerate(maps)}
     players, player = np.unique(names, return_inverse=True)
-    ids = frame["match_id"].to_numpy()
     match = np.cumsum(np.r_[0, ids[1:] != ids[:-1]])
     return Seats(
         match=match.astype(np.int64),
         player=player.astype(np.int64),
-        side=frame["spawn_side"].astype(int).to_numpy(),
-        index=frame["spawn_index"].astype(int).to_numpy(),
-        slot=frame["slot"].astype(int).to_numpy(),
+        side=_known(col.get("spawn_side"), n)[order],
+        index=_known(col.get("spawn_index"), n)[order],
+        slot=slots[order],
         map=np.array([map_at[m] for m in map_keys], dtype=np.int64),
-        achievement=frame["achievement"].astype(float).to_numpy(),
+        achievement=col["achievement"].astype(float)[order],
         players=tuple(str(p) for p in players),
         maps=maps,
         excluded_matches=len(bad),
     )
 
 
-def _frame(history: Any) -> Any:
-    import pandas as pd
+def _history_columns(history: Any) -> dict[str, np.ndarray]:
+    """The history as columns: a frame's (anything with `columns` and `[name]`, such as
+    the pandas frame the leaderboard holds; `arena` does not import pandas) or the rows of
+    `MatchResult`s."""
+    if hasattr(history, "columns"):
+        return {str(c): np.asarray(history[c]) for c in history.columns}
+    table = [row for result in history for row in rows(result)]
+    return {c: np.array([r[c] for r in table]) for c in (table[0] if table else {})}
 
-    if isinstance(history, pd.DataFrame):
-        return history
-    return pd.DataFrame([row for result in history for row in rows(result)])
+
+def _known(values: Any, n: int) -> np.ndarray:
+    """A spawn column as integers, -1 where it is missing (version 1 rows)."""
+    if values is None:
+        return np.full(n, -1, dtype=np.int64)
+    out = np.array([-1 if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values], dtype=np.float64)
+    return out.astype(np.int64)
+
+
+def _truthy(values: np.ndarray) -> np.ndarray:
+    return np.array([bool(v) and not (isinstance(v, float) and math.isnan(v)) for v in values], dtype=bool)
 
 
 def _empty(excluded: int = 0) -> Seats:
