@@ -331,7 +331,7 @@ class Analytics:
             with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                 meta = json.loads(npz["meta"].tobytes())
                 if meta.get("version") != SAVE_VERSION:
-                    raise ValueError(f"saved analytics have version {meta.get('version')}, this code reads {SAVE_VERSION}")
+                    raise KeyError(f"saved analytics have version {meta.get('version')}, this code reads {SAVE_VERSION}")
                 book = cls()
                 for i, p in enumerate(meta["players"]):
                     book.players[p["player"]] = PolicyAnalytics(
@@ -347,6 +347,6 @@ class Analytics:
                         book.terrain[int(name[len("terrain_"):])] = np.array(npz[name])
                 book.analysed = set(meta["analysed"])
                 book.skipped = dict(meta["skipped"])
-        except (OSError, KeyError, TypeError, json.JSONDecodeError, zipfile.BadZipFile, EOFError) as exc:
+        except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise ValueError(f"not saved analytics ({type(exc).__name__}: {exc})") from exc
         return book

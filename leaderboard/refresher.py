@@ -4,7 +4,9 @@ Pages must answer in well under a second however long the history is, while rati
 over 100,000 matches take seconds to compute (the bootstrap most of all). So a thread
 recomputes `Standings` whenever the history folder changes (cheaply: TrueSkill and Elo
 carry forward, the Plackett-Luce bootstrap reruns at most every `mle_every_s`), and
-pages read the latest snapshot.
+pages read the latest snapshot. The same thread feeds the analytics
+(`leaderboard.analytics.AnalyticsKeeper`) the replays of matches it has not read yet,
+after the standings, so pages never wait for replays being read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from typing import Any, Callable
 
 from history.store import HistoryReader
+from leaderboard.analytics import AnalyticsKeeper
 from leaderboard.standings import Standings, compute
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ class StandingsRefresher:
         hub_url: str = "https://huggingface.co",
         mle_every_s: float = 60.0,
         bootstrap: int = 200,
+        analytics: AnalyticsKeeper | None = None,
     ):
         self.store = store
         self.statuses = statuses
@@ -43,6 +47,9 @@ class StandingsRefresher:
         self._mle_signature: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.analytics = analytics if analytics is not None else AnalyticsKeeper(store)
+        """Per-policy analytics from the replays (in memory unless given one with a cache)."""
+        self._analysed: Any = None
 
     def refresh(self) -> Standings:
         """Recompute if the history changed since the last call; return the standings."""
@@ -57,7 +64,12 @@ class StandingsRefresher:
                 self._signature = signature
                 if refresh_mle:
                     self._mle_at, self._mle_signature = now, signature
-            return self._standings
+            standings = self._standings
+        # analytics: only the new replays are read; a backlog is worked off over the next calls
+        if signature != self._analysed or self.analytics.backlog:
+            self.analytics.update(standings.teams)
+            self._analysed = signature
+        return standings
 
     def standings(self) -> Standings:
         """The latest standings (computed now if none were computed yet)."""
