@@ -48,6 +48,10 @@ MATERIAL_COLORS = {
     12: "#8fae5a", 13: "#6fd67a", 14: "#0e3e8e", 15: "#43b0e0",
 }
 
+#: Team colours of the trajectory plot (the replay viewer's hues, `hsl(i * 360 / 16, 85%, 55%)`).
+TEAM_COLORS = ["#ef4444", "#f59e0b", "#eab308", "#84cc16", "#22c55e", "#10b981", "#14b8a6", "#06b6d4",
+               "#0ea5e9", "#3b82f6", "#6366f1", "#8b5cf6", "#a855f7", "#d946ef", "#ec4899", "#f43f5e"]
+
 EMPTY_NOTE = ("No replay analysed yet. Every recorded match's replay is read once, in the background, as it "
               "arrives: a policy's tile visits, trajectories, deaths and alive members appear here after its first "
               "match with a replay.")
@@ -210,10 +214,13 @@ def analytics_json(keeper: AnalyticsKeeper, rows: pd.DataFrame, player: str, mat
     return out
 
 
-def _terrain_rgb(tiles: np.ndarray, dim: float = 0.45) -> np.ndarray:
-    lut = np.zeros((256, 3), np.uint8)
+def _terrain_rgb(tiles: np.ndarray, *, dim: float, gray: bool = False) -> np.ndarray:
+    """The map's tiles in the replay viewer's colours, darkened (and grey, under a heatmap)."""
+    lut = np.zeros((256, 3), np.float64)
     for material, color in MATERIAL_COLORS.items():
         lut[material] = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
+    if gray:
+        lut[:] = lut @ np.array([0.3, 0.59, 0.11])[:, None]
     return (lut[tiles] * dim).astype(np.uint8)
 
 
@@ -233,11 +240,11 @@ def visits_figure(found: PolicyAnalytics, tiles: np.ndarray | None, map_id: int)
     z = np.where(visits > 0, np.log10(np.where(visits > 0, share, 1)), np.nan)
     fig = go.Figure()
     if tiles is not None and tiles.shape == visits.shape:
-        fig.add_trace(go.Image(z=_terrain_rgb(tiles), hoverinfo="skip"))
+        fig.add_trace(go.Image(z=_terrain_rgb(tiles, dim=0.55, gray=True), hoverinfo="skip"))
     low = float(np.nanmin(z)) if np.isfinite(z).any() else -3.0
     ticks = list(range(int(np.floor(low)), 1))
     fig.add_trace(go.Heatmap(
-        z=z, colorscale="Inferno", zmin=low, zmax=max(0.0, float(np.nanmax(z)) if np.isfinite(z).any() else 0.0),
+        z=z, colorscale="YlOrRd", zmin=low, zmax=max(0.0, float(np.nanmax(z)) if np.isfinite(z).any() else 0.0),
         colorbar=dict(title="members per<br>team-frame", tickvals=ticks, ticktext=[f"{10.0 ** t:g}" for t in ticks]),
         hovertemplate="row %{y}, col %{x}<br>log10 %{z:.2f}<extra></extra>",
     ))
@@ -252,19 +259,23 @@ def trajectories_figure(paths: dict[int, dict[int, list[list[int]]]], tiles: np.
 
     fig = go.Figure()
     if tiles is not None:
-        fig.add_trace(go.Image(z=_terrain_rgb(tiles, dim=0.7), hoverinfo="skip"))
+        fig.add_trace(go.Image(z=_terrain_rgb(tiles, dim=0.6), hoverinfo="skip"))
     last_tick = max((p[-1][0] for team in paths.values() for p in team.values() if p), default=0)
-    for team in paths.values():
-        for agent, path in team.items():
+    for slot, team in sorted(paths.items()):
+        color = TEAM_COLORS[slot % len(TEAM_COLORS)]  # the replay viewer's colour of that slot
+        for k, (agent, path) in enumerate(sorted(team.items())):
             if not path:
                 continue
             t, r, c = np.array(path).T
-            died = t[-1] < last_tick
+            end = "x" if t[-1] < last_tick else "square"
             fig.add_trace(go.Scatter(
-                x=c, y=r, mode="lines+markers", name=f"agent {agent}",
-                marker=dict(size=[9] + [0] * (len(t) - 2) + [11] if len(t) > 1 else [9],
-                            symbol=["circle"] + ["circle"] * (len(t) - 2) + (["x"] if died else ["square"]) if len(t) > 1 else ["circle"]),
-                line=dict(width=2), customdata=t, hovertemplate="tick %{customdata}: row %{y}, col %{x}<extra>" + f"agent {agent}</extra>",
+                x=c, y=r, mode="lines", name=f"team {slot}", legendgroup=str(slot), showlegend=k == 0,
+                line=dict(width=2, color=color), customdata=t,
+                hovertemplate="tick %{customdata}: row %{y}, col %{x}<extra>" + f"team {slot}, agent {agent}</extra>",
+            ))
+            fig.add_trace(go.Scatter(
+                x=[c[0], c[-1]], y=[r[0], r[-1]], mode="markers", legendgroup=str(slot), showlegend=False, hoverinfo="skip",
+                marker=dict(symbol=["circle", end], size=[8, 11], color=color, line=dict(width=1, color="#ffffff")),
             ))
     size = tiles.shape[0] if tiles is not None else 160
     return _map_layout(fig, f"Trajectories in match {match_id} (circle: spawn, x: death, square: alive at the end)", size)
@@ -287,8 +298,9 @@ def deaths_figure(found: PolicyAnalytics) -> Any:
     import plotly.graph_objects as go
 
     counts = [found.deaths.get(c, 0) for c in CAUSES]
-    fig = go.Figure(go.Bar(x=[CAUSE_LABELS[c] for c in CAUSES], y=counts, text=counts, textposition="outside",
+    fig = go.Figure(go.Bar(x=[CAUSE_LABELS[c] for c in CAUSES], y=counts, text=counts, textposition="outside", cliponaxis=False,
                            marker_color=["#c98b2e", "#2f6fd6", "#7a5cc9", "#2e9e5c", "#d64545", "#888888"]))
+    fig.update_yaxes(range=[0, max(counts + [1]) * 1.15])
     fig.update_layout(title=f"Cause of death ({sum(counts)} deaths in {found.teams} team-matches)", yaxis_title="members",
                       height=380, margin=dict(l=50, r=20, t=50, b=40))
     return fig
@@ -370,10 +382,10 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
                     "dehydrated (water bar empty) or both, as the bars stood on the tick before; other if nothing explains it. "
                     "Visits count every alive member's tile on every tick, divided by the team-frames analysed. The field is "
                     "every other team in the same matches.")
+        gr.api(api, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
     outputs = [note, summary, visits, match, tasks, deaths, alive, tracks]
     chooser.change(view, inputs=chooser, outputs=outputs, api_name=False)
     match.change(paths, inputs=[chooser, match], outputs=tracks, api_name=False)
-    gr.api(api, api_name="analytics")
 
     def refresh_choices(chosen: str) -> Any:
         found = choices()
