@@ -29,9 +29,13 @@ from history.store import HistoryReader, _write_atomically  # the history's one 
 
 log = logging.getLogger(__name__)
 
-#: Replays read per update at most: a long backlog (a first start over a big history) is
-#: worked off across refreshes, and the standings never wait for it.
-PER_UPDATE = 200
+#: Replays read per update at most (a full match's takes ~55 ms to decode and analyse): a
+#: long backlog (a first start over a big history) is worked off across refreshes, a few
+#: seconds each, and the standings never wait for it.
+PER_UPDATE = 50
+
+#: Matches offered in the trajectory chooser (the newest).
+MATCH_CHOICES = 200
 
 #: Tiles listed in the API's `visits.top`.
 TOP_TILES = 20
@@ -61,7 +65,7 @@ class AnalyticsKeeper:
     """The analytics of a history folder, kept up to date one new replay at a time.
 
     Args:
-        store: the history (its replays are read through its checked reads).
+        store: the history whose replays are read.
         cache: folder of the saved accumulator (`analytics.npz`); None keeps it in memory.
         per_update: replays read per `update` at most.
     """
@@ -93,26 +97,32 @@ class AnalyticsKeeper:
         if rows.empty:
             return 0
         with self._lock:
-            known = self.book.knows
-            fresh = rows[~rows["match_id"].map(known)]
-        if fresh.empty:
+            new = [m for m in rows["match_id"].unique() if not self.book.knows(m)]
+        if not new:
             self.backlog = 0
             return 0
-        fresh = fresh.sort_values(["started_at", "match_id", "slot"])
+        fresh = rows[rows["match_id"].isin(new)].sort_values(["started_at", "match_id", "slot"])
         order = list(dict.fromkeys(fresh["match_id"]))
         self.backlog = max(0, len(order) - self.per_update)
         added = 0
         for match_id, teams in fresh[fresh["match_id"].isin(order[: self.per_update])].groupby("match_id", sort=False):
             players = dict(zip(teams["slot"].astype(int), teams["player"]))
             first = teams.iloc[0]
+            # Read as a bystander: a damaged replay is skipped and logged here, and left in place
+            # for the history's checked reads (the viewer quarantines it when it is opened, and
+            # tells the visitor and the operator that it is damaged rather than missing).
+            path = self.store.replay_path(match_id)
             try:
-                data = self.store.replay(match_id)
+                data = None if path is None else path.read_bytes()
+            except FileNotFoundError:
+                data = None
+            self.reads += data is not None
+            try:
                 decoded = None if data is None else replay_format.read(data)
-            except DamagedFileError as exc:  # the store has quarantined it and said so
+            except DamagedFileError as exc:
                 with self._lock:
                     self.book.skip(match_id, str(exc))
                 continue
-            self.reads += data is not None
             with self._lock:
                 if decoded is None:
                     self.book.skipped[match_id] = "no replay recorded"
@@ -344,7 +354,7 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
         tiles = keeper.terrain(map_id)
         summary = (f"**{player}**: {len(found.matches)} matches analysed from their replays ({found.teams} team appearances, "
                    f"{found.team_frames} team-frames).")
-        matches = list(reversed(found.matches))
+        matches = list(reversed(found.matches))[:MATCH_CHOICES]
         return (gr.Markdown(visible=False), summary, visits_figure(found, tiles, map_id),
                 gr.Dropdown(choices=matches, value=matches[0] if matches else None),
                 tasks_figure(task_profile(table, player)), deaths_figure(found), alive_figure(found), None)
