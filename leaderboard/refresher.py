@@ -67,8 +67,11 @@ class StandingsRefresher:
             standings = self._standings
         # analytics: only the new replays are read; a backlog is worked off over the next calls
         if signature != self._analysed or self.analytics.backlog:
-            self.analytics.update(standings.teams)
-            self._analysed = signature
+            try:
+                self.analytics.update(standings.teams)
+                self._analysed = signature
+            except Exception:  # noqa: BLE001 - the standings are served whatever the analytics do
+                log.exception("analytics update failed (retried at the next refresh)")
         return standings
 
     def standings(self) -> Standings:
