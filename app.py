@@ -5,7 +5,9 @@
 - `matchmaking.service.Arena` starts the Hub connection (or the embedded local Hub, seeded
   with example submissions), the match history, the submission statuses and the
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
-- `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history.
+- `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history,
+  and the per-policy analytics from its replays (`leaderboard.analytics`, saved under
+  DATA/cache/analytics so a restart reads only the replays recorded since).
 - `leaderboard.pages.build` is the Gradio UI over them, served with the Hub's webhook
   route (`/webhooks/hub`) when webhooks are on (`matchmaking.webhooks.launch`).
 - `modelcards.publisher.ModelCardPublisher` publishes qualified submissions' results to
@@ -52,6 +54,7 @@ def main() -> int:
     # the Hub client logs every retry and failed push; the Arena's Hub status says it once
     logging.getLogger("huggingface_hub").setLevel(logging.CRITICAL)
 
+    from leaderboard.analytics import AnalyticsKeeper
     from leaderboard.pages import CSS, build
     from leaderboard.refresher import StandingsRefresher
     from matchmaking.service import Arena
@@ -60,7 +63,8 @@ def main() -> int:
     host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     arena = Arena.start(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
-    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint,
+    analytics = AnalyticsKeeper(arena.store, cache=settings.data_dir / "cache" / "analytics")
+    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, analytics=analytics,
                               luck_horizon=settings.match_horizon)
     data.refresh()
     data.run_in_background()

@@ -3,7 +3,7 @@
 Each callback only reads the latest `Standings` (kept fresh in the background by
 `leaderboard.refresher.StandingsRefresher`) and formats it with `leaderboard.tables`, so every
 page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submissions`,
-`/matches`, `/policy`, `/now_playing`, `/head_to_head`) make the same data available through `gradio_client`.
+`/matches`, `/policy`, `/now_playing`, `/head_to_head`, `/analytics`) make the same data available through `gradio_client`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from arena.settings import ArenaSettings
 from arena.submitting import how_to_submit
 from leaderboard import tables
 from leaderboard.about_luck import luck_markdown
+from leaderboard.analytics import analytics_tab
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.viewer import replay_viewer
 
@@ -229,6 +230,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 task_plot = gr.BarPlot(x="task", y="points", color="track", title="Mean points per task", elem_id="policy-tasks")
                 recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
                 h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
+            analytics_tab(demo, data.analytics, lambda: data.standings().teams, refresh_s=REFRESH_S)
             with gr.Tab("Matches", id="matches"):
                 with gr.Row():
                     f_policy = gr.Textbox(label="Policy contains", elem_id="matches-policy")

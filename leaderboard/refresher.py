@@ -4,7 +4,9 @@ Pages must answer in well under a second however long the history is, while rati
 over 100,000 matches take seconds to compute (the bootstrap most of all). So a thread
 recomputes `Standings` whenever the history folder changes (cheaply: TrueSkill and Elo
 carry forward, the Plackett-Luce bootstrap reruns at most every `mle_every_s`), and
-pages read the latest snapshot.
+pages read the latest snapshot. The same thread feeds the analytics
+(`leaderboard.analytics.AnalyticsKeeper`) the replays of matches it has not read yet,
+after the standings, so pages never wait for replays being read.
 
 A second thread measures how much of a result is luck (`arena.luck`) at most every
 `luck_every_s`, over the latest `LUCK_MATCHES` matches, never on a page view: the fit
@@ -21,6 +23,7 @@ from typing import Any, Callable
 from arena.errors import NotEnoughMatchesError
 from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
+from leaderboard.analytics import AnalyticsKeeper
 from leaderboard.standings import Standings, compute
 
 log = logging.getLogger(__name__)
@@ -49,6 +52,7 @@ class StandingsRefresher:
         bootstrap: int = 200,
         luck_every_s: float = LUCK_EVERY_S,
         luck_horizon: int | None = None,
+        analytics: AnalyticsKeeper | None = None,
     ):
         self.store = store
         self.statuses = statuses
@@ -67,6 +71,9 @@ class StandingsRefresher:
         self._luck: LuckReport | str = "The luck figures are being computed from the history."
         self._luck_at: float | None = None
         self._luck_signature: Any = None
+        self.analytics = analytics if analytics is not None else AnalyticsKeeper(store)
+        """Per-policy analytics from the replays (in memory unless given one with a cache)."""
+        self._analysed: Any = None
 
     def refresh(self) -> Standings:
         """Recompute if the history changed since the last call; return the standings."""
@@ -81,7 +88,15 @@ class StandingsRefresher:
                 self._signature = signature
                 if refresh_mle:
                     self._mle_at, self._mle_signature = now, signature
-            return self._standings
+            standings = self._standings
+        # analytics: only the new replays are read; a backlog is worked off over the next calls
+        if signature != self._analysed or self.analytics.backlog:
+            try:
+                self.analytics.update(standings.teams)
+                self._analysed = signature
+            except Exception:  # noqa: BLE001 - the standings are served whatever the analytics do
+                log.exception("analytics update failed (retried at the next refresh)")
+        return standings
 
     def standings(self) -> Standings:
         """The latest standings (computed now if none were computed yet)."""

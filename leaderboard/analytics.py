@@ -1,0 +1,421 @@
+"""The Analytics tab: each policy's strategy, read from its replays (the paper's Fig. 7-9).
+
+`AnalyticsKeeper` owns an `arena.analytics.Analytics` accumulator over a history folder:
+`update(rows)` reads only the replays of matches it has not seen (the refresher calls it
+in the background, `leaderboard.refresher`), and saves the accumulator to its cache file
+(atomically) so a restart reads nothing twice. Pages and the `/analytics` API only format
+what it holds; the one thing read per view is the replay of the match whose trajectories
+are asked for.
+
+`analytics_tab(...)` builds the tab inside `leaderboard.pages.build`, `analytics_json` is
+the API's answer (keys in the README, "Analytics").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from arena import replay as replay_format
+from arena.analytics import CAUSES, Analytics, PolicyAnalytics, trajectories
+from arena.errors import DamagedFileError
+from arena.schema import TASK_NAMES
+from history.store import HistoryReader, _write_atomically  # the history's one atomic write
+
+log = logging.getLogger(__name__)
+
+#: Replays read per update at most (a full match's takes ~55 ms to decode and analyse): a
+#: long backlog (a first start over a big history) is worked off across refreshes, a few
+#: seconds each, and the standings never wait for it.
+PER_UPDATE = 50
+
+#: Matches offered in the trajectory chooser (the newest).
+MATCH_CHOICES = 200
+
+#: Tiles listed in the API's `visits.top`.
+TOP_TILES = 20
+
+CAUSE_LABELS = {
+    "starved": "starved", "dehydrated": "dehydrated", "starved_and_dehydrated": "starved and dehydrated",
+    "npc": "killed by an NPC", "player": "killed by a player", "other": "other",
+}
+
+#: Tile colours, as the replay viewer draws them (`leaderboard/static/viewer.js`), by nmmo material id.
+MATERIAL_COLORS = {
+    0: "#101010", 1: "#2f6fd6", 2: "#5c9e3a", 3: "#7aa34c", 4: "#2d7a2a", 5: "#7b7b7b",
+    6: "#5a4e44", 7: "#b08d57", 8: "#6b4e2e", 9: "#1f5e1f", 10: "#9c7fd1", 11: "#c6a6ff",
+    12: "#8fae5a", 13: "#6fd67a", 14: "#0e3e8e", 15: "#43b0e0",
+}
+
+#: Team colours of the trajectory plot (the replay viewer's hues, `hsl(i * 360 / 16, 85%, 55%)`).
+TEAM_COLORS = ["#ef4444", "#f59e0b", "#eab308", "#84cc16", "#22c55e", "#10b981", "#14b8a6", "#06b6d4",
+               "#0ea5e9", "#3b82f6", "#6366f1", "#8b5cf6", "#a855f7", "#d946ef", "#ec4899", "#f43f5e"]
+
+EMPTY_NOTE = ("No replay analysed yet. Every recorded match's replay is read once, in the background, as it "
+              "arrives: a policy's tile visits, trajectories, deaths and alive members appear here after its first "
+              "match with a replay.")
+
+
+class AnalyticsKeeper:
+    """The analytics of a history folder, kept up to date one new replay at a time.
+
+    Args:
+        store: the history whose replays are read.
+        cache: folder of the saved accumulator (`analytics.npz`); None keeps it in memory.
+        per_update: replays read per `update` at most.
+    """
+
+    def __init__(self, store: HistoryReader, *, cache: Path | None = None, per_update: int = PER_UPDATE):
+        self.store = store
+        self.path = None if cache is None else Path(cache) / "analytics.npz"
+        self.per_update = per_update
+        self.reads = 0
+        """Replays read so far (what the tests count)."""
+        self.backlog = 0
+        """Matches left for later updates by the last one."""
+        self._lock = threading.Lock()  # the accumulator, between the refresher and the pages
+        self._updating = threading.Lock()  # one update at a time: a replay is read once
+        self.book = Analytics()
+        if self.path is not None and self.path.exists():
+            try:
+                self.book = Analytics.from_bytes(self.path.read_bytes())
+            except ValueError as exc:
+                log.warning("analytics cache %s unreadable (%s): the replays are read again", self.path, exc)
+
+    def update(self, rows: pd.DataFrame) -> int:
+        """Add the replays of the matches in `rows` (history rows with a `player` column)
+        not added yet, oldest first; returns how many were added."""
+        with self._updating:
+            return self._update(rows)
+
+    def _update(self, rows: pd.DataFrame) -> int:
+        if rows.empty:
+            return 0
+        with self._lock:
+            new = [m for m in rows["match_id"].unique() if not self.book.knows(m)]
+        if not new:
+            self.backlog = 0
+            return 0
+        fresh = rows[rows["match_id"].isin(new)].sort_values(["started_at", "match_id", "slot"])
+        order = list(dict.fromkeys(fresh["match_id"]))
+        self.backlog = max(0, len(order) - self.per_update)
+        added = 0
+        for match_id, teams in fresh[fresh["match_id"].isin(order[: self.per_update])].groupby("match_id", sort=False):
+            players = dict(zip(teams["slot"].astype(int), teams["player"]))
+            first = teams.iloc[0]
+            # Read as a bystander: a damaged replay is skipped and logged here, and left in place
+            # for the history's checked reads (the viewer quarantines it when it is opened, and
+            # tells the visitor and the operator that it is damaged rather than missing).
+            path = self.store.replay_path(match_id)
+            try:
+                data = None if path is None else path.read_bytes()
+            except FileNotFoundError:
+                data = None
+            self.reads += data is not None
+            try:
+                decoded = None if data is None else replay_format.read(data)
+            except DamagedFileError as exc:
+                with self._lock:
+                    self.book.skip(match_id, str(exc))
+                continue
+            with self._lock:
+                if decoded is None:
+                    self.book.skipped[match_id] = "no replay recorded"
+                elif self.book.add(match_id, decoded[0], decoded[1], players, map_id=int(first["map_id"]), horizon=int(first["horizon"])):
+                    added += 1
+        self.save()
+        return added
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            data = self.book.to_bytes()
+        _write_atomically(self.path, data)
+
+    def player(self, player: str) -> PolicyAnalytics | None:
+        """A copy of one player's analytics (None if none of its matches was analysed)."""
+        with self._lock:
+            found = self.book.players.get(player)
+            if found is None:
+                return None
+            return PolicyAnalytics(
+                player=found.player, visits=None if found.visits is None else found.visits.copy(),
+                team_frames=found.team_frames, teams=found.teams, deaths=dict(found.deaths),
+                alive_sum=found.alive_sum.copy(), alive_count=found.alive_count.copy(),
+                field_sum=found.field_sum.copy(), field_count=found.field_count.copy(),
+                matches=list(found.matches), maps=dict(found.maps),
+            )
+
+    def players(self) -> list[str]:
+        with self._lock:
+            return sorted(self.book.players)
+
+    def terrain(self, map_id: int) -> np.ndarray | None:
+        with self._lock:
+            return self.book.terrain.get(map_id)
+
+    def trajectories(self, match_id: str, slots: list[int]) -> dict[int, dict[int, list[list[int]]]]:
+        """The paths of the members of `slots` in one match, from its replay (read now).
+
+        Raises:
+            `DamagedFileError`: the replay cannot be decoded.
+        """
+        data = self.store.replay(match_id)
+        if data is None:
+            return {}
+        header, arrays = replay_format.read(data)
+        return trajectories(header, arrays, slots)
+
+
+# -- what the tab and the API show ----------------------------------------------------------
+
+def task_profile(rows: pd.DataFrame, player: str) -> dict[str, dict[str, float]]:
+    """Mean points per task of `player`'s teams, and of the field: every other team in the
+    same matches (the opponents it actually met), all tracks."""
+    mine = rows[rows["player"] == player]
+    field = rows[rows["match_id"].isin(mine["match_id"]) & (rows["player"] != player)]
+
+    def means(frame: pd.DataFrame) -> dict[str, float]:
+        return {task: round(float(frame[f"{task}_points"].mean()), 3) if len(frame) else 0.0 for task in TASK_NAMES}
+
+    return {"policy": means(mine), "field": means(field)}
+
+
+def slots_of(rows: pd.DataFrame, player: str, match_id: str) -> list[int]:
+    picked = rows[(rows["match_id"] == match_id) & (rows["player"] == player)]
+    return sorted(int(s) for s in picked["slot"])
+
+
+def analytics_json(keeper: AnalyticsKeeper, rows: pd.DataFrame, player: str, match_id: str = "") -> dict[str, Any]:
+    """The `/analytics` answer for one player (keys: README, "Analytics")."""
+    found = keeper.player(player or "")
+    out: dict[str, Any] = {"player": player, "analysed": 0, "matches": [], "team_frames": 0,
+                           "visits": {"shape": [0, 0], "top": []}, "deaths": {c: 0 for c in CAUSES},
+                           "alive": [], "alive_field": [], "tasks": task_profile(rows, player or ""),
+                           "trajectories": {"match_id": "", "members": {}}}
+    if found is None:
+        return out
+    visits = found.visits if found.visits is not None else np.zeros((0, 0), np.int64)
+    total = max(int(visits.sum()), 1)
+    top = np.argsort(visits, axis=None)[::-1][:TOP_TILES]
+    out.update(
+        analysed=len(found.matches), matches=list(found.matches), team_frames=found.team_frames,
+        visits={"shape": list(visits.shape), "total": int(visits.sum()),
+                "top": [[int(i // visits.shape[1]), int(i % visits.shape[1]), round(int(visits.flat[i]) / total, 5)]
+                        for i in top if visits.flat[i] > 0]},
+        deaths=dict(found.deaths),
+        alive=[round(float(v), 4) for v in found.alive_mean()],
+        alive_field=[round(float(v), 4) for v in found.field_mean()],
+    )
+    chosen = match_id if match_id in found.matches else (found.matches[-1] if found.matches else "")
+    if chosen:
+        try:
+            paths = keeper.trajectories(chosen, slots_of(rows, player, chosen))
+        except DamagedFileError:
+            paths = {}
+        members = {str(agent): path for team in paths.values() for agent, path in team.items()}
+        out["trajectories"] = {"match_id": chosen, "members": members}
+    return out
+
+
+def _terrain_rgb(tiles: np.ndarray, *, dim: float, gray: bool = False) -> np.ndarray:
+    """The map's tiles in the replay viewer's colours, darkened (and grey, under a heatmap)."""
+    lut = np.zeros((256, 3), np.float64)
+    for material, color in MATERIAL_COLORS.items():
+        lut[material] = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
+    if gray:
+        lut[:] = lut @ np.array([0.3, 0.59, 0.11])[:, None]
+    return (lut[tiles] * dim).astype(np.uint8)
+
+
+def _map_layout(fig: Any, title: str, size: int) -> Any:
+    fig.update_layout(title=title, height=560, margin=dict(l=40, r=20, t=50, b=40), plot_bgcolor="#101010")
+    fig.update_xaxes(range=[-0.5, size - 0.5], title="column", constrain="domain")
+    fig.update_yaxes(range=[size - 0.5, -0.5], title="row", scaleanchor="x")
+    return fig
+
+
+def visits_figure(found: PolicyAnalytics, tiles: np.ndarray | None, map_id: int) -> Any:
+    """Tile visits per team and frame, log-scaled, over the terrain of the policy's most played map."""
+    import plotly.graph_objects as go
+
+    visits = found.visits if found.visits is not None else np.zeros((1, 1))
+    share = visits / max(found.team_frames, 1)
+    z = np.where(visits > 0, np.log10(np.where(visits > 0, share, 1)), np.nan)
+    fig = go.Figure()
+    if tiles is not None and tiles.shape == visits.shape:
+        fig.add_trace(go.Image(z=_terrain_rgb(tiles, dim=0.55, gray=True), hoverinfo="skip"))
+    low = float(np.nanmin(z)) if np.isfinite(z).any() else -3.0
+    ticks = list(range(int(np.floor(low)), 1))
+    fig.add_trace(go.Heatmap(
+        z=z, colorscale="YlOrRd", zmin=low, zmax=max(0.0, float(np.nanmax(z)) if np.isfinite(z).any() else 0.0),
+        colorbar=dict(title="members per<br>team-frame", tickvals=ticks, ticktext=[f"{10.0 ** t:g}" for t in ticks]),
+        hovertemplate="row %{y}, col %{x}<br>log10 %{z:.2f}<extra></extra>",
+    ))
+    maps = sum(found.maps.values())
+    terrain = f"terrain of map {map_id} ({found.maps.get(map_id, 0)} of {maps} matches)" if tiles is not None else "no terrain"
+    return _map_layout(fig, f"Tile visits over {len(found.matches)} matches (log scale; {terrain})", visits.shape[0])
+
+
+def trajectories_figure(paths: dict[int, dict[int, list[list[int]]]], tiles: np.ndarray | None, match_id: str) -> Any:
+    """Each member's path in one match: a line from its spawn (circle) to its last tile (x if it died)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    if tiles is not None:
+        fig.add_trace(go.Image(z=_terrain_rgb(tiles, dim=0.6), hoverinfo="skip"))
+    last_tick = max((p[-1][0] for team in paths.values() for p in team.values() if p), default=0)
+    for slot, team in sorted(paths.items()):
+        color = TEAM_COLORS[slot % len(TEAM_COLORS)]  # the replay viewer's colour of that slot
+        for k, (agent, path) in enumerate(sorted(team.items())):
+            if not path:
+                continue
+            t, r, c = np.array(path).T
+            end = "x" if t[-1] < last_tick else "square"
+            fig.add_trace(go.Scatter(
+                x=c, y=r, mode="lines", name=f"team {slot}", legendgroup=str(slot), showlegend=k == 0,
+                line=dict(width=2, color=color), customdata=t,
+                hovertemplate="tick %{customdata}: row %{y}, col %{x}<extra>" + f"team {slot}, agent {agent}</extra>",
+            ))
+            fig.add_trace(go.Scatter(
+                x=[c[0], c[-1]], y=[r[0], r[-1]], mode="markers", legendgroup=str(slot), showlegend=False, hoverinfo="skip",
+                marker=dict(symbol=["circle", end], size=[8, 11], color=color, line=dict(width=1, color="#ffffff")),
+            ))
+    size = tiles.shape[0] if tiles is not None else 160
+    return _map_layout(fig, f"Trajectories in match {match_id} (circle: spawn, x: death, square: alive at the end)", size)
+
+
+def tasks_figure(profile: dict[str, dict[str, float]]) -> Any:
+    import plotly.graph_objects as go
+
+    tasks = list(TASK_NAMES)
+    fig = go.Figure([
+        go.Bar(name="this policy", x=tasks, y=[profile["policy"][t] for t in tasks], text=[f"{profile['policy'][t]:.1f}" for t in tasks]),
+        go.Bar(name="field (others in its matches)", x=tasks, y=[profile["field"][t] for t in tasks], text=[f"{profile['field'][t]:.1f}" for t in tasks]),
+    ])
+    fig.update_layout(barmode="group", title="Mean points per task, against the field", yaxis_title="points", height=380,
+                      margin=dict(l=50, r=20, t=50, b=40))
+    return fig
+
+
+def deaths_figure(found: PolicyAnalytics) -> Any:
+    import plotly.graph_objects as go
+
+    counts = [found.deaths.get(c, 0) for c in CAUSES]
+    fig = go.Figure(go.Bar(x=[CAUSE_LABELS[c] for c in CAUSES], y=counts, text=counts, textposition="outside", cliponaxis=False,
+                           marker_color=["#c98b2e", "#2f6fd6", "#7a5cc9", "#2e9e5c", "#d64545", "#888888"]))
+    fig.update_yaxes(range=[0, max(counts + [1]) * 1.15])
+    fig.update_layout(title=f"Cause of death ({sum(counts)} deaths in {found.teams} team-matches)", yaxis_title="members",
+                      height=380, margin=dict(l=50, r=20, t=50, b=40))
+    return fig
+
+
+def alive_figure(found: PolicyAnalytics) -> Any:
+    import plotly.graph_objects as go
+
+    mine, field = found.alive_mean(), found.field_mean()
+    fig = go.Figure([
+        go.Scatter(y=mine, mode="lines", name="this policy", line=dict(width=3)),
+        go.Scatter(y=field, mode="lines", name="field (others in its matches)", line=dict(dash="dash")),
+    ])
+    fig.update_layout(title="Alive members per team over the ticks (mean)", xaxis_title="tick", yaxis_title="members alive",
+                      height=380, margin=dict(l=50, r=20, t=50, b=40))
+    return fig
+
+
+def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], pd.DataFrame], *, refresh_s: float) -> None:
+    """The Analytics tab (call inside `demo`'s `gr.Tabs`): its components, events and the `/analytics` API.
+
+    Args:
+        demo: the `gr.Blocks` being built (its page load fills the policy list).
+        keeper: the analytics (None: the tab only shows its empty note).
+        rows: the latest history rows with their `player` column (`Standings.teams`).
+        refresh_s: seconds between refreshes of the policy list.
+    """
+    import gradio as gr
+
+    keeper = keeper if keeper is not None else _NoAnalytics()
+
+    def choices() -> list[str]:
+        return keeper.players()
+
+    def view(player: str) -> tuple[Any, ...]:
+        found = keeper.player(player or "")
+        if found is None:
+            return (gr.Markdown(EMPTY_NOTE, visible=True), "", None, gr.Dropdown(choices=[], value=None), None, None, None, None)
+        table = rows()
+        map_id = max(found.maps, key=found.maps.get) if found.maps else 0
+        tiles = keeper.terrain(map_id)
+        summary = (f"**{player}**: {len(found.matches)} matches analysed from their replays ({found.teams} team appearances, "
+                   f"{found.team_frames} team-frames).")
+        matches = list(reversed(found.matches))[:MATCH_CHOICES]
+        return (gr.Markdown(visible=False), summary, visits_figure(found, tiles, map_id),
+                gr.Dropdown(choices=matches, value=matches[0] if matches else None),
+                tasks_figure(task_profile(table, player)), deaths_figure(found), alive_figure(found), None)
+
+    def paths(player: str, match_id: str) -> Any:
+        found = keeper.player(player or "")
+        if found is None or not match_id or match_id not in found.matches:
+            return None
+        table = rows()
+        try:
+            tracks = keeper.trajectories(match_id, slots_of(table, player, match_id))
+        except DamagedFileError:
+            return None
+        map_ids = table.loc[table["match_id"] == match_id, "map_id"]
+        return trajectories_figure(tracks, keeper.terrain(int(map_ids.iloc[0])) if len(map_ids) else None, match_id)
+
+    def api(player: str, match_id: str = "") -> dict:
+        return analytics_json(keeper, rows(), player, match_id or "")
+
+    with gr.Tab("Analytics", id="analytics"):
+        timer = gr.Timer(refresh_s)
+        gr.Markdown("How a policy plays, from its replays (the paper's Fig. 7-9): where its agents go, how they move in one "
+                    "match, how it scores on each task against the teams it met, how its agents die, and how many stay alive.")
+        chooser = gr.Dropdown(choices=[], value=None, label="Policy", elem_id="analytics-choice", allow_custom_value=True)
+        note = gr.Markdown(EMPTY_NOTE, visible=True, elem_id="analytics-empty")
+        summary = gr.Markdown(elem_id="analytics-summary")
+        visits = gr.Plot(label="Tile visits", elem_id="analytics-visits")
+        match = gr.Dropdown(choices=[], value=None, label="Match (trajectories)", elem_id="analytics-match", allow_custom_value=True)
+        tracks = gr.Plot(label="Trajectories", elem_id="analytics-trajectories")
+        with gr.Row():
+            tasks = gr.Plot(label="Per-task profile", elem_id="analytics-tasks")
+            deaths = gr.Plot(label="Cause of death", elem_id="analytics-deaths")
+        alive = gr.Plot(label="Alive members", elem_id="analytics-alive")
+        gr.Markdown("Deaths: killed by a player or an NPC when nmmo logged the kill, else starved (food bar empty), "
+                    "dehydrated (water bar empty) or both, as the bars stood on the tick before; other if nothing explains it. "
+                    "Visits count every alive member's tile on every tick, divided by the team-frames analysed. The field is "
+                    "every other team in the same matches.")
+        gr.api(api, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
+    outputs = [note, summary, visits, match, tasks, deaths, alive, tracks]
+    chooser.change(view, inputs=chooser, outputs=outputs, api_name=False)
+    match.change(paths, inputs=[chooser, match], outputs=tracks, api_name=False)
+
+    def refresh_choices(chosen: str) -> Any:
+        found = choices()
+        return gr.Dropdown(choices=found, value=chosen if chosen in found else (found or [None])[0])
+
+    timer.tick(refresh_choices, inputs=chooser, outputs=chooser, api_name=False)
+    demo.load(refresh_choices, inputs=chooser, outputs=chooser, api_name=False)  # each visitor's page: the list as of now
+
+
+class _NoAnalytics:
+    """Stands in for a keeper when the app runs without analytics: nothing analysed."""
+
+    def players(self) -> list[str]:
+        return []
+
+    def player(self, player: str) -> None:
+        return None
+
+    def terrain(self, map_id: int) -> None:
+        return None
+
+    def trajectories(self, match_id: str, slots: list[int]) -> dict:
+        return {}
