@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = {
     "arena": {"arena", "numpy", "scipy", "trueskill"},
     "history": {"arena", "history", "pyarrow", "huggingface_hub"},
-    "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy"},
+    "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy", "plotly"},
     "modelcards": {"arena", "history", "leaderboard", "modelcards", "huggingface_hub", "yaml"},
     "matchmaking": None,  # anything but what comes after it
 }
