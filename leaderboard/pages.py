@@ -147,8 +147,8 @@ def overfitting_figure(points: pd.DataFrame) -> Any:
     axis = {"range": [0.5, top + 0.5], "dtick": 1 if top <= 20 else None, "zeroline": False}
     figure.update_layout(
         title={"text": "Overfitting: PvE standing against PvP standing on held-out maps", "font": {"size": 14}},
-        xaxis={**axis, "title": {"text": "PvE standing (rank by stage-1 mean Achievement, published maps)"}},
-        yaxis={**axis, "title": {"text": "PvP standing (rank by MLE rating, held-out maps)"}, "scaleanchor": "x"},
+        xaxis={**axis, "range": [0.5, top + 1.2], "title": {"text": "PvE standing (rank by stage-1 mean Achievement, published maps)"}},
+        yaxis={**axis, "title": {"text": "PvP standing (rank by MLE rating, held-out maps)"}},
         legend={"orientation": "h", "y": -0.22}, height=560, margin={"t": 50, "l": 60, "r": 20, "b": 40},
         template="plotly_white",
     )
