@@ -178,7 +178,8 @@ class MatchResult:
     seed: int
     """Seed of the map choice, spawn order and built-in teams' randomness."""
     map_id: int
-    """Map played, 1..`map_pool`; the same id is the same map for the same nmmo version."""
+    """Map played: 1..256 the published pool (the same id is the same map for the same nmmo
+    version), 257 and above the held-out pool of the Space's secret (`matchmaking.maps`)."""
     horizon: int
     """Ticks the match was set to last."""
     ticks: int

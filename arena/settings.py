@@ -120,6 +120,12 @@ def _webhook_secret(v: str | None) -> str:
     return "at least 8 printable ASCII characters without spaces (the Hub sends it as the X-Webhook-Secret header)"
 
 
+def _map_secret(v: str | None) -> str:
+    if v is None or (v.isascii() and v.isprintable() and len(v) >= 16):
+        return ""
+    return "at least 16 printable ASCII characters (e.g. the output of `python -c \"import secrets; print(secrets.token_hex(16))\"`)"
+
+
 def _folder(v: Path) -> str:
     return "" if not v.exists() or v.is_dir() else "a folder (this path is a file)"
 
@@ -212,6 +218,9 @@ class ArenaSettings:
     webhook_secret: str | None = setting(None, env="WEBHOOK_SECRET", parse=_optional, check=_webhook_secret, secret=True,
         doc="secret the Hub's webhooks must send (X-Webhook-Secret); unset: generated into DATA/webhook-secret on the "
             "embedded Hub, webhooks off with a real one")
+    map_secret: str | None = setting(None, env="MAP_SECRET", parse=_optional, check=_map_secret, secret=True,
+        doc="secret the held-out PvP maps are generated from; unset: generated into DATA/map-secret on the first start "
+            "(set it as a Space secret so that a factory reset keeps the pool; changing it changes the pool)")
     log_level: str = setting("INFO", env="LOG", parse=lambda t: t.strip().upper(), check=_choice(_LOG_LEVELS),
         doc="how much the Space logs")
 
@@ -283,6 +292,12 @@ class ArenaSettings:
     def webhook_secret_file(self) -> Path:
         """The embedded default's webhook secret, made on the first start (`matchmaking.webhooks`)."""
         return self.data_dir / "webhook-secret"
+
+    @property
+    def map_secret_file(self) -> Path:
+        """The held-out maps' secret when `NMMO_ARENA_MAP_SECRET` is unset, made on the first
+        start (`matchmaking.maps.space_key`); sandboxed teams cannot read DATA."""
+        return self.data_dir / "map-secret"
 
     @property
     def history_dir(self) -> Path:

@@ -37,11 +37,22 @@ from arena.ratings import (
     recomputed,
 )
 from arena.schema import BUILTIN_PREFIX, TASK_NAMES
+from arena.scoring import competition_ranks
 
 POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
 
 #: Ratings kept per player for the "rating over time" plot.
 TRAJECTORY_POINTS = 500
+
+#: A policy is named "far from the diagonal" (PvE standing against held-out PvP standing)
+#: when its two ranks differ by at least this many places ...
+FAR_MIN_RANKS = 3
+#: ... or by this share of the policies ranked in both, whichever is more: a fixed count
+#: alone would flag ordinary noise in a large field, a share alone would flag a swap of
+#: neighbours in a small one (fields under 4 policies never flag anyone).
+FAR_FIELD_SHARE = 0.25
+
+OVERFITTING_COLUMNS = ["player", "pve_achievement", "held_out_rating", "pve_rank", "pvp_rank", "gap", "far"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,11 @@ class Standings:
     head_to_head: HeadToHead = field(default_factory=HeadToHead)
     """Every PvP pair's record, the clear cycles and the Nash average (`arena.head_to_head`):
     a whole-history computation, refreshed with the Plackett-Luce fit."""
+    held_out_mle: Mapping[str, MLERating] = field(default_factory=dict)
+    """Plackett-Luce ratings (point estimates, no bootstrap) from PvP results on held-out
+    maps only: the standing on maps no participant saw in advance."""
+    overfitting: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=OVERFITTING_COLUMNS))
+    """Per submission with both standings (`overfitting`): PvE rank against held-out PvP rank."""
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -95,6 +111,51 @@ def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
                tuple(players[a:b]), tuple(int(s) for s in scores[a:b]))
         for a, b in zip(boundaries, boundaries[1:])
     )
+
+
+def held_out_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of matches played on held-out maps (none in a history from before them)."""
+    if "held_out" not in rows:
+        return rows.iloc[0:0]
+    return rows[rows["held_out"].fillna(False).astype(bool)]
+
+
+def far_threshold(field_size: int) -> int:
+    """Rank difference from which a policy is far from the diagonal, in a field of
+    `field_size` policies ranked both in PvE and in PvP.
+
+    Example:
+        >>> far_threshold(8), far_threshold(20)
+        (3, 5)
+    """
+    return max(FAR_MIN_RANKS, int(np.ceil(FAR_FIELD_SHARE * field_size)))
+
+
+def overfitting(pve_stages: pd.DataFrame, held_out: Mapping[str, MLERating]) -> pd.DataFrame:
+    """PvE standing against held-out PvP standing, per submission that has both.
+
+    The PvE standing is the rank by mean Achievement in PvE stage 1 (every submission
+    plays stage 1, against the same built-in teams, on the published maps); the PvP standing
+    the rank by held-out Plackett-Luce rating. Both rank among the policies that have both
+    (competition ranks: ties share the better one), so that the two are comparable; built-ins
+    have no PvE standing and are left out. `gap` is PvP rank minus PvE rank: positive when
+    the policy stands better in PvE than on held-out maps (the overfitting direction);
+    `far` when `|gap| >= far_threshold(field)`.
+    """
+    if pve_stages.empty or not held_out:
+        return pd.DataFrame(columns=OVERFITTING_COLUMNS)
+    stage1 = pve_stages.xs(1, level="stage")["mean"] if 1 in pve_stages.index.get_level_values("stage") else pd.Series(dtype=float)
+    both = sorted(p for p in stage1.index if p in held_out and not held_out[p].anchor)
+    if not both:
+        return pd.DataFrame(columns=OVERFITTING_COLUMNS)
+    pve_scores = [float(stage1[p]) for p in both]
+    ratings = [held_out[p].rating for p in both]
+    pve_rank, pvp_rank = competition_ranks(pve_scores), competition_ranks(ratings)
+    gaps = [b - a for a, b in zip(pve_rank, pvp_rank)]
+    limit = far_threshold(len(both))
+    frame = pd.DataFrame({"player": both, "pve_achievement": pve_scores, "held_out_rating": ratings, "pve_rank": pve_rank,
+                          "pvp_rank": pvp_rank, "gap": gaps, "far": [abs(g) >= limit for g in gaps]})
+    return frame.sort_values(["pvp_rank", "player"]).reset_index(drop=True)
 
 
 def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:
@@ -139,8 +200,10 @@ def compute(
     if refresh_mle or previous is None:
         mle = plackett_luce(history, bootstrap=bootstrap) if history else {}
         pairs = head_to_head(history)
+        held_out = pvp_outcomes(held_out_rows(rows))
+        held_out_mle = plackett_luce(held_out, bootstrap=0) if held_out else {}
     else:
-        mle, pairs = previous.mle, previous.head_to_head
+        mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
     pvp = rows[rows["track"] == "pvp"]
     pvp_players = pvp.groupby("player").agg(
         policy_id=("policy_id", "first"),
@@ -169,4 +232,6 @@ def compute(
         matches=int(rows["match_id"].nunique()) if len(rows) else 0,
         pvp_matches=len(history),
         trajectory=trajectory,
+        held_out_mle=held_out_mle,
+        overfitting=overfitting(pve_stages, held_out_mle),
     )

@@ -47,6 +47,9 @@ PVP_COLUMNS = [
     Column("MLE", "number", "order-free maximum-likelihood rating (Plackett-Luce, anchored)"),
     Column("95% interval", "str", "bootstrap interval of the MLE rating", "120px"),
     Column("Position range", "str", "bootstrap 95% interval of the leaderboard position"),
+    Column("Held-out", "number", "MLE rating from PvP matches on held-out maps only (maps no participant saw in advance)"),
+    Column("PvE vs PvP", "str", "PvP rank on held-out maps minus PvE stage-1 rank, among policies with both: "
+           "positive when it stands better in PvE (published maps); 'far' from the diagonal past the threshold", "130px"),
     Column("Elo", "number", "Elo, a 16-team match read as pairwise duels"),
     Column("Nash avg", "number", "expected log-odds against the field's maximum-entropy Nash mix (0: in the mix; Head to head tab)"),
     Column("Matches", "number", "PvP matches played"),
@@ -75,6 +78,30 @@ def step_costs(statuses: Iterable) -> dict[str, float]:
             for s in statuses if s.measurements is not None and s.measurements.median_step_ms}
 
 
+def gap_text(gap: int, far: bool) -> str:
+    """A PvE-vs-PvP gap as the PvP table shows it.
+
+    Example:
+        >>> gap_text(5, True), gap_text(-1, False), gap_text(0, False)
+        ('+5 (PvE better, far)', '-1 (PvP better)', '0')
+    """
+    if gap == 0:
+        return "0"
+    side = "PvE better" if gap > 0 else "PvP better"
+    return f"{gap:+d} ({side}{', far' if far else ''})"
+
+
+def overfitting_points(standings: Standings, *, latest: set[str] | None = None) -> pd.DataFrame:
+    """The overfitting plot's points: per policy with both standings, its PvE rank, its
+    held-out PvP rank, its label and whether it is far from the diagonal. `latest` keeps
+    only those players (each repo's latest revision); None keeps all."""
+    frame = standings.overfitting
+    if latest is not None:
+        frame = frame[frame["player"].isin(latest)]
+    frame = frame.assign(label=[p.split("@")[0] + "@" + p.split("@")[1][:7] if "@" in p else p for p in frame["player"]])
+    return frame.reset_index(drop=True)
+
+
 def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = None, search: str = "",
               costs: Mapping[str, float] | None = None) -> pd.DataFrame:
     """The PvP leaderboard, best first.
@@ -95,6 +122,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     agg = agg.loc[players]
     ts = standings.trueskill.ratings
     mle = standings.mle
+    gaps = {row.player: gap_text(row.gap, row.far) for row in standings.overfitting.itertuples()}
     high = {p: mle[p].high for p in players if p in mle}
     table = pd.DataFrame(
         {
@@ -106,6 +134,8 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
             "MLE": [mle[p].rating if p in mle else np.nan for p in players],
             "95% interval": [f"{mle[p].low:.2f} to {mle[p].high:.2f}" if p in mle else "" for p in players],
             "Position range": [f"{mle[p].rank_low}-{mle[p].rank_high}" if p in mle else "" for p in players],
+            "Held-out": [standings.held_out_mle[p].rating if p in standings.held_out_mle else np.nan for p in players],
+            "PvE vs PvP": [gaps.get(p, "") for p in players],
             "Elo": [standings.elo.ratings.get(p, np.nan) for p in players],
             "Nash avg": [standings.head_to_head.nash.get(p, np.nan) for p in players],
             "Matches": agg["matches"].to_numpy(),

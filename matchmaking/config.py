@@ -94,6 +94,11 @@ class MatchConfig:
     cache_dir: Path = field(default_factory=default_cache_dir)
     """Generated maps are cached here, one folder per map and nmmo version."""
 
+    map_key: str | None = field(default=None, repr=False)
+    """The key the held-out maps are generated from (`matchmaking.maps.held_out_key` of the
+    Space's secret); None: only the published pool can be played. Never shown (not in the
+    repr) and never sent to a team: `env_config` carries none of it."""
+
     def __post_init__(self) -> None:
         if self.num_teams < 1:
             raise ValueError(f"`num_teams` must be at least 1, got {self.num_teams}.")

@@ -73,21 +73,34 @@ def map_id_for_seed(seed: int, map_pool: int) -> int:
 
 
 def ensure_map(map_id: int, match: MatchConfig) -> Path:
-    """Generate map `map_id` of the pool once; return the folder nmmo loads it from.
+    """Generate map `map_id` of the published pool once; return the folder nmmo loads it from.
 
-    The map depends only on its id, the pool size and the nmmo version. Concurrent
-    workers may generate the same map: each writes a private folder and renames it into
-    place, so a reader never sees half a map.
+    The map depends only on its id, the pool size and the nmmo version (the held-out pool
+    is `matchmaking.maps`'s). Concurrent workers may generate the same map: see `save_map`.
     """
     if not 1 <= map_id <= match.map_pool:
         raise ValueError(f"`map_id` must be between 1 and {match.map_pool}, got {map_id}.")
     folder = match.cache_dir / "maps" / f"nmmo-{NMMO_VERSION}-pool{match.map_pool}" / str(map_id)
-    if (folder / "map1" / "map.npy").is_file() and (folder / "map1" / "fractal.npy").is_file():
+    if map_saved(folder):
         return folder
     config = ArenaNmmoConfig()
     config.set("MAP_N", match.map_pool)  # nmmo varies terrain scale across the pool
     terrain, tiles = MapGenerator(config).generate_map(map_id - 1, np.random.default_rng(map_id))
-    staging = folder.parent / f".{map_id}.{uuid.uuid4().hex}"
+    return save_map(folder, terrain, tiles)
+
+
+def map_saved(folder: Path) -> bool:
+    """Whether `folder` holds a complete map written by `save_map`."""
+    return (folder / "map1" / "map.npy").is_file() and (folder / "map1" / "fractal.npy").is_file()
+
+
+def save_map(folder: Path, terrain: np.ndarray, tiles: np.ndarray) -> Path:
+    """Write a generated map where nmmo loads it (`folder/map1/`); returns `folder`.
+
+    Each writer writes a private folder and renames it into place, so a reader never sees
+    half a map; a writer that loses the race drops its copy (the maps are identical).
+    """
+    staging = folder.parent / f".{folder.name}.{uuid.uuid4().hex}"
     (staging / "map1").mkdir(parents=True)
     Save.as_numpy(tiles, str(staging / "map1"))
     Save.fractal(terrain, str(staging / "map1"))
@@ -99,8 +112,13 @@ def ensure_map(map_id: int, match: MatchConfig) -> Path:
 
 
 def make_env(match: MatchConfig, map_id: int) -> nmmo.Env:
-    """A new nmmo environment for a match on map `map_id` (not yet reset)."""
-    return nmmo.Env(nmmo_config(match, map_dir=ensure_map(map_id, match)))
+    """A new nmmo environment for a match on published map `map_id` (not yet reset)."""
+    return env_on(match, ensure_map(map_id, match))
+
+
+def env_on(match: MatchConfig, map_dir: Path) -> nmmo.Env:
+    """A new nmmo environment for a match on the map saved in `map_dir` (not yet reset)."""
+    return nmmo.Env(nmmo_config(match, map_dir=map_dir))
 
 
 def dispose_env(env: nmmo.Env) -> None:
@@ -144,10 +162,11 @@ def spawn_points(env: nmmo.Env, teams: dict[int, list[int]]) -> dict[int, tuple[
     return out
 
 
-def spawn_layout(match: MatchConfig, seed: int, map_id: int) -> list[tuple[int, int]]:
-    """Per slot, the (side, index) its team spawns at in a match of `seed` on `map_id`:
-    the same set-up as the runner's, without teams (duplicate sets seat by it)."""
-    env = make_env(match, map_id)
+def spawn_layout(match: MatchConfig, seed: int, map_dir: Path) -> list[tuple[int, int]]:
+    """Per slot, the (side, index) its team spawns at in a match of `seed` on the map in
+    `map_dir` (`matchmaking.maps.spec_map`'s folder): the same set-up as the runner's,
+    without teams (duplicate sets seat by it)."""
+    env = env_on(match, map_dir)
     try:
         reset_env(env, seed)
         points = spawn_points(env, team_agent_ids(match))

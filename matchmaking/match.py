@@ -33,7 +33,7 @@ from arena.logs import MatchLogs
 from arena.replay import ReplayRecorder
 from arena.schema import Fault, FaultKind, MatchResult, TaskResult, TeamResult
 from arena.scoring import RULES, achievement, competition_ranks
-from matchmaking import game
+from matchmaking import game, maps
 from matchmaking.config import MatchConfig
 from matchmaking.contract import check_actions
 from matchmaking.hosting import InProcessTeam, TeamHost, TeamSlot
@@ -62,6 +62,8 @@ class MatchSpec:
         stage (`int`): PvE stage, 0 outside PvE.
         set_id (`str`), set_size (`int`), set_rotation (`int`): the duplicate set the
             match belongs to (`matchmaking.seating`); empty, 1 and 0 outside a set.
+        held_out (`bool`): play the held-out map pool (PvP; needs `config.map_key`)
+            rather than the published one (`matchmaking.maps`).
         match_id (`str`, *optional*): defaults to a hash of everything above.
     """
 
@@ -73,6 +75,7 @@ class MatchSpec:
     set_id: str = ""
     set_size: int = 1
     set_rotation: int = 0
+    held_out: bool = False
     match_id: str = ""
 
     def __post_init__(self) -> None:
@@ -83,6 +86,7 @@ class MatchSpec:
                 f"A match needs one policy per team: {self.config.num_teams} expected, "
                 f"{len(self.policies)} given."
             )
+        maps.check_key(self.held_out, self.config.map_key)
         if not self.match_id:
             object.__setattr__(self, "match_id", self._derived_id())
 
@@ -97,6 +101,8 @@ class MatchSpec:
         }
         if self.set_id:  # matches outside sets keep the ids they had before sets existed
             key["set"] = [self.set_id, self.set_size, self.set_rotation]
+        if self.held_out:  # likewise matches on the published pool
+            key["held_out"] = True
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -169,14 +175,14 @@ def run_match(
     config = spec.config
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
-    map_id = game.map_id_for_seed(spec.seed, config.map_pool)
+    map_id, map_dir = maps.spec_map(spec.seed, spec.held_out, config.map_key, config)
     teams = game.team_agent_ids(config)
     faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder)
     hosts: list[TeamHost] = []
     env = None
     try:
         # TRY NOT TO MODIFY: set-up order fixes what the seed determines
-        env = game.make_env(config, map_id)
+        env = game.env_on(config, map_dir)
         observations = game.reset_env(env, spec.seed)
         space = game.action_space(env)
         layout = ObservationLayout.from_observation(next(iter(observations.values())), config.team_size)
@@ -304,6 +310,7 @@ def run_match(
         set_id=spec.set_id,
         set_size=spec.set_size,
         set_rotation=spec.set_rotation,
+        held_out=spec.held_out,
     )
 
 

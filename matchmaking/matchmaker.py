@@ -33,7 +33,7 @@ from arena.settings import ArenaSettings
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
-from matchmaking import game, pve, pve_queue, seating
+from matchmaking import game, maps, pve, pve_queue, seating
 from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
@@ -89,7 +89,9 @@ class Matchmaker:
         self.health = health
         self.workers = workers
         self.history = _HistoryCache(store)
-        self.config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir)
+        # PvP plays the held-out maps of the Space's key; PvE and validation the published ones
+        self.config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir,
+                                  map_key=maps.space_key(settings))
         self.validator = Validator(
             api, statuses, settings.submissions_dir, settings.max_submission_mb,
             ticks=settings.validation_ticks, timeout_s=settings.validation_timeout_s,
@@ -316,7 +318,7 @@ class Matchmaker:
             if duplicate:
                 specs += self._duplicate_set(seed, lineup)
             else:
-                specs.append(MatchSpec(seed=seed, policies=lineup, config=self.config, track="pvp"))
+                specs.append(MatchSpec(seed=seed, policies=lineup, config=self.config, track="pvp", held_out=True))
         played = self._play(specs)
         self._check_faults(played)
         return len(played)
@@ -326,17 +328,19 @@ class Matchmaker:
         return None if None in lineup else lineup  # type: ignore[return-value]
 
     def _duplicate_set(self, seed: int, lineup: tuple[PolicyRef, ...], layout: list[tuple[int, int]] | None = None,
-                       rotations: Iterable[int] | None = None) -> list[MatchSpec]:
+                       rotations: Iterable[int] | None = None, held_out: bool = True) -> list[MatchSpec]:
         """The matches of one duplicate set (`matchmaking.seating`): `lineup` seated as
-        rotation 0, then rotated edge by edge."""
+        rotation 0, then rotated edge by edge, on the map `maps.spec_map` gives the seed
+        (held-out, as all PvP, unless a set recorded before held-out maps is finished)."""
         if layout is None:
-            layout = game.spawn_layout(self.config, seed, game.map_id_for_seed(seed, self.config.map_pool))
+            _, map_dir = maps.spec_map(seed, held_out, self.config.map_key, self.config)
+            layout = game.spawn_layout(self.config, seed, map_dir)
         seated = seating.rotations(lineup, layout, count=DUPLICATE_SET_SIZE)
         sid = seating.set_id(seed, [player_id(p.policy_id, p.revision) for p in lineup], DUPLICATE_SET_SIZE)
         keep = set(range(DUPLICATE_SET_SIZE) if rotations is None else rotations)
         return [
             MatchSpec(seed=seed, policies=tuple(seats), config=self.config, track="pvp",
-                      set_id=sid, set_size=DUPLICATE_SET_SIZE, set_rotation=r)
+                      set_id=sid, set_size=DUPLICATE_SET_SIZE, set_rotation=r, held_out=held_out)
             for r, seats in enumerate(seated) if r in keep
         ]
 
@@ -366,7 +370,8 @@ class Matchmaker:
             lineup = self._lineup(base, refs)
             if lineup is None:
                 continue
-            rebuilt = self._duplicate_set(first.seed, lineup, layout, rotations=set(range(first.set_size)) - done)
+            rebuilt = self._duplicate_set(first.seed, lineup, layout, rotations=set(range(first.set_size)) - done,
+                                          held_out=first.held_out)
             specs += [s for s in rebuilt if s.set_id == first.set_id]
         return specs
 

@@ -11,7 +11,7 @@ from huggingface_hub import HfApi
 from arena.ratings import Played, outcomes, rated
 from arena.settings import ArenaSettings
 from localhub import LocalHub
-from matchmaking import game, seating
+from matchmaking import game, maps, seating
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
 from matchmaking.policy import builtin
@@ -47,7 +47,7 @@ def test_rotations_refuse_a_layout_that_cannot_rotate():
 def test_a_real_set_spawns_every_team_on_every_edge(tmp_path):
     config = MatchConfig(horizon=3, cache_dir=tmp_path)
     seed = 11
-    layout = game.spawn_layout(config, seed, game.map_id_for_seed(seed, config.map_pool))
+    layout = game.spawn_layout(config, seed, maps.spec_map(seed, False, None, config)[1])
     names = ["random", "forage", "combat", "melee"] * 4
     lineup = [builtin(n) for n in names]
     results = [
@@ -97,6 +97,10 @@ def test_the_matchmaker_plays_sets_and_finishes_one_left_incomplete(tmp_path):
             pvp = [r for r in arena.store.results() if r.track == "pvp"]
             assert len({r.set_id for r in pvp}) == 1 and sorted(r.set_rotation for r in pvp) == [0, 1, 2, 3]
             assert len({r.seed for r in pvp}) == 1
+            assert all(r.held_out and r.map_id > maps.PUBLISHED_POOL for r in pvp)  # PvP plays the held-out pool
+            layout = game.spawn_layout(m.config, pvp[0].seed, maps.spec_map(pvp[0].seed, True, m.config.map_key, m.config)[1])
+            by_rotation = {r.set_rotation: r for r in pvp}
+            assert [(t.spawn_side, t.spawn_index) for t in by_rotation[0].teams] == layout  # seated by its own map
             mine = sorted(t.spawn_side for r in pvp for t in r.teams if t.policy_id == "alice/gatherer")
             assert mine == [0, 1, 2, 3]
             refs = {"alice/gatherer@" + pvp[0].team("alice/gatherer").revision: ("alice/gatherer", pvp[0].team("alice/gatherer").revision)}

@@ -223,6 +223,17 @@ def _drop_capabilities() -> str:
     return "all dropped" + (" (root without privileges)" if os.getuid() == 0 else "")
 
 
+def system_readable() -> list[Path]:
+    """What every confined process may read besides its policy and the Arena's code: the
+    interpreter with its packages, system libraries, and a few devices and settings.
+    (`matchmaking.maps` keeps the held-out maps out of all of these.)"""
+    system = [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
+    system += [Path(p) for p in ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo", "/etc/localtime",
+                                 "/etc/ld.so.cache", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
+                                 "/sys/devices/system/cpu", f"/proc/{os.getpid()}")]
+    return system
+
+
 def confine(
     *,
     workdir: Path,
@@ -260,11 +271,7 @@ def confine(
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     applied["capabilities"] = _drop_capabilities()
 
-    system = [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
-    system += [Path(p) for p in ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo", "/etc/localtime",
-                                 "/etc/ld.so.cache", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
-                                 "/sys/devices/system/cpu", f"/proc/{os.getpid()}")]
-    applied["files"] = _landlock([*system, *readable], [workdir])
+    applied["files"] = _landlock([*system_readable(), *readable], [workdir])
     if "no TCP" not in applied["files"] and "namespace" not in applied["network"]:
         _refuse_sockets_in_python()
         applied["network"] += "; Python sockets refused by an audit hook"
