@@ -60,7 +60,8 @@ def main() -> int:
     host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     arena = Arena.start(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
-    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint)
+    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint,
+                              published=arena.mirror.published)
     data.refresh()
     data.run_in_background()
     publisher = model_card_publisher(settings, arena.api, data, arena.statuses)

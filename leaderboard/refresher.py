@@ -2,9 +2,15 @@
 
 Pages must answer in well under a second however long the history is, while ratings
 over 100,000 matches take seconds to compute (the bootstrap most of all). So a thread
-recomputes `Standings` whenever the history folder changes (cheaply: TrueSkill and Elo
-carry forward, the Plackett-Luce bootstrap reruns at most every `mle_every_s`), and
-pages read the latest snapshot.
+recomputes `Standings` when the history's shards change, and pages read the latest
+snapshot.
+
+One consistent set of matches: the standings are computed from whole shards only, never
+from the write-ahead log's matches not yet flushed; with a Hub mirror, from the shards
+already pushed to the dataset (`HubMirror.published`), so the table is exactly what anyone
+can recompute from the dataset (`examples/recompute_ratings.py`). Every column moves to a
+new set of shards together, at most every `mle_every_s` (the bootstrap's cost): TrueSkill
+and Elo carry forward, the Plackett-Luce fit and its bootstrap rerun.
 """
 
 from __future__ import annotations
@@ -12,16 +18,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from history.store import HistoryReader
-from leaderboard.standings import Standings, compute
+from leaderboard.standings import Source, Standings, compute
 
 log = logging.getLogger(__name__)
 
+#: The shard names already in the Hub dataset, or None while that cannot be told.
+Published = Callable[[], "Sequence[str] | None"]
+
 
 class StandingsRefresher:
-    """The latest `Standings` of a history store, and the statuses beside them."""
+    """The latest `Standings` of a history store, and the statuses beside them.
+
+    Args:
+        store (`HistoryReader`): the history.
+        statuses: the submissions' statuses, now.
+        hub_url (`str`): where repo links point.
+        mle_every_s (`float`): the standings move to new shards at most this often.
+        bootstrap (`int`): Plackett-Luce bootstrap resamples.
+        published (`Callable`, *optional*): the shards already in the Hub dataset
+            (`HubMirror.published`); while it returns None (the Hub not reached yet), and
+            without it, the standings use every local shard, and say so.
+    """
 
     def __init__(
         self,
@@ -31,32 +51,39 @@ class StandingsRefresher:
         hub_url: str = "https://huggingface.co",
         mle_every_s: float = 60.0,
         bootstrap: int = 200,
+        published: Published | None = None,
     ):
         self.store = store
         self.statuses = statuses
         self.hub_url = hub_url
         self.mle_every_s = mle_every_s
         self.bootstrap = bootstrap
+        self.published = published
         self._standings: Standings | None = None
-        self._signature: Any = None
-        self._mle_at = 0.0
-        self._mle_signature: Any = None
+        self._computed_at = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
+    def source(self) -> Source:
+        """The shards the standings should be computed from now."""
+        names = self.published() if self.published is not None else None
+        if names is not None:
+            return Source(tuple(sorted(names)), published=True)
+        return Source(tuple(p.name for p in self.store.shards()), published=False)
+
     def refresh(self) -> Standings:
-        """Recompute if the history changed since the last call; return the standings."""
+        """Recompute if the shards changed since the last computation (and it is at least
+        `mle_every_s` old); return the standings."""
         with self._lock:
-            signature = self.store.signature()
+            source = self.source()
             now = time.monotonic()
-            stale_mle = self._mle_signature != signature and now - self._mle_at >= self.mle_every_s
-            if self._standings is None or signature != self._signature or stale_mle:
-                refresh_mle = self._standings is None or stale_mle
-                rows = self.store.table().to_pandas()
-                self._standings = compute(rows, previous=self._standings, refresh_mle=refresh_mle, bootstrap=self.bootstrap)
-                self._signature = signature
-                if refresh_mle:
-                    self._mle_at, self._mle_signature = now, signature
+            if self._standings is not None and (
+                source == self._standings.source or now - self._computed_at < self.mle_every_s
+            ):
+                return self._standings  # unchanged, or all of it held on the previous shards
+            rows = self.store.shard_table(source.shards).to_pandas()
+            self._standings = compute(rows, previous=self._standings, bootstrap=self.bootstrap, source=source)
+            self._computed_at = now
             return self._standings
 
     def standings(self) -> Standings:

@@ -42,8 +42,25 @@ TRAJECTORY_POINTS = 500
 
 
 @dataclass(frozen=True)
+class Source:
+    """Which matches standings were computed from: whole shards of the history, never
+    the write-ahead log, so the same shards of the dataset give the same table."""
+
+    shards: tuple[str, ...] = ()
+    """The shards' file names (`teams-<time>-<id>.parquet`), sorted (the order written)."""
+    published: bool = False
+    """True: the shards already pushed to the Hub dataset; False: the local shards (no
+    mirror, or the Hub not reached yet)."""
+
+    @property
+    def through(self) -> str:
+        """The last shard read: a reader of the dataset stops there (`--through`)."""
+        return self.shards[-1] if self.shards else ""
+
+
+@dataclass(frozen=True)
 class Standings:
-    """What the leaderboard shows, as of `matches` recorded matches."""
+    """What the leaderboard shows, as of `matches` recorded matches (those of `source`)."""
 
     teams: pd.DataFrame
     """The history's team rows, with a `player` column (revision-level id)."""
@@ -51,7 +68,9 @@ class Standings:
     elo: EloState
     mle: Mapping[str, MLERating]
     matches: int
+    """Matches in the rows (every track)."""
     pvp_matches: int
+    """PvP matches in the rows."""
     trajectory: Mapping[str, "deque[tuple[str, float, float]]"] = field(default_factory=dict)
     """Per player, its last TRAJECTORY_POINTS TrueSkill ratings: (start time, mu, sigma)."""
     pvp_players: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -62,6 +81,11 @@ class Standings:
     """Per policy id, the ids of the matches it played."""
     pve_stages: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Per (submission player, PvE stage): matches, Top1Ratio, mean Achievement, task points."""
+    rated_results: int = 0
+    """What the ratings rated: PvP matches played on their own plus complete duplicate
+    sets (each one result); a set not yet complete is not rated."""
+    source: Source = field(default_factory=Source)
+    """The shards the rows came from."""
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -118,8 +142,10 @@ def compute(
     previous: Standings | None = None,
     refresh_mle: bool = True,
     bootstrap: int = 200,
+    source: Source | None = None,
 ) -> Standings:
-    """Standings from the history rows (see the module docstring)."""
+    """Standings from the history rows (see the module docstring); `source` says which
+    shards the rows are (the PvP tab names them)."""
     rows = with_players(rows)
     history = pvp_outcomes(rows)
     fresh = previous is None or recomputed(previous.trueskill, history)
@@ -159,6 +185,8 @@ def compute(
         elo=elo,
         mle=mle,
         matches=int(rows["match_id"].nunique()) if len(rows) else 0,
-        pvp_matches=len(history),
+        pvp_matches=int(pvp["match_id"].nunique()) if len(pvp) else 0,
         trajectory=trajectory,
+        rated_results=len(history),
+        source=source or Source(),
     )
