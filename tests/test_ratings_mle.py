@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from arena.ratings import Outcome, _design, _negative_log_likelihood, outcomes, plackett_luce, player_id
 from arena.simulation import Population, random_history
-from arena_history import arena_history, permute_start_times
+from tests_synthetic import arena_history, permute_start_times
 
 
 def test_gradient_matches_finite_differences():

@@ -119,7 +119,7 @@ def test_the_tables_intervals_and_ranks_are_unchanged_when_start_times_are_permu
     intervals and shared ranks. Now every order-free column of the PvP table (Rank, MLE,
     its interval, the position range) is identical; TrueSkill and Elo, online by design,
     may move."""
-    from arena_history import arena_history, permute_start_times
+    from tests_synthetic import arena_history, permute_start_times
 
     history = arena_history(matches=80, sets=4, seed=4)
     permuted = permute_start_times(history, seed=5)
