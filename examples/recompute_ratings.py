@@ -351,7 +351,7 @@ if __name__ == "__main__":
     args = parse()
     rows, shards = read_rows(args.data, args.through)
     table = pvp_table(rows, args.bootstrap)
-    print(f"{rows['match_id'].nunique():,} matches in {len(shards)} shard{"s" if len(shards) > 1 else ""} through {shards[-1]}")
+    print(f"{rows['match_id'].nunique():,} matches in {len(shards)} shard{'s' if len(shards) > 1 else ''} through {shards[-1]}")
     print(table.to_string(index=False))
     if args.csv:
         table.to_csv(args.csv, index=False)

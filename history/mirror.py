@@ -9,8 +9,9 @@ reached, since creating it contacts the Hub.
 
 While the Hub is unreachable nothing is lost: files stay on disk and the next push sends
 them. `HubMirror.published()` names the shards the dataset holds, so the leaderboard
-can rate exactly what anyone can download. Only the dataset's own files are pushed: the card, the shards, the replays, the
-teams' logs and the status log; never the write-ahead log, temporary files or the quarantine.
+can rate exactly what anyone can download. Only the dataset's own files are pushed: the
+card, the shards, the replays, the teams' logs and the status log; never the write-ahead
+log, temporary files or the quarantine.
 """
 
 from __future__ import annotations
