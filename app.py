@@ -65,6 +65,7 @@ def main() -> int:
     arena = Arena.start(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
     analytics = AnalyticsKeeper(arena.store, cache=settings.data_dir / "cache" / "analytics")
     data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, analytics=analytics,
+                              published=arena.mirror.published,
                               luck_horizon=settings.match_horizon)
     data.refresh()
     data.run_in_background()

@@ -11,7 +11,9 @@ history; output is a table of ratings. The same history gives the identical tabl
 - `plackett_luce`: an order-free maximum-likelihood rating. One batch fit of a
   Plackett-Luce model over the whole history (ties by Efron's rule, a small L2 penalty),
   anchored on the built-in teams' fixed ratings as AlphaStar anchored its MMR, with 95%
-  intervals for rating and leaderboard position from a bootstrap over whole matches.
+  intervals for rating and leaderboard position from a bootstrap over whole results,
+  drawn over the results in id order: permuting start times or input order changes no
+  rating, interval or rank.
 - `elo_ratings`: Elo as in Hugging Face's AI vs. AI, a 16-team result read as pairwise
   duels.
 
@@ -125,6 +127,12 @@ def rated(matches: Iterable[Played]) -> list[Outcome]:
             tuple(sum(totals[p]) / len(totals[p]) for p in players),
         ))
     return sorted(out, key=lambda o: o.key)
+
+
+def by_id(outcome: Outcome) -> tuple:
+    """The order-free sort key of a rated result: its id (match id, or set id), then its
+    content (ids are unique; the rest only settles a malformed history deterministically)."""
+    return (outcome.key[1], outcome.players, outcome.scores, outcome.key[0])
 
 
 def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
@@ -440,11 +448,13 @@ def plackett_luce(
     """Order-free maximum-likelihood ratings, anchored, with 95% bootstrap intervals.
 
     Args:
-        history (`Sequence[Outcome]`): the matches (their order does not matter).
+        history (`Sequence[Outcome]`): the rated results. Neither their order nor their
+            start times matter: everything is computed over them sorted by id (`by_id`).
         anchors (`Mapping[str, float]`): players whose ratings are fixed (built-ins).
         l2 (`float`): penalty pulling free ratings toward the anchors' mean, so that a
             policy that always wins (or always loses) still gets a finite rating.
-        bootstrap (`int`): resamples of whole matches for the intervals (0: none).
+        bootstrap (`int`): resamples of whole results (a match, or a whole duplicate set)
+            for the intervals (0: none).
         seed (`int`): seed of the resampling.
 
     Returns:
@@ -453,6 +463,11 @@ def plackett_luce(
     """
     if not history:
         return {}
+    # ALGO LOGIC: order-free. The fit and the bootstrap see the results sorted by their id
+    # (match id; set id for a duplicate set), never in start-time or input order: the
+    # same set of results gives the same table bit for bit, however its start times or
+    # its order change (floating-point sums included).
+    history = sorted(history, key=by_id)
     design = _design(history)
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
     m = len(history)
@@ -460,6 +475,13 @@ def plackett_luce(
     ranks = np.array(competition_ranks(estimate))
     counts = np.bincount(design.order[design.valid], minlength=len(design.players))
     samples = np.empty((bootstrap, len(design.players)))
+    # ALGO LOGIC: the bootstrap. Each resample draws m results with replacement from the
+    # m results in id order: `integers(0, m, m)` of one seeded generator, counted into
+    # weights (a multinomial over that order). Why not Poisson weights keyed by id: this is
+    # the classic nonparametric bootstrap (exactly m results a resample), its intervals keep
+    # their usual meaning, and anyone reproduces it in two numpy lines; one generator for
+    # all resamples, no per-result RNG, so 200 resamples of 100,000 results draw in
+    # milliseconds.
     rng = np.random.default_rng(seed)
     for b in range(bootstrap):
         weights = np.bincount(rng.integers(0, m, size=m), minlength=m).astype(np.float64)
@@ -495,6 +517,7 @@ __all__ = [
     "elo_ratings",
     "extend_trueskill",
     "Played",
+    "by_id",
     "outcomes",
     "rated",
     "plackett_luce",

@@ -8,8 +8,10 @@ attempt) and to count what is still waiting. `HubMirror` starts it once the Hub 
 reached, since creating it contacts the Hub.
 
 While the Hub is unreachable nothing is lost: files stay on disk and the next push sends
-them. Only the dataset's own files are pushed: the card, the shards, the replays, the
-teams' logs and the status log; never the write-ahead log, temporary files or the quarantine.
+them. `HubMirror.published()` names the shards the dataset holds, so the leaderboard
+can rate exactly what anyone can download. Only the dataset's own files are pushed: the
+card, the shards, the replays, the teams' logs and the status log; never the write-ahead
+log, temporary files or the quarantine.
 """
 
 from __future__ import annotations
@@ -34,11 +36,15 @@ PushReport = Callable[[BaseException | None], None]
 
 
 class HistoryPusher(CommitScheduler):
-    """A `CommitScheduler` that reports each push and counts the files it has not pushed."""
+    """A `CommitScheduler` that reports each push, counts the files it has not pushed, and
+    knows which shards are in the dataset."""
 
     def __init__(self, *args: Any, report: PushReport | None = None, **kwargs: Any):
         self.report = report
-        super().__init__(*args, **kwargs)
+        self.published: tuple[str, ...] | None = None
+        """Names of the shards (`data/*.parquet`) in the Hub dataset, sorted, as of the
+        last push that worked; None before the first one."""
+        super().__init__(*args, **kwargs)  # starts the first push
 
     def push_to_hub(self) -> Any:
         try:
@@ -47,6 +53,13 @@ class HistoryPusher(CommitScheduler):
             if self.report is not None:
                 self.report(exc)
             raise
+        # The push worked (or had nothing new to send): every file in `last_uploaded` is in
+        # the dataset. This runs on the pushing thread, right after the commit updated it.
+        data = Path(self.folder_path) / "data"
+        self.published = tuple(sorted(
+            path.name for path in self.last_uploaded
+            if path.parent == data and path.suffix == ".parquet" and not path.name.startswith(".")
+        ))
         if self.report is not None:
             self.report(None)
         return info
@@ -101,6 +114,17 @@ class HubMirror:
                 log.warning("history push not started: %s: %s", type(exc).__name__, exc)
             return False
         return True
+
+    def published(self) -> tuple[str, ...] | None:
+        """Names of the shards already in the Hub dataset (`teams-....parquet`, sorted), as
+        of the last push that worked since this Space started; None while it cannot tell
+        (the Hub not reached yet). A shard quarantined locally since is left out: the
+        leaderboard reads the local copies. Shards are never rewritten, so a name pushed
+        once is in the dataset with this content."""
+        names = self.scheduler.published if self.scheduler is not None else None
+        if names is None:
+            return None
+        return tuple(name for name in names if (self.store.data / name).exists())
 
     def pending(self) -> int:
         """Files waiting to be pushed (all of the dataset's, before the first push)."""

@@ -24,7 +24,9 @@ How a match is recorded exactly once, whatever happens (`HistoryStore`):
    which `recover()` removes; the WAL still holds the matches.
 3. `history.mirror.HubMirror` pushes the folder to the Hub dataset.
 
-Reading (`HistoryReader`, all the leaderboard uses) needs no lock: it reads the WAL first
+Reading (`HistoryReader`) needs no lock. The leaderboard reads whole shards only
+(`shard_table`): the WAL's matches are not yet in the dataset. `table()`, what the
+matchmaker plans from, reads the WAL first
 and lists the shards after, so a match that a flush moves from the WAL into a new shard
 meanwhile is found in one place or the other (entries vanishing under the reader are
 skipped), and duplicates are dropped. Damaged files (a truncated shard, a corrupt replay
@@ -45,7 +47,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,6 +63,11 @@ log = logging.getLogger(__name__)
 #: What a match id may look like where it names a file (runner ids are 20 hex digits):
 #: a reader given any other string finds nothing, so no request reaches outside the folders.
 MATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+#: What a shard's file name may look like where a caller names it: a plain file name in
+#: `data/` (`HistoryStore.flush` writes `teams-<time>-<id>.parquet`, names sorting in the
+#: order shards were written), never a path.
+SHARD_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*\.parquet")
 
 #: The Arrow form of the history table (`arena.schema.TEAM_COLUMNS`).
 TEAM_SCHEMA = pa.schema([pa.field(name, getattr(pa, kind)()) for name, kind in TEAM_COLUMNS])
@@ -198,14 +205,33 @@ class HistoryReader:
             return None
 
     def table(self) -> pa.Table:
-        """Every recorded team row (the WAL's, then the shards'), one per (match, slot)."""
+        """Every recorded team row (the WAL's, then the shards'), one per (match, slot).
+
+        What the matchmaker plans from: it must see a match as soon as it is recorded. The
+        leaderboard reads `shard_table` instead, never the WAL."""
         pending = [row for result in self._read_wal() for row in rows(result)]
-        parts = [t for t in (self._read_shard(shard) for shard in self.shards()) if t is not None]
+        parts = self._shard_parts(self.shards())
         if pending:
             parts.append(pa.Table.from_pylist(pending, schema=TEAM_SCHEMA))
-        if not parts:
-            return TEAM_SCHEMA.empty_table()
-        return _dedupe(pa.concat_tables(parts))
+        return _dedupe(pa.concat_tables(parts)) if parts else TEAM_SCHEMA.empty_table()
+
+    def shard_table(self, names: Sequence[str] | None = None) -> pa.Table:
+        """The team rows of the shards called `names` (file names in `data/`, as
+        `teams-<time>-<id>.parquet`; None: every shard), one per (match, slot).
+
+        Never the WAL: the rows of whole shards, as they are (or will be) in the Hub
+        dataset, so that a table computed from them can be recomputed from the dataset.
+        A name with no shard behind it (quarantined meanwhile) reads as no rows.
+        """
+        if names is None:
+            paths = self.shards()
+        else:
+            paths = [self.data / name for name in names if SHARD_NAME.fullmatch(name)]
+        parts = self._shard_parts(paths)
+        return _dedupe(pa.concat_tables(parts)) if parts else TEAM_SCHEMA.empty_table()
+
+    def _shard_parts(self, paths: Sequence[Path]) -> list[pa.Table]:
+        return [t for t in (self._read_shard(shard) for shard in paths) if t is not None]
 
     def results(self) -> list[MatchResult]:
         """Every recorded match, in the order ratings apply them (start time, then id)."""

@@ -266,6 +266,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 pvp = gr.Dataframe(pvp_table, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
                                    wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
                 pvp_empty = gr.Markdown(empty["pvp"], visible=False, elem_id="pvp-empty")
+                pvp_source = gr.Markdown(lambda: tables.source_line(data.standings()), elem_id="pvp-source")
                 gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column to sort.", elem_id="pvp-ratings-help")
                 overfitting_section(demo, timer, lambda: tables.overfitting_points(data.standings(), latest=latest_players() or None))
             head_to_head_tab(data, demo=demo, timer=timer)
@@ -373,11 +374,11 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             pve_now = pve_table()
             found, found_note = matches_view(*values)
             choices = players()
-            return (table, note, pve_now, gr.Markdown(visible=pve_now.empty), found, found_note,
-                    gr.Dropdown(choices=choices, value=chosen or (choices or [None])[0]))
+            return (table, note, tables.source_line(data.standings()), pve_now, gr.Markdown(visible=pve_now.empty),
+                    found, found_note, gr.Dropdown(choices=choices, value=chosen or (choices or [None])[0]))
 
         timer.tick(refresh, inputs=[*pvp_inputs, chooser, *filters],
-                   outputs=[pvp, pvp_empty, pve, pve_empty, match_list, matches_empty, chooser], api_name=False)
+                   outputs=[pvp, pvp_empty, pvp_source, pve, pve_empty, match_list, matches_empty, chooser], api_name=False)
 
         def refresh_live():
             table = submissions()

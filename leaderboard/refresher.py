@@ -2,13 +2,19 @@
 
 Pages must answer in well under a second however long the history is, while ratings
 over 100,000 matches take seconds to compute (the bootstrap most of all). So a thread
-recomputes `Standings` whenever the history folder changes (cheaply: TrueSkill and Elo
-carry forward, the Plackett-Luce bootstrap reruns at most every `mle_every_s`), and
-pages read the latest snapshot. The same thread feeds the analytics
-(`leaderboard.analytics.AnalyticsKeeper`) the replays of matches it has not read yet,
-after the standings, so pages never wait for replays being read.
+recomputes `Standings` when the history's shards change, and pages read the latest
+snapshot.
 
-A second thread measures how much of a result is luck (`arena.luck`) at most every
+One consistent set of matches: the standings are computed from whole shards only, never
+from the write-ahead log's matches not yet flushed; with a Hub mirror, from the shards
+already pushed to the dataset (`HubMirror.published`), so the table is exactly what anyone
+can recompute from the dataset (`examples/recompute_ratings.py`). Every column moves to a
+new set of shards together, at most every `mle_every_s` (the bootstrap's cost): TrueSkill
+and Elo carry forward, the Plackett-Luce fit and its bootstrap rerun.
+
+The same thread then feeds the analytics (`leaderboard.analytics.AnalyticsKeeper`) the
+replays of matches it has not read yet, so pages never wait for replays being read. A
+second thread measures how much of a result is luck (`arena.luck`) at most every
 `luck_every_s`, over the latest `LUCK_MATCHES` matches, never on a page view: the fit
 with its bootstrap takes about a minute on two thousand matches.
 """
@@ -18,15 +24,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from arena.errors import NotEnoughMatchesError
 from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
 from leaderboard.analytics import AnalyticsKeeper
-from leaderboard.standings import Standings, compute
+from leaderboard.standings import Source, Standings, compute
 
 log = logging.getLogger(__name__)
+
+#: The shard names already in the Hub dataset, or None while that cannot be told.
+Published = Callable[[], "Sequence[str] | None"]
 
 #: Seconds between luck reports (the fit and its bootstrap are the refresher's costliest work).
 LUCK_EVERY_S = 900.0
@@ -40,7 +49,22 @@ LUCK_BOOTSTRAP = 20
 
 
 class StandingsRefresher:
-    """The latest `Standings` of a history store, and the statuses beside them."""
+    """The latest `Standings` of a history store, and the statuses beside them.
+
+    Args:
+        store (`HistoryReader`): the history.
+        statuses: the submissions' statuses, now.
+        hub_url (`str`): where repo links point.
+        mle_every_s (`float`): the standings move to new shards at most this often.
+        bootstrap (`int`): Plackett-Luce bootstrap resamples.
+        published (`Callable`, *optional*): the shards already in the Hub dataset
+            (`HubMirror.published`); while it returns None (the Hub not reached yet), and
+            without it, the standings use every local shard, and say so.
+        luck_every_s (`float`): seconds between luck reports.
+        luck_horizon (`int`, *optional*): only matches of this many ticks count for luck.
+        analytics (`AnalyticsKeeper`, *optional*): the per-policy analytics to feed
+            (in memory unless given one with a cache).
+    """
 
     def __init__(
         self,
@@ -50,6 +74,7 @@ class StandingsRefresher:
         hub_url: str = "https://huggingface.co",
         mle_every_s: float = 60.0,
         bootstrap: int = 200,
+        published: Published | None = None,
         luck_every_s: float = LUCK_EVERY_S,
         luck_horizon: int | None = None,
         analytics: AnalyticsKeeper | None = None,
@@ -59,41 +84,42 @@ class StandingsRefresher:
         self.hub_url = hub_url
         self.mle_every_s = mle_every_s
         self.bootstrap = bootstrap
+        self.published = published
         self._standings: Standings | None = None
-        self._signature: Any = None
-        self._mle_at = 0.0
-        self._mle_signature: Any = None
+        self._computed_at = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.luck_every_s = luck_every_s
         self.luck_horizon = luck_horizon
-        """Only matches of this many ticks count for luck (the Space's full matches)."""
         self._luck: LuckReport | str = "The luck figures are being computed from the history."
         self._luck_at: float | None = None
-        self._luck_signature: Any = None
+        self._luck_source: Any = None
         self.analytics = analytics if analytics is not None else AnalyticsKeeper(store)
-        """Per-policy analytics from the replays (in memory unless given one with a cache)."""
         self._analysed: Any = None
 
+    def source(self) -> Source:
+        """The shards the standings should be computed from now."""
+        names = self.published() if self.published is not None else None
+        if names is not None:
+            return Source(tuple(sorted(names)), published=True)
+        return Source(tuple(p.name for p in self.store.shards()), published=False)
+
     def refresh(self) -> Standings:
-        """Recompute if the history changed since the last call; return the standings."""
+        """Recompute if the shards changed since the last computation (and it is at least
+        `mle_every_s` old); feed the analytics the new replays; return the standings."""
         with self._lock:
-            signature = self.store.signature()
+            source = self.source()
             now = time.monotonic()
-            stale_mle = self._mle_signature != signature and now - self._mle_at >= self.mle_every_s
-            if self._standings is None or signature != self._signature or stale_mle:
-                refresh_mle = self._standings is None or stale_mle
-                rows = self.store.table().to_pandas()
-                self._standings = compute(rows, previous=self._standings, refresh_mle=refresh_mle, bootstrap=self.bootstrap)
-                self._signature = signature
-                if refresh_mle:
-                    self._mle_at, self._mle_signature = now, signature
+            if self._standings is None or (source != self._standings.source and now - self._computed_at >= self.mle_every_s):
+                rows = self.store.shard_table(source.shards).to_pandas()
+                self._standings = compute(rows, previous=self._standings, bootstrap=self.bootstrap, source=source)
+                self._computed_at = now
             standings = self._standings
         # analytics: only the new replays are read; a backlog is worked off over the next calls
-        if signature != self._analysed or self.analytics.backlog:
+        if standings.source != self._analysed or self.analytics.backlog:
             try:
                 self.analytics.update(standings.teams)
-                self._analysed = signature
+                self._analysed = standings.source
             except Exception:  # noqa: BLE001 - the standings are served whatever the analytics do
                 log.exception("analytics update failed (retried at the next refresh)")
         return standings
@@ -107,14 +133,14 @@ class StandingsRefresher:
         return self._luck
 
     def refresh_luck(self, *, force: bool = False) -> LuckReport | str:
-        """Recompute the luck report if `luck_every_s` has passed and the history changed
+        """Recompute the luck report if `luck_every_s` has passed and the standings moved
         (or `force`); outside the standings' lock, so pages keep updating meanwhile."""
         now = time.monotonic()
         standings = self.standings()
         due = self._luck_at is None or now - self._luck_at >= self.luck_every_s
-        if not force and (not due or self._luck_signature == self._signature):
+        if not force and (not due or self._luck_source == standings.source):
             return self._luck
-        self._luck_at, self._luck_signature = now, self._signature
+        self._luck_at, self._luck_source = now, standings.source
         try:
             self._luck = luck_report(standings.teams, horizon=self.luck_horizon, latest=LUCK_MATCHES,
                                      bootstrap=LUCK_BOOTSTRAP)

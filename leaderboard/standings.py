@@ -56,8 +56,25 @@ OVERFITTING_COLUMNS = ["player", "pve_achievement", "held_out_rating", "pve_rank
 
 
 @dataclass(frozen=True)
+class Source:
+    """Which matches standings were computed from: whole shards of the history, never
+    the write-ahead log, so the same shards of the dataset give the same table."""
+
+    shards: tuple[str, ...] = ()
+    """The shards' file names (`teams-<time>-<id>.parquet`), sorted (the order written)."""
+    published: bool = False
+    """True: the shards already pushed to the Hub dataset; False: the local shards (no
+    mirror, or the Hub not reached yet)."""
+
+    @property
+    def through(self) -> str:
+        """The last shard read: a reader of the dataset stops there (`--through`)."""
+        return self.shards[-1] if self.shards else ""
+
+
+@dataclass(frozen=True)
 class Standings:
-    """What the leaderboard shows, as of `matches` recorded matches."""
+    """What the leaderboard shows, as of `matches` recorded matches (those of `source`)."""
 
     teams: pd.DataFrame
     """The history's team rows, with a `player` column (revision-level id)."""
@@ -65,7 +82,9 @@ class Standings:
     elo: EloState
     mle: Mapping[str, MLERating]
     matches: int
+    """Matches in the rows (every track)."""
     pvp_matches: int
+    """PvP matches in the rows."""
     trajectory: Mapping[str, "deque[tuple[str, float, float]]"] = field(default_factory=dict)
     """Per player, its last TRAJECTORY_POINTS TrueSkill ratings: (start time, mu, sigma)."""
     pvp_players: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -84,6 +103,11 @@ class Standings:
     maps only: the standing on maps no participant saw in advance."""
     overfitting: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=OVERFITTING_COLUMNS))
     """Per submission with both standings (`overfitting`): PvE rank against held-out PvP rank."""
+    rated_results: int = 0
+    """What the ratings rated: PvP matches played on their own plus complete duplicate
+    sets (each one result); a set not yet complete is not rated."""
+    source: Source = field(default_factory=Source)
+    """The shards the rows came from."""
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -185,8 +209,10 @@ def compute(
     previous: Standings | None = None,
     refresh_mle: bool = True,
     bootstrap: int = 200,
+    source: Source | None = None,
 ) -> Standings:
-    """Standings from the history rows (see the module docstring)."""
+    """Standings from the history rows (see the module docstring); `source` says which
+    shards the rows are (the PvP tab names them)."""
     rows = with_players(rows)
     history = pvp_outcomes(rows)
     fresh = previous is None or recomputed(previous.trueskill, history)
@@ -230,8 +256,10 @@ def compute(
         mle=mle,
         head_to_head=pairs,
         matches=int(rows["match_id"].nunique()) if len(rows) else 0,
-        pvp_matches=len(history),
+        pvp_matches=int(pvp["match_id"].nunique()) if len(pvp) else 0,
         trajectory=trajectory,
         held_out_mle=held_out_mle,
         overfitting=overfitting(pve_stages, held_out_mle),
+        rated_results=len(history),
+        source=source or Source(),
     )

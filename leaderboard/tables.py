@@ -158,6 +158,21 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     return table.round(2).reset_index(drop=True)
 
 
+def source_line(standings: Standings) -> str:
+    """What the PvP table was computed from, in one line: the matches, and the shards to
+    download to recompute it (`examples/recompute_ratings.py --through SHARD`)."""
+    source = standings.source
+    where = "published shards" if source.published else "local shards"
+    if not source.shards:
+        return (f"Computed from 0 matches: no {where} yet (matches are rated once they are in a shard"
+                f"{' pushed to the Hub dataset' if source.published else ''}).")
+    line = (f"Computed from {standings.matches:,} matches in the {where} through `{source.through}` "
+            f"({standings.pvp_matches:,} PvP, {standings.rated_results:,} rated results: a duplicate set is one).")
+    if not source.published:
+        line += " Not yet confirmed in the Hub dataset."
+    return line
+
+
 PVE_COLUMNS = [
     Column("Policy", "markdown", "Hub repo and revision", "210px"),
     Column("Status", "str", "where the revision stands (Submissions tab: why)", "100px"),

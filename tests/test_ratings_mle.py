@@ -11,6 +11,7 @@ from scipy.stats import spearmanr
 
 from arena.ratings import Outcome, _design, _negative_log_likelihood, outcomes, plackett_luce, player_id
 from arena.simulation import Population, random_history
+from tests_synthetic import arena_history, permute_start_times
 
 
 def test_gradient_matches_finite_differences():
@@ -78,12 +79,29 @@ def test_recovers_the_order_from_tied_coarse_scores(simulated):
 
 
 def test_order_of_matches_changes_nothing(simulated):
+    """Input order: the same results in another order give the identical table, intervals
+    and rank intervals included, bit for bit."""
     history, anchors, _ = simulated
     first = plackett_luce(history[:800], anchors=anchors, bootstrap=20, seed=5)
     shuffled = list(history[:800])
     random.Random(1).shuffle(shuffled)
     second = plackett_luce(shuffled, anchors=anchors, bootstrap=20, seed=5)
-    assert first.keys() == second.keys()
-    for p in first:
-        assert first[p].rating == pytest.approx(second[p].rating, abs=1e-6)
-        assert first[p].rank == second[p].rank
+    assert first == second
+
+
+def test_permuted_start_times_change_no_rating_interval_or_rank():
+    """Start times decide the online engines' order, never the MLE's: permuting them
+    (duplicate sets, a policy seated twice, ties and anchors included) leaves every
+    rating, interval, rank and rank interval identical."""
+    history = arena_history(matches=80, sets=4, seed=2)
+    permuted = permute_start_times(history, seed=3)
+    before, after = outcomes(history), outcomes(permuted)
+    assert [o.key[1] for o in before] != [o.key[1] for o in after]  # the rating order did change
+    assert {o.key[1] for o in before} == {o.key[1] for o in after}  # the same results
+    first = plackett_luce(before, bootstrap=40, seed=0)
+    second = plackett_luce(after, bootstrap=40, seed=0)
+    assert first == second
+    for p, r in first.items():
+        assert (r.rating, r.low, r.high, r.rank, r.rank_low, r.rank_high) == (
+            second[p].rating, second[p].low, second[p].high, second[p].rank, second[p].rank_low, second[p].rank_high)
+    assert any(r.rank_low < r.rank_high for r in first.values())  # the intervals are not degenerate

@@ -149,3 +149,22 @@ def test_the_head_to_head_is_empty_without_pvp_and_reused_when_the_mle_is():
     assert carried.head_to_head is first.head_to_head  # refreshed with the fit, not per match
     fresh = compute(frame(rng_history), bootstrap=0)
     assert fresh.head_to_head.met.sum() > first.head_to_head.met.sum()
+
+
+def test_the_tables_intervals_and_ranks_are_unchanged_when_start_times_are_permuted():
+    """Issue 11: the bootstrap resampled in start-time order, so moving start times moved
+    intervals and shared ranks. Now every order-free column of the PvP table (Rank, MLE,
+    its interval, the position range) is identical; TrueSkill and Elo, online by design,
+    may move."""
+    from tests_synthetic import arena_history, permute_start_times
+
+    history = arena_history(matches=80, sets=4, seed=4)
+    permuted = permute_start_times(history, seed=5)
+    first, second = compute(frame(history), bootstrap=40), compute(frame(permuted), bootstrap=40)
+    assert first.mle == second.mle
+    columns = ["Rank", "Policy", "MLE", "95% interval", "Position range", "Matches", "Achievement"]
+    a = tables.pvp_table(first, hub_url="http://hub")[columns]
+    b = tables.pvp_table(second, hub_url="http://hub")[columns]
+    pd.testing.assert_frame_equal(a, b)
+    assert a["Rank"].nunique() > 1 and (a["Position range"].str.split("-").str[0] != a["Position range"].str.split("-").str[1]).any()
+    assert first.trueskill != second.trueskill  # the permutation did change the online order

@@ -272,3 +272,14 @@ def test_a_page_opened_later_shows_what_happened_since_the_app_was_built(browser
     page.get_by_role("tab", name="PvE").click()
     page.locator("#pve-table a:visible", has_text="frank/later").wait_for(timeout=5000)  # the slow timer ticks at 10 s
     context.close()
+
+
+def test_the_pvp_tab_says_what_it_was_computed_from(page, app):
+    """One line under the table: the matches and the last shard rated (no mirror here: the
+    local shards, said so)."""
+    standings = app["data"].standings()
+    line = page.locator("#pvp-source")
+    line.wait_for()
+    text = line.inner_text()
+    assert f"Computed from {standings.matches} matches in the local shards through {standings.source.through}" in text
+    assert "121 matches" in text and "120 PvP" in text and "Not yet confirmed in the Hub dataset" in text

@@ -1,0 +1,112 @@
+"""The leaderboard rates one consistent set of matches: whole shards, never the WAL's
+matches, and with a Hub mirror only the shards already pushed (asked of the mirror over
+real HTTP against the embedded Hub); the standings and the PvP tab say which."""
+
+from __future__ import annotations
+
+from arena.simulation import Population, random_history
+from history.mirror import HubMirror
+from history.store import HistoryStore
+from leaderboard.refresher import StandingsRefresher
+from leaderboard.tables import source_line
+
+
+def history(n: int, seed: int = 0):
+    return random_history(Population.random(30, seed=seed), n, seed=seed)
+
+
+def shards_on_hub(api, repo_id: str) -> list[str]:
+    files = api.list_repo_files(repo_id, repo_type="dataset")
+    return sorted(f.removeprefix("data/") for f in files if f.startswith("data/") and f.endswith(".parquet"))
+
+
+def test_the_mirror_names_exactly_the_shards_the_dataset_holds(tmp_path, hub_api):
+    store = HistoryStore(tmp_path / "history")
+    mirror = HubMirror(store, api=hub_api, repo_id="arena/published", every_minutes=60)
+    matches = history(9)
+    try:
+        assert mirror.published() is None  # not started: it cannot tell
+        for m in matches[:3]:
+            store.record(m)
+        first = store.flush()
+        assert mirror.push_now()
+        assert mirror.published() == (first.name,) == tuple(shards_on_hub(hub_api, "arena/published"))
+        for m in matches[3:6]:
+            store.record(m)
+        second = store.flush()  # flushed, not pushed
+        for m in matches[6:]:
+            store.record(m)  # in the WAL only
+        assert mirror.published() == (first.name,)
+        assert mirror.push_now()
+        assert mirror.published() == (first.name, second.name) == tuple(shards_on_hub(hub_api, "arena/published"))
+    finally:
+        mirror.stop()
+
+
+def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api):
+    store = HistoryStore(tmp_path / "history")
+    mirror = HubMirror(store, api=hub_api, repo_id="arena/standings", every_minutes=60)
+    refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=0.0, published=mirror.published)
+    matches = history(10, seed=1)
+    try:
+        for m in matches[:4]:
+            store.record(m)
+        first = store.flush()
+        unpushed = refresher.refresh()  # the Hub not reached yet: the local shards, said so
+        assert (unpushed.matches, unpushed.source.published, unpushed.source.through) == (4, False, first.name)
+        assert "local shards" in source_line(unpushed) and "Not yet confirmed" in source_line(unpushed)
+        assert mirror.push_now()
+        for m in matches[4:7]:
+            store.record(m)
+        store.flush()  # a second shard, not pushed
+        for m in matches[7:]:
+            store.record(m)  # and three matches in the WAL
+        standings = refresher.refresh()
+        assert standings.source.shards == (first.name,) and standings.source.published
+        assert standings.matches == standings.pvp_matches == standings.rated_results == 4
+        assert set(standings.teams["match_id"]) == {m.match_id for m in matches[:4]}
+        assert set(standings.trueskill.ratings) <= set(standings.teams["player"])
+        assert source_line(standings) == (f"Computed from 4 matches in the published shards through `{first.name}` "
+                                          "(4 PvP, 4 rated results: a duplicate set is one).")
+        assert mirror.push_now()
+        store.flush()
+        assert refresher.refresh().matches == 7  # what the second push published; the WAL's 3 wait
+        assert mirror.push_now()
+        everything = refresher.refresh()
+        assert everything.matches == 10 and everything.source.shards == tuple(shards_on_hub(hub_api, "arena/standings"))
+    finally:
+        mirror.stop()
+
+
+def test_without_a_mirror_the_local_shards_and_only_whole_ones(tmp_path):
+    store = HistoryStore(tmp_path / "history")
+    refresher = StandingsRefresher(store, bootstrap=0, mle_every_s=0.0)
+    matches = history(5, seed=2)
+    for m in matches:
+        store.record(m)
+    empty = refresher.refresh()
+    assert empty.matches == 0 and empty.source.shards == ()  # recorded, not yet in a shard
+    assert source_line(empty).startswith("Computed from 0 matches")
+    shard = store.flush()
+    standings = refresher.refresh()
+    assert standings.matches == 5 and standings.source.through == shard.name and not standings.source.published
+
+
+def test_every_column_moves_to_new_shards_together(tmp_path):
+    """While the bootstrap may not rerun yet (`mle_every_s`), nothing moves: TrueSkill, Elo
+    and the MLE stay on the same shards, and the line still names them."""
+    store = HistoryStore(tmp_path / "history")
+    refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=3600.0)
+    matches = history(8, seed=3)
+    for m in matches[:4]:
+        store.record(m)
+    first_shard = store.flush()
+    first = refresher.refresh()
+    for m in matches[4:]:
+        store.record(m)
+    store.flush()
+    held = refresher.refresh()
+    assert held is first and held.source.through == first_shard.name and held.matches == 4
+    refresher.mle_every_s = 0.0
+    moved = refresher.refresh()
+    assert moved.matches == 8 and set(moved.mle) >= set(first.mle) and moved.trueskill != first.trueskill
