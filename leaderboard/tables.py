@@ -147,7 +147,8 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     )
     if mle:
         lows = np.array([mle[p].low if p in mle else -np.inf for p in players])
-        table.insert(0, "Rank", [1 + int(np.sum(lows > high.get(p, np.inf))) for p in players])
+        # a player not rated yet (its only PvP matches in an incomplete duplicate set) has no rank
+        table.insert(0, "Rank", [1 + int(np.sum(lows > high[p])) if p in high else np.nan for p in players])
         table = table.sort_values(["Rank", "MLE"], ascending=[True, False])
     else:
         table = table.sort_values("TrueSkill", ascending=False)
