@@ -4,7 +4,8 @@ Standalone on purpose: it imports only pandas, numpy, scipy, `trueskill` and the
 library, never the Arena's code, so it checks the Space from outside. Every convention it
 applies is written in the README ("How the ratings are computed, exactly"); this file is
 that section as code, read top to bottom: read the shards, group them into rated results,
-then TrueSkill, Elo, and the Plackett-Luce MLE with its bootstrap, then the table.
+then TrueSkill, Elo, the Plackett-Luce MLE with its bootstrap, the head to head with its
+Nash average, the held-out standing and its gap to PvE, then the table.
 
 Get the data (a snapshot of the Hub dataset, or the history folder of a local Space):
 
@@ -34,7 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import trueskill
-from scipy.optimize import minimize
+from scipy.linalg import null_space
+from scipy.optimize import linprog, minimize
 
 # -- the rules' constants (the README's "How the ratings are computed, exactly") ---------
 
@@ -63,6 +65,19 @@ MLE_MAXITER, MLE_GTOL = 500, 1e-6
 #: The bootstrap: resamples, seed, and the percentiles of the 95% intervals.
 BOOTSTRAP, SEED = 200, 0
 PERCENTILES = (2.5, 97.5)
+
+#: Head to head: the pseudo-win each way in the meta-game's shares, (wins + ties/2 + 1/2) / (met + 1).
+NASH_PSEUDO_WIN = 0.5
+#: The equilibrium solver: weights below SUPPORT_TOL are outside the support (the LP's
+#: tolerance); SLSQP's settings for the entropy; payoffs within NASH_ZERO of 0 read as 0.
+SUPPORT_TOL = 1e-6
+SLSQP_MAXITER, SLSQP_FTOL = 500, 1e-12
+NASH_ZERO = 1e-9
+
+#: PvE vs PvP: the PvE stage every submission plays; "far" from FAR_MIN_RANKS ranks or
+#: FAR_FIELD_SHARE of the field ranked in both, whichever is more.
+PVE_STAGE = 1
+FAR_MIN_RANKS, FAR_FIELD_SHARE = 3, 0.25
 
 #: What a schema-version-1 shard lacks, and the value it reads as.
 V1_DEFAULTS = {"set_id": "", "set_size": 1, "set_rotation": 0, "held_out": False, "spawn_side": -1, "spawn_index": -1}
@@ -307,14 +322,137 @@ def plackett_luce(results: list[Result], bootstrap: int = BOOTSTRAP) -> pd.DataF
     }, index=players)
 
 
-# -- 6. the table ------------------------------------------------------------------------
+# -- 6. head to head: every pair's record, and the Nash average -------------------------
+
+
+def pair_counts(results: list[Result], players: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """met, wins, ties per ordered pair [a, b], the result as the unit: in one result a
+    beat b when more of the (a seat, b seat) pairs had a above than below, tied when as
+    many went each way (one seat each: who scored more); a player never meets itself."""
+    index = {p: i for i, p in enumerate(players)}
+    n = len(players)
+    met, wins, ties = np.zeros((n, n), dtype=np.int64), np.zeros((n, n), dtype=np.int64), np.zeros((n, n), dtype=np.int64)
+    for r in results:
+        net: dict[tuple[int, int], int] = {}  # (a, b) with a < b: seat pairs a won minus seat pairs b won
+        for x in range(len(r.players)):
+            for y in range(x + 1, len(r.players)):
+                a, b = index[r.players[x]], index[r.players[y]]
+                if a == b:
+                    continue
+                sign = int(np.sign(r.scores[x] - r.scores[y]))
+                key, sign = ((a, b), sign) if a < b else ((b, a), -sign)
+                net[key] = net.get(key, 0) + sign
+        for (a, b), count in net.items():
+            met[a, b] += 1
+            met[b, a] += 1
+            if count == 0:
+                ties[a, b] += 1
+                ties[b, a] += 1
+            else:
+                wins[(a, b) if count > 0 else (b, a)] += 1
+    return met, wins, ties
+
+
+def meta_game(met: np.ndarray, wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """A[a, b] = logit((wins + ties/2 + 1/2) / (met + 1)); 0 where a and b never met."""
+    smoothed = (wins + ties / 2.0 + NASH_PSEUDO_WIN) / (met + 2.0 * NASH_PSEUDO_WIN)
+    a = np.where(met > 0, np.log(smoothed) - np.log1p(-smoothed), 0.0)
+    np.fill_diagonal(a, 0.0)
+    return (a - a.T) / 2.0  # antisymmetric exactly, not just up to rounding
+
+
+def nash_equilibrium(a: np.ndarray) -> np.ndarray:
+    """The maximum-entropy Nash mix p of the symmetric zero-sum game a (value 0: the
+    equilibria are {p >= 0, sum p = 1, a p <= 0})."""
+    n = len(a)
+    if n == 1:
+        return np.ones(1)
+    # ALGO LOGIC: step 1, the largest support of any equilibrium, one LP over the cone
+    # {x >= 0, a x <= 0}: maximise sum y with y <= min(1, x) (and sum x <= n / SUPPORT_TOL)
+    cost = np.concatenate([np.zeros(n), -np.ones(n)])
+    upper = np.block([[a, np.zeros((n, n))], [-np.eye(n), np.eye(n)], [np.ones((1, n)), np.zeros((1, n))]])
+    bound = np.concatenate([np.zeros(2 * n), [n / SUPPORT_TOL]])
+    lp = linprog(cost, A_ub=upper, b_ub=bound, bounds=[(0, None)] * n + [(0, 1)] * n, method="highs")
+    x = np.maximum(lp.x[:n], 0.0)
+    start = x / x.sum()
+    support = np.nonzero(start > SUPPORT_TOL / 10)[0]
+    off = np.setdiff1d(np.arange(n), support)
+    p0 = np.zeros(n)
+    p0[support] = start[support] / start[support].sum()
+    # ALGO LOGIC: step 2, the most entropy on that support: p_S = p0_S + N z spans
+    # {a[S, S] p_S = 0, sum p_S = 1}; keep p_S >= 0 and (a p)_j <= 0 off the support (SLSQP)
+    basis = null_space(np.vstack([a[np.ix_(support, support)], np.ones((1, len(support)))]), rcond=1e-9)
+    if len(support) == 1 or basis.shape[1] == 0:
+        return p0  # a single equilibrium (the generic case)
+    x0 = p0[support]
+
+    def negentropy(z):
+        q = np.maximum(x0 + basis @ z, 1e-300)
+        return float(np.sum(q * np.log(q))), basis.T @ (np.log(q) + 1.0)
+
+    constraints = [{"type": "ineq", "fun": lambda z: x0 + basis @ z, "jac": lambda z: basis}]
+    if len(off):
+        block = a[np.ix_(off, support)]
+        constraints.append({"type": "ineq", "fun": lambda z: -(block @ (x0 + basis @ z)), "jac": lambda z: -(block @ basis)})
+    solution = minimize(negentropy, np.zeros(basis.shape[1]), jac=True, method="SLSQP", constraints=constraints,
+                        options={"maxiter": SLSQP_MAXITER, "ftol": SLSQP_FTOL})
+    q = np.maximum(x0 + basis @ solution.x, 0.0)
+    p = np.zeros(n)
+    p[support] = q / q.sum()
+
+    def entropy_cost(v):
+        return np.sum(v * np.log(np.maximum(v, 1e-300)))
+
+    # the LP's point stands if the optimiser left the polytope or lost entropy
+    return p if np.max(a @ p) <= 1e-7 and entropy_cost(p) <= entropy_cost(p0) + 1e-12 else p0
+
+
+def nash_average(results: list[Result]) -> dict[str, float]:
+    """Per player, its expected log-odds (A p) against the maximum-entropy Nash mix p."""
+    players = sorted({p for r in results for p in r.players})
+    if not players:
+        return {}
+    a = meta_game(*pair_counts(results, players))
+    payoff = a @ nash_equilibrium(a)
+    payoff[np.abs(payoff) < NASH_ZERO] = 0.0
+    return dict(zip(players, payoff.tolist()))
+
+
+# -- 7. held-out standing, and its gap to PvE -------------------------------------------
+
+
+def held_out_ratings(rows: pd.DataFrame) -> dict[str, float]:
+    """Plackett-Luce point estimates (no bootstrap) from PvP results on held-out maps only."""
+    results = rated_results(rows[rows["held_out"].astype(bool)])
+    return plackett_luce(results, bootstrap=0)["rating"].to_dict() if results else {}
+
+
+def pve_vs_pvp(rows: pd.DataFrame, held_out: dict[str, float]) -> dict[str, str]:
+    """Among submissions with both, PvP rank (by held-out rating) minus PvE rank (by mean
+    Achievement in stage 1), competition ranks; far when |gap| >= max(3, ceil(field / 4))."""
+    pve = rows[(rows["track"] == "pve") & (rows["stage"] == PVE_STAGE) & ~rows["player"].str.startswith("builtin:")]
+    stage = pve.groupby("player")["achievement"].mean()
+    both = sorted(p for p in stage.index if p in held_out and p not in ANCHORS)
+    gaps = competition_ranks([held_out[p] for p in both]) - competition_ranks([stage[p] for p in both])
+    limit = max(FAR_MIN_RANKS, math.ceil(FAR_FIELD_SHARE * len(both)))
+    text = {}
+    for p, gap in zip(both, gaps.tolist()):
+        side = "PvE better" if gap > 0 else "PvP better"
+        text[p] = "0" if gap == 0 else f"{gap:+d} ({side}{', far' if abs(gap) >= limit else ''})"
+    return text
+
+
+# -- 8. the table ------------------------------------------------------------------------
 
 
 def pvp_table(rows: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> pd.DataFrame:
     """The PvP leaderboard: Rank = 1 + the number of players whose 95% MLE interval lies
-    entirely above this one's; then by MLE; rounded to 2 decimals."""
+    entirely above this one's (none for a player not rated yet); then by MLE; rounded to
+    2 decimals."""
     results = rated_results(rows)
-    ts, elo = trueskill_ratings(results), elo_ratings(results)
+    ts, elo, nash = trueskill_ratings(results), elo_ratings(results), nash_average(results)
+    held_out = held_out_ratings(rows)
+    gaps = pve_vs_pvp(rows, held_out)
     mle = plackett_luce(results, bootstrap) if results else pd.DataFrame(columns=["rating", "low", "high", "rank_low", "rank_high"])
     pvp = rows[rows["track"] == "pvp"]
     agg = pvp.groupby("player").agg(matches=("match_id", "nunique"), achievement=("achievement", "mean"))
@@ -326,13 +464,16 @@ def pvp_table(rows: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> pd.DataFrame:
         "MLE": [mle.at[p, "rating"] if p in mle.index else np.nan for p in agg.index],
         "95% interval": [f"{mle.at[p, 'low']:.2f} to {mle.at[p, 'high']:.2f}" if p in mle.index else "" for p in agg.index],
         "Position range": [f"{mle.at[p, 'rank_low']}-{mle.at[p, 'rank_high']}" if p in mle.index else "" for p in agg.index],
+        "Held-out": [held_out.get(p, np.nan) for p in agg.index],
+        "PvE vs PvP": [gaps.get(p, "") for p in agg.index],
         "Elo": [elo.get(p, np.nan) for p in agg.index],  # anchors: fixed, not shown
+        "Nash avg": [nash.get(p, np.nan) for p in agg.index],
         "Matches": agg["matches"].to_numpy(),
         "Achievement": agg["achievement"].to_numpy(),
     })
     lows = np.array([mle.at[p, "low"] if p in mle.index else -np.inf for p in agg.index])
-    highs = np.array([mle.at[p, "high"] if p in mle.index else np.inf for p in agg.index])
-    table.insert(0, "Rank", [1 + int(np.sum(lows > h)) for h in highs])
+    # a player not rated yet (its only PvP matches in an incomplete duplicate set) has no rank
+    table.insert(0, "Rank", [1 + int(np.sum(lows > mle.at[p, "high"])) if p in mle.index else np.nan for p in agg.index])
     table = table.sort_values(["Rank", "MLE"], ascending=[True, False], kind="stable")
     return table.round(2).reset_index(drop=True)
 
