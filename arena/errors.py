@@ -83,3 +83,20 @@ class NoHubError(ArenaError, ConnectionError):
 class HubAuthError(ArenaError, PermissionError):
     """The Hub refused the token (none, a wrong one, or one that may not write to that
     owner); the message says which token was used and how to give the right one."""
+
+
+class MatchNotFoundError(ArenaError, LookupError):
+    """A match id names no match of the history folder read (neither its shards nor its
+    write-ahead log); the message says which folder was read."""
+
+
+class VersionMismatchError(ArenaError, RuntimeError):
+    """A recorded match was played with another version of nmmo or of the Arena than the
+    one installed, so replaying it here would not test what was recorded; the message
+    names both versions and what to install."""
+
+
+class NotReproducibleError(ArenaError, ValueError):
+    """A recorded match cannot be replayed from its record alone: a `local:` policy (a
+    folder on the machine that played it, never on the Hub), a held-out map without the
+    Space's secret, or a record that does not name everything its match depended on."""
