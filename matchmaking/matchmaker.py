@@ -33,7 +33,7 @@ import numpy as np
 
 from arena import ARENA_VERSION
 from arena.activity import LiveMatch, QueueEntry
-from arena.errors import MatchFailedError
+from arena.errors import MatchFailedError, NotReproducibleError
 from arena.lifecycle import TRANSITIONS, StageFigures, Status
 from arena.ratings import TrueSkillState, extend_trueskill, outcomes
 from arena.rules import DUPLICATE_SET_SIZE, Pairing, PvpFormat, stage_opponents
@@ -124,6 +124,10 @@ class Matchmaker:
         self._audit_tried = 0.0
         """When the last audit was tried (Unix time), successful or not: a failing one is
         not retried before the next is due."""
+        self._unauditable: set[str] = set()
+        """Matches whose record cannot be replayed (`NotReproducibleError`: a revision gone
+        from the Hub, a held-out map): skipped by later audits until a restart."""
+        self._pve_looked = False
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
@@ -254,6 +258,7 @@ class Matchmaker:
         budget = self.settings.pve_matches_per_round or self.workers
         work = self._work(self._pve_work(history))
         self.pve_queue = work
+        self._pve_looked = True
         specs: list[MatchSpec] = []
         refs: dict[tuple[str, str], PolicyRef | None] = {}
         for item, seed in pve_queue.pick(work, budget):
@@ -394,8 +399,9 @@ class Matchmaker:
 
     # -- audit ---------------------------------------------------------------------------
     def idle(self) -> bool:
-        """No PvE work owed (as of the last PvE round) and no PvE or PvP match being played."""
-        return not any(w.seeds for w in self.pve_queue) and self._playing == 0
+        """No PvE work owed (as of the last PvE round: none before the first) and no PvE or
+        PvP match being played."""
+        return self._pve_looked and not any(w.seeds for w in self.pve_queue) and self._playing == 0
 
     def audit(self, now: float | None = None) -> Audit | None:
         """Rerun one recorded match if an audit is due and the matchmaker is idle, and
@@ -415,14 +421,18 @@ class Matchmaker:
         latest = max([self._audit_tried, *(_unix(a.audited_at) for a in done)])
         if now - latest < 60.0 * minutes:
             return None
-        record = next_to_audit(self.history.get(), (a.match_id for a in done), nmmo_version=game.NMMO_VERSION,
-                               arena_version=ARENA_VERSION)
+        skipped = [*(a.match_id for a in done), *self._unauditable]
+        record = next_to_audit(self.history.get(), skipped, nmmo_version=game.NMMO_VERSION, arena_version=ARENA_VERSION)
         if record is None:
             return None
         self._audit_tried = now
         try:
             report = rerun(record, fetch=HubFetcher(self.api, self.settings.cache_dir / "rerun"), settings=self.settings,
                            play=self._play_one, hub=self.api.endpoint)
+        except NotReproducibleError as exc:  # the record's own doing: never the next one to try
+            self._unauditable.add(record.match_id)
+            log.warning("audit skips match %s: %s", record.match_id, exc)
+            return None
         except Exception as exc:  # noqa: BLE001 - an audit that cannot run is logged and tried again later
             log.warning("audit of match %s could not run: %s: %s", record.match_id, type(exc).__name__, exc)
             return None

@@ -29,6 +29,7 @@ BAD = {
     "NMMO_ARENA_WORKERS": ("-3", "from 0 to 1024"),
     "NMMO_ARENA_RAY": ("not an address", "ray://HOST:PORT"),
     "NMMO_ARENA_PAIRING": ("bogus", "one of random, closest-rating, uncertainty"),
+    "NMMO_ARENA_PVP_FORMAT": ("triple", "one of single, duplicate"),
     "NMMO_ARENA_PVP_PER_ROUND": ("-1", "at least 0"),
     "NMMO_ARENA_PVE_PER_ROUND": ("1.5", "an integer"),
     "NMMO_ARENA_SYNC_S": ("0", "a positive value"),
