@@ -216,3 +216,22 @@ def test_the_audit_log_survives_a_torn_line(tmp_path):
         f.write(b'{"match_id": "m1", "ident')  # a crash mid-line
     log.append(Audit("m2", True, None, "2026-01-01T00:00:00+00:00", NMMO, ARENA_VERSION, 1.0, "pve"))
     assert [a.match_id for a in log.read()] == ["m0", "m2"] and log.read()[0] == one
+
+
+def test_the_about_tab_shows_the_tally_computed_at_page_load(tmp_path):
+    from history.statuses import StatusLog
+    from history.store import HistoryStore
+    from leaderboard.pages import build
+    from leaderboard.refresher import StandingsRefresher
+
+    data = StandingsRefresher(HistoryStore(tmp_path / "history"), statuses=StatusLog(tmp_path / "s.jsonl").states,
+                              hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    tallies = iter([summarize([], [], nmmo_version=NMMO, arena_version=ARENA_VERSION),
+                    summarize([Audit("m0", True, None, "2026-01-01T00:00:00+00:00", NMMO, ARENA_VERSION, 1.0, "pvp")], [],
+                              nmmo_version=NMMO, arena_version=ARENA_VERSION)])
+    demo = build(data, ArenaSettings(), audits=lambda: next(tallies))
+    [about] = [c for c in demo.config["components"] if c.get("props", {}).get("elem_id") == "about-audits"]
+    assert "**0 of 0 audited matches reproduced**" in about["props"]["value"]
+    fn = next(f for f in demo.fns.values() if any(getattr(o, "elem_id", None) == "about-audits" for o in f.outputs))
+    assert "**1 of 1 audited matches reproduced**" in fn.fn()  # what a later page load shows
