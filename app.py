@@ -72,7 +72,8 @@ def main() -> int:
     publisher = model_card_publisher(settings, arena.api, data, arena.statuses)
     if publisher is not None:
         publisher.run_in_background(settings.model_cards_every_s)
-    demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue)
+    demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue,
+                 audits=arena.matchmaker.audit_summary)
     try:
         launch(demo, arena.webhooks, server_name=host, server_port=port, css=CSS)
     finally:

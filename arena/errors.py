@@ -88,3 +88,20 @@ class HubAuthError(ArenaError, PermissionError):
 class NotEnoughMatchesError(ArenaError, ValueError):
     """Too few matches with spawn points recorded to say how much of a result is luck
     (`arena.luck`); the message says how many there are and how many are needed."""
+
+
+class MatchNotFoundError(ArenaError, LookupError):
+    """A match id names no match of the history folder read (neither its shards nor its
+    write-ahead log); the message says which folder was read."""
+
+
+class VersionMismatchError(ArenaError, RuntimeError):
+    """A recorded match was played with another version of nmmo or of the Arena than the
+    one installed, so replaying it here would not test what was recorded; the message
+    names both versions and what to install."""
+
+
+class NotReproducibleError(ArenaError, ValueError):
+    """A recorded match cannot be replayed from its record alone: a `local:` policy (a
+    folder on the machine that played it, never on the Hub), a held-out map without the
+    Space's secret, or a record that does not name everything its match depended on."""

@@ -195,6 +195,8 @@ class ArenaSettings:
         doc="seconds between PvP rounds")
     flush_every_s: float = setting(30.0, env="FLUSH_S", parse=_number, check=_positive,
         doc="seconds between moves of recorded matches from the write-ahead log into a shard")
+    audit_minutes: float = setting(60.0, env="AUDIT_MINUTES", parse=_number, check=_at_least(0),
+        doc="least minutes between two audits, reruns of a recorded match in idle time checked to reproduce it (0: no audits)")
     push_every_minutes: float = setting(5.0, env="PUSH_MINUTES", parse=_number, check=_positive,
         doc="minutes between pushes of the history to the Hub (one commit each)")
     pve_matches_per_stage: int = setting(PVE.matches_per_stage, env="PVE_MATCHES", parse=_integer, check=_between(1, 1000),
@@ -308,6 +310,11 @@ class ArenaSettings:
     def model_card_ledger(self) -> Path:
         """What was published on model cards (see `modelcards.ledger`); not part of the dataset."""
         return self.data_dir / "model_cards.jsonl"
+
+    @property
+    def audit_log(self) -> Path:
+        """Reruns of recorded matches and their verdicts (see `history.audits`), inside the history dataset."""
+        return self.history_dir / "audits" / "audits.jsonl"
 
     @property
     def status_log(self) -> Path:

@@ -10,7 +10,7 @@ reached, since creating it contacts the Hub.
 While the Hub is unreachable nothing is lost: files stay on disk and the next push sends
 them. `HubMirror.published()` names the shards the dataset holds, so the leaderboard
 can rate exactly what anyone can download. Only the dataset's own files are pushed: the
-card, the shards, the replays, the teams' logs and the status log; never the write-ahead
+card, the shards, the replays, the teams' logs and the status log and the audit log; never the write-ahead
 log, temporary files or the quarantine.
 """
 
@@ -28,7 +28,8 @@ from history.store import HistoryReader
 log = logging.getLogger(__name__)
 
 #: What of the history folder is the dataset.
-PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "logs/*.json.gz", "submissions/statuses.jsonl"]
+PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "logs/*.json.gz", "submissions/statuses.jsonl",
+          "audits/audits.jsonl"]
 NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**"]
 
 #: Called with None after a push that worked, or with the exception of one that failed.

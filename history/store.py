@@ -8,6 +8,7 @@ DuckDB read it directly):
     replays/<match id>.replay       one compact replay per match (arena.replay)
     logs/<match id>.json.gz         the sandboxed teams' stdout and stderr of a match (arena.logs)
     submissions/statuses.jsonl      the submissions' status log (history.statuses)
+    audits/audits.jsonl             recorded matches rerun by the Space, and the verdicts (history.audits)
     wal/<match id>.json             local only: matches recorded but not yet in a shard
     quarantine/                     local only: damaged files moved aside
 
@@ -90,7 +91,8 @@ Every match played by the NMMO Arena: one row per team per match (16 rows a matc
 append-only parquet shards under `data/`. Ratings and tables on the Arena are computed
 from these rows alone, so anyone can recompute them. Replays are under `replays/`,
 team logs (what each sandboxed team printed, capped at 64 KiB a team and match) under
-`logs/`, submission statuses under `submissions/`.
+`logs/`, submission statuses under `submissions/`, and the Arena's audits (recorded
+matches played again, and whether they reproduced) in `audits/audits.jsonl`.
 
 ```python
 from datasets import load_dataset

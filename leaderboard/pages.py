@@ -20,6 +20,7 @@ from arena.schema import player_id
 from arena.scoring import tier_table
 from arena.settings import ArenaSettings
 from arena.submitting import how_to_submit
+from history.audits import AuditSummary
 from leaderboard import tables
 from leaderboard.about_luck import luck_markdown
 from leaderboard.analytics import analytics_tab
@@ -97,6 +98,25 @@ Every match is in the dataset [`{history_repo}`]({hub_url.rstrip('/')}/datasets/
 one row per team per match; every rating here is computed from it alone:
 `datasets.load_dataset("{history_repo}")`.
 """
+
+
+def audit_markdown(summary: AuditSummary | None, settings: ArenaSettings) -> str:
+    """The About tab's reproducibility note: the audits' tally and every match that did
+    not reproduce, with its first difference."""
+    how = ("Any recorded match can be played again from its record: `python -m matchmaking.rerun MATCH_ID` "
+           "(same seed, line-up and revisions, same nmmo and Arena versions) says whether it comes out identical.")
+    if not settings.audit_minutes:
+        return f"## Reproducibility\n{how} This Space does not audit itself (`NMMO_ARENA_AUDIT_MINUTES=0`)."
+    if summary is None:
+        return f"## Reproducibility\n{how}"
+    lines = [f"## Reproducibility\n{how} In idle time this Space reruns one recorded match every "
+             f"{settings.audit_minutes:g} minutes at most: **{summary.line}**"
+             + (f"; {summary.other_version} not audited: other version." if summary.other_version else ".")]
+    for audit in summary.failed:
+        d = audit.difference or {}
+        lines.append(f"- `{audit.match_id}` ({audit.track or 'match'}, audited {audit.audited_at}): first difference at "
+                     f"`{d.get('path')}`, recorded `{d.get('recorded')}`, rerun `{d.get('rerun')}`")
+    return "\n".join(lines)
 
 
 def operator_markdown(lines: list[str]) -> str:
@@ -197,7 +217,8 @@ def _empty_note(frame: pd.DataFrame, text: str) -> Any:
 def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
           operator: Callable[[], list[str]] = list,
           live: Callable[[], list[LiveMatch]] = list,
-          queue: Callable[[], Mapping[tuple[str, str], QueueEntry]] = dict) -> gr.Blocks:
+          queue: Callable[[], Mapping[tuple[str, str], QueueEntry]] = dict,
+          audits: Callable[[], AuditSummary | None] = lambda: None) -> gr.Blocks:
     """The Blocks app over `data`, describing the rules as `settings` run them.
 
     Args:
@@ -206,6 +227,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         operator: the operator's status lines (the Hub, damaged files).
         live: the matches in flight (`matchmaking.live`).
         queue: each revision's place in the PvE queue and its forecast (`Matchmaker.queue`).
+        audits: what the audits of recorded matches found (`Matchmaker.audit_summary`).
     """
     settings = settings or ArenaSettings()
     hub_url = data.hub_url
@@ -321,6 +343,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 gr.Markdown(about_markdown(settings, hub_url=hub_url))
                 # computed in the background by the refresher; a page load only formats it
                 gr.Markdown(lambda: luck_markdown(data.luck()), elem_id="about-luck")
+                gr.Markdown(lambda: audit_markdown(audits(), settings), elem_id="about-audits")
 
         filters = [f_policy, f_track, f_stage, f_since, f_until]
         pvp_inputs = [search, older, min_matches]

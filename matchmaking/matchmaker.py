@@ -12,24 +12,34 @@ ratings (closest-rating and uncertainty pools) is the pure rating code of `arena
 carried forward from a checkpoint as matches arrive rather than recomputed every round.
 PvE matches have seeds fixed per (revision, stage, match), so an interrupted plan is
 planned again identically and the history keeps each match once.
+
+In idle time (no PvE work owed, no match of its own being played) the matchmaker audits
+itself: at most once every `NMMO_ARENA_AUDIT_MINUTES` it reruns one recorded match with
+the code of `python -m matchmaking.rerun` and appends the verdict to the audit log
+(`history.audits`), which the About tab sums up.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+from arena import ARENA_VERSION
 from arena.activity import LiveMatch, QueueEntry
+from arena.errors import MatchFailedError, NotReproducibleError
 from arena.lifecycle import TRANSITIONS, StageFigures, Status
 from arena.ratings import TrueSkillState, extend_trueskill, outcomes
 from arena.rules import DUPLICATE_SET_SIZE, Pairing, PvpFormat, stage_opponents
 from arena.schema import MatchResult, is_builtin, player_id
 from arena.settings import ArenaSettings
+from history.audits import Audit, AuditLog, AuditSummary, next_to_audit, summarize
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
@@ -42,6 +52,7 @@ from matchmaking.live import LiveBoard
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.pairing import make_pool
 from matchmaking.policy import PolicyRef, builtin
+from matchmaking.rerun import HubFetcher, rerun
 from matchmaking.submissions import Validator, faulty, sync
 
 log = logging.getLogger(__name__)
@@ -108,6 +119,17 @@ class Matchmaker:
         self._queue_signature: Any = None
         self._sync_lock = threading.Lock()
         """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
+        self.audits = AuditLog(settings.audit_log)
+        self._playing = 0
+        """PvE and PvP batches being played now (the audit waits for none)."""
+        self._playing_lock = threading.Lock()
+        self._audit_tried = 0.0
+        """When the last audit was tried (Unix time), successful or not: a failing one is
+        not retried before the next is due."""
+        self._unauditable: set[str] = set()
+        """Matches whose record cannot be replayed (`NotReproducibleError`: a revision gone
+        from the Hub, a held-out map): skipped by later audits until a restart."""
+        self._pve_looked = False
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
@@ -133,10 +155,16 @@ class Matchmaker:
         """Play specs not yet in the history; record each as it finishes."""
         todo = [s for s in specs if not self.store.knows(s.match_id)]
         recorded = []
-        for outcome in self.executor.run(todo):
-            if not self._record(outcome):
-                continue
-            recorded.append(outcome.result)
+        with self._playing_lock:
+            self._playing += 1
+        try:
+            for outcome in self.executor.run(todo):
+                if not self._record(outcome):
+                    continue
+                recorded.append(outcome.result)
+        finally:
+            with self._playing_lock:
+                self._playing -= 1
         return recorded
 
     def _record(self, outcome: MatchOutcome) -> bool:
@@ -232,6 +260,7 @@ class Matchmaker:
         budget = self.settings.pve_matches_per_round or self.workers
         work = self._work(self._pve_work(history))
         self.pve_queue = work
+        self._pve_looked = True
         specs: list[MatchSpec] = []
         refs: dict[tuple[str, str], PolicyRef | None] = {}
         for item, seed in pve_queue.pick(work, budget):
@@ -266,8 +295,6 @@ class Matchmaker:
     def queue(self, now: float | None = None) -> dict[tuple[str, str], QueueEntry]:
         """Each revision's place in the PvE queue and the forecast of its current stage's end,
         from the measured durations of recent PvE matches."""
-        import time
-
         history = self.history.get()
         states = self.statuses.states()
         signature = (len(history), len(states), max((s.updated for s in states), default=0.0))
@@ -375,6 +402,68 @@ class Matchmaker:
             specs += [s for s in rebuilt if s.set_id == first.set_id]
         return specs
 
+    # -- audit ---------------------------------------------------------------------------
+    def idle(self) -> bool:
+        """No PvE work owed (as of the last PvE round: none before the first) and no PvE or
+        PvP match being played."""
+        return self._pve_looked and not any(w.seeds for w in self.pve_queue) and self._playing == 0
+
+    def audit(self, now: float | None = None) -> Audit | None:
+        """Rerun one recorded match if an audit is due and the matchmaker is idle, and
+        append the verdict to the audit log. Returns it (None: none due, nothing to audit,
+        or the rerun failed, which is logged: an audit never stops the matchmaker).
+
+        Due: `NMMO_ARENA_AUDIT_MINUTES` (0: never) after the latest audit, recorded or
+        tried. The match: the next of `history.audits.next_to_audit` (not audited yet,
+        recorded with the installed versions), rebuilt and compared by `matchmaking.rerun`,
+        played by this matchmaker's executor (its sandboxes, its workers).
+        """
+        minutes = self.settings.audit_minutes
+        if not minutes or not self.idle():
+            return None
+        now = time.time() if now is None else now
+        done = self.audits.read()
+        latest = max([self._audit_tried, *(_unix(a.audited_at) for a in done)])
+        if now - latest < 60.0 * minutes:
+            return None
+        skipped = [*(a.match_id for a in done), *self._unauditable]
+        record = next_to_audit(self.history.get(), skipped, nmmo_version=game.NMMO_VERSION, arena_version=ARENA_VERSION)
+        if record is None:
+            return None
+        self._audit_tried = now
+        try:
+            report = rerun(record, fetch=HubFetcher(self.api, self.settings.cache_dir / "rerun"), settings=self.settings,
+                           play=self._play_one, hub=self.api.endpoint)
+        except NotReproducibleError as exc:  # the record's own doing: never the next one to try
+            self._unauditable.add(record.match_id)
+            log.warning("audit skips match %s: %s", record.match_id, exc)
+            return None
+        except Exception as exc:  # noqa: BLE001 - an audit that cannot run is logged and tried again later
+            log.warning("audit of match %s could not run: %s: %s", record.match_id, type(exc).__name__, exc)
+            return None
+        audit = Audit(match_id=record.match_id, identical=report.identical, difference=report.difference,
+                      audited_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                      nmmo_version=game.NMMO_VERSION, arena_version=ARENA_VERSION, duration_s=report.duration_s,
+                      track=record.track)
+        self.audits.append(audit)
+        if audit.identical:
+            log.info("audit: match %s reproduced (%.0f s)", record.match_id, report.duration_s)
+        else:
+            log.warning("audit: match %s did NOT reproduce: first difference %s", record.match_id, audit.difference)
+        return audit
+
+    def _play_one(self, spec: MatchSpec) -> MatchResult:
+        """Play one spec on the executor, unrecorded (an audit's rerun)."""
+        for outcome in self.executor.run([spec]):
+            if outcome.result is None:
+                raise MatchFailedError(f"the rerun of match {spec.match_id} failed: {outcome.error}")
+            return outcome.result
+        raise MatchFailedError(f"the executor played nothing for match {spec.match_id}")
+
+    def audit_summary(self) -> AuditSummary:
+        """What the audits found, for the About tab."""
+        return summarize(self.audits.read(), self.history.get(), nmmo_version=game.NMMO_VERSION, arena_version=ARENA_VERSION)
+
     def flush(self) -> None:
         """Move recorded matches into a shard, and make sure the Hub push is running."""
         self.store.flush()
@@ -404,6 +493,7 @@ class Matchmaker:
             ("pve", self._pve_until_idle, s.pve_every_s),
             ("pvp", self.play_pvp, s.pvp_every_s),
             ("flush", self.flush, s.flush_every_s),
+            *((("audit", self.audit, s.pvp_every_s),) if s.audit_minutes else ()),  # cheap when not due
         ):
             scheduler.add_job(self._guarded(name, job), "interval", seconds=every, id=name, name=name, next_run_time=_now())
         scheduler.start()
@@ -432,6 +522,12 @@ class Matchmaker:
 
 
 def _now():
-    from datetime import datetime
-
     return datetime.now()
+
+
+def _unix(stamp: str) -> float:
+    """An ISO 8601 time as Unix time (0 for one that does not parse: due at once)."""
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0

@@ -1,0 +1,168 @@
+"""The audit log: recorded matches played again, and whether they came out the same.
+
+The matchmaker reruns a few recorded matches in idle time (`Matchmaker.audit`, with the
+code of `python -m matchmaking.rerun`) and appends each verdict here, one JSON line per
+audit, in `audits/audits.jsonl` of the history folder: it is pushed with the dataset, so
+anyone can see which matches the Space checked and what it found. The file is only ever
+appended to, each line in one `write` of an `O_APPEND` descriptor then fsynced, so a line
+is never interleaved with another; a line torn by a crash is skipped when read (and
+named in the log), never fatal.
+
+Which match to audit next, and the About tab's "N of N audited matches reproduced", are
+pure functions of the history and this log (`next_to_audit`, `summarize`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from arena.schema import MatchResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One rerun of one recorded match by the Space, and its verdict."""
+
+    match_id: str
+    identical: bool
+    """Whether the rerun's record equals the recorded one, wall-clock fields aside."""
+    difference: Mapping[str, Any] | None
+    """The first difference, `{"path": "teams[3].achievement", "recorded": ..., "rerun": ...}`;
+    None when identical."""
+    audited_at: str
+    """UTC time of the audit, ISO 8601."""
+    nmmo_version: str
+    arena_version: str
+    """Versions the rerun was played with (the record's: other versions are not audited)."""
+    duration_s: float
+    """Wall time of the rerun, downloads included."""
+    track: str = ""
+    """The recorded match's track (`pve`, `pvp`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["difference"] = None if self.difference is None else dict(self.difference)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Audit":
+        difference = data.get("difference")
+        return cls(
+            match_id=str(data["match_id"]),
+            identical=bool(data["identical"]),
+            difference=None if difference is None else dict(difference),
+            audited_at=str(data["audited_at"]),
+            nmmo_version=str(data["nmmo_version"]),
+            arena_version=str(data["arena_version"]),
+            duration_s=float(data.get("duration_s", 0.0)),
+            track=str(data.get("track", "")),
+        )
+
+
+class AuditLog:
+    """The audits, in the append-only JSON-lines file at `path`."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._reported: set[int] = set()
+
+    def append(self, audit: Audit) -> None:
+        """Add one audit durably: one write of a whole line, then fsync."""
+        line = (json.dumps(audit.to_dict(), sort_keys=True) + "\n").encode()
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                # a line glued to a torn one would be lost with it: start on a line of its own
+                if os.fstat(fd).st_size and not self._ends_with_newline():
+                    line = b"\n" + line
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"
+
+    def read(self) -> list[Audit]:
+        """Every audit, oldest first; damaged lines skipped (each named once in the log)."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        audits = []
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                audits.append(Audit.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                if number not in self._reported:
+                    self._reported.add(number)
+                    log.warning("audit log %s: line %d is damaged (%s: %s); skipped", self.path, number, type(exc).__name__, exc)
+        return audits
+
+
+def _order(match_id: str) -> str:
+    """A fixed pseudo-random order of match ids: the sample is spread over the history
+    (not only its oldest matches), and the same on every restart."""
+    return hashlib.sha256(match_id.encode()).hexdigest()
+
+
+def auditable(result: MatchResult, *, nmmo_version: str, arena_version: str) -> bool:
+    """Whether the Space can rerun `result` as it is installed: recorded with the same nmmo
+    and Arena versions, and played by the Space (not the evaluation tool's `local` track)."""
+    return result.track != "local" and result.nmmo_version == nmmo_version and result.arena_version == arena_version
+
+
+def next_to_audit(history: Iterable[MatchResult], audited: Iterable[str], *, nmmo_version: str,
+                  arena_version: str) -> MatchResult | None:
+    """The next match to rerun: of those not yet audited and auditable, the first in a
+    fixed pseudo-random order of match ids; None when every such match has been audited."""
+    done = set(audited)
+    candidates = [r for r in history if r.match_id not in done and auditable(r, nmmo_version=nmmo_version, arena_version=arena_version)]
+    return min(candidates, key=lambda r: _order(r.match_id), default=None)
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    """What the audits found, for the About tab."""
+
+    audited: int
+    """Matches audited (each counted once: its latest audit)."""
+    reproduced: int
+    """Of those, the ones whose rerun was identical."""
+    failed: tuple[Audit, ...]
+    """The latest audit of each match that did not reproduce."""
+    other_version: int
+    """Recorded matches not audited because they were played with another nmmo or Arena
+    version than the one installed."""
+
+    @property
+    def line(self) -> str:
+        """`3 of 3 audited matches reproduced` (the words stay the same for 1 of 1)."""
+        return f"{self.reproduced} of {self.audited} audited matches reproduced"
+
+
+def summarize(audits: Iterable[Audit], history: Iterable[MatchResult], *, nmmo_version: str,
+              arena_version: str) -> AuditSummary:
+    """The audits' verdicts, one per match (its latest audit), and how many recorded
+    matches are out of the audit's reach because of their versions."""
+    latest: dict[str, Audit] = {}
+    for audit in audits:
+        latest[audit.match_id] = audit
+    other = sum(1 for r in history if r.track != "local" and (r.nmmo_version, r.arena_version) != (nmmo_version, arena_version))
+    failed = tuple(a for a in latest.values() if not a.identical)
+    return AuditSummary(audited=len(latest), reproduced=len(latest) - len(failed), failed=failed, other_version=other)
