@@ -135,7 +135,7 @@ def spec_for(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, sa
             0..N-1 (a record that does not name what played).
         `MatchSetupError`: the record's line-up or horizon is not one a match can have.
     """
-    key = None
+    map_key = None
     if record.held_out:
         if not settings.map_secret and not settings.map_secret_file.is_file():
             raise NotReproducibleError(
@@ -143,7 +143,7 @@ def spec_for(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, sa
                 f"NMMO_ARENA_MAP_SECRET nor {settings.map_secret_file} holds it here: only the Space that played it can "
                 "rerun it (run this on the Space's data folder with --data, or set NMMO_ARENA_MAP_SECRET to its secret)."
             )
-        key = maps.space_key(settings)
+        map_key = maps.space_key(settings)
     teams = sorted(record.teams, key=lambda t: t.slot)
     if [t.slot for t in teams] != list(range(len(teams))):
         raise NotReproducibleError(f"Match {record.match_id}'s record has slots {[t.slot for t in teams]}, not 0 to "
@@ -165,7 +165,7 @@ def spec_for(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, sa
             say(f"Fetched {team.policy_id}@{team.revision[:12]} into {fetched[key]}")
         policies.append(PolicyRef(policy_id=team.policy_id, revision=team.revision, path=fetched[key]))
     try:
-        config = MatchConfig(horizon=record.horizon, cache_dir=settings.cache_dir, map_key=key)
+        config = MatchConfig(horizon=record.horizon, cache_dir=settings.cache_dir, map_key=map_key)
     except ValueError as exc:
         raise MatchSetupError(f"Match {record.match_id}'s record cannot be played again: {exc}") from None
     return MatchSpec(seed=record.seed, policies=tuple(policies), config=config, track=record.track, stage=record.stage,

@@ -30,7 +30,10 @@ def rerun_cli(match_id: str, data: Path, *extra: str) -> tuple[int, dict, str]:
     """`python -m matchmaking.rerun MATCH_ID --data DATA --json`: exit status, JSON, stderr."""
     done = subprocess.run([sys.executable, "-m", "matchmaking.rerun", match_id, "--data", str(data), "--json", *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
-    return done.returncode, json.loads(done.stdout), done.stderr
+    try:
+        return done.returncode, json.loads(done.stdout), done.stderr
+    except json.JSONDecodeError:
+        raise AssertionError(f"the rerun printed no JSON (exit {done.returncode}); its stderr:\n{done.stderr[-3000:]}") from None
 
 
 def record_copy(space, tmp_path: Path, match_id: str, change, *, secret: bool = True) -> Path:

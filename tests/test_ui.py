@@ -215,8 +215,9 @@ def test_headers_wrap_between_words_never_letter_by_letter(page):
 
 def test_the_policy_tab_opens_on_a_policy_and_draws_it(page):
     page.get_by_role("tab", name="Policy").click()
-    value = page.locator("#policy-choice input").first.input_value()
-    assert value.startswith(STRONG)  # the PvP leader
+    choice = page.locator("#policy-choice input").first
+    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=20000)  # filled at page load
+    assert choice.input_value().startswith(STRONG)  # the PvP leader
     page.locator("#policy-recent").get_by_role("gridcell").first.wait_for(timeout=15000)
     page.locator("#policy-rating canvas, #policy-rating svg").first.wait_for(timeout=15000)
 
