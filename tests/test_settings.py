@@ -51,7 +51,6 @@ BAD = {
     "NMMO_ARENA_LOCAL_HUB_PORT": ("70000", "from 0 to 65535"),
     "NMMO_ARENA_WEBHOOK_SECRET": ("short", "at least 8 printable ASCII characters"),
     "NMMO_ARENA_MAP_SECRET": ("too-short", "at least 16 printable ASCII characters"),
-    "NMMO_ARENA_PVP_FORMAT": ("triple", "one of single, duplicate"),
 }
 
 #: Settings whose value is never repeated in a message.
