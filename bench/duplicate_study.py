@@ -10,10 +10,12 @@ one duplicate set (one seed played once per map edge, the seats rotated,
 `matchmaking.seating`) and four single matches on seeds of their own. Pools of 16 are drawn
 from the 18 as the matchmaker draws them (least played first), separately per format.
 
-For each format, after every 4 matches, the Plackett-Luce order of the 15 policies that
+For each format, after every 4 matches (and at the end), the Plackett-Luce order of the 15 policies that
 are not anchors (`arena.ratings.plackett_luce`, anchors fixed) is compared with that
 format's own order at the end of the run (Spearman); "matches needed" is the first count
-from which the correlation stays at or above 0.95. Also reported: the same against the
+from which the correlation stays at or above 0.95, taken in play order and in 19 random
+orders of the same matches, the median reported (which matches happen to come first moves
+it a lot in a short run; an order that never settles counts as more than the run). Also reported: the same against the
 order of all matches of both formats together (a reference neither format owns), and the
 mean width of the 95% bootstrap intervals of rating and rank after the same number of
 matches. The issue's rule: duplicate sets become the default PvP format if they need at
@@ -141,10 +143,11 @@ def _order(history: list[Outcome], players: list[str]) -> np.ndarray:
 
 
 def curve(history: list[Outcome], per_result: int, players: list[str], reference: np.ndarray, step: int = 4) -> list[tuple[int, float]]:
-    """(matches, Spearman with `reference`) after every `step` matches."""
+    """(matches, Spearman with `reference`) after every `step` matches, and at the end."""
     points = []
-    for n in range(step, len(history) * per_result + 1, step):
-        if n % per_result:
+    total = len(history) * per_result
+    for n in sorted({*range(step, total + 1, step), total}):
+        if n % per_result or n == 0:
             continue
         ratings = _order(history[: n // per_result], players)
         seen = ~np.isnan(ratings)
@@ -171,7 +174,28 @@ def widths(history: list[Outcome], players: list[str], bootstrap: int = 200) -> 
     return float(np.mean(rating)), float(np.mean(rank))
 
 
-def analyse(results: list[MatchResult]) -> dict:
+def needed_over_orders(history: list[Outcome], per_result: int, players: list[str], reference: np.ndarray,
+                       orders: int, seed: int = 0) -> list[int | None]:
+    """`needed` for the matches in play order, then in `orders - 1` random orders: how
+    soon the order settles should not hang on which matches happened to come first. (The
+    final order is the same for every order: the fit is order-free.)"""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(orders):
+        shuffled = history if k == 0 else [history[i] for i in rng.permutation(len(history))]
+        out.append(needed(curve(shuffled, per_result, players, reference)))
+    return out
+
+
+def _median_needed(values: list[int | None], total: int) -> float | None:
+    """The median of `needed` over orders, an order that never settled counting as more
+    than every match played (so that it cannot pull the median down)."""
+    filled = [total + 1 if v is None else v for v in values]
+    middle = float(np.median(filled))
+    return None if middle > total else middle
+
+
+def analyse(results: list[MatchResult], orders: int = 20) -> dict:
     results = sorted(results, key=lambda r: (r.started_at, r.match_id))
     single = outcomes([r for r in results if not r.set_id])
     duplicate = outcomes([r for r in results if r.set_id])  # complete sets only
@@ -183,11 +207,14 @@ def analyse(results: list[MatchResult]) -> dict:
         own = _order(history, players)
         points = curve(history, per, players, own)
         versus_both = curve(history, per, players, both)
-        report[f"needed_{name}"] = needed(points)
-        report[f"needed_{name}_vs_both"] = needed(versus_both)
+        report[f"needed_{name}_in_play_order"] = needed(points)
+        over = needed_over_orders(history, per, players, own, orders)
+        report[f"needed_{name}_orders"] = over
+        report[f"needed_{name}"] = _median_needed(over, len(history) * per)
+        report[f"needed_{name}_vs_both"] = _median_needed(needed_over_orders(history, per, players, both, orders), len(history) * per)
         report[f"curve_{name}"] = [[n, round(rho, 3)] for n, rho in points]
         report[f"curve_{name}_vs_both"] = [[n, round(rho, 3)] for n, rho in versus_both]
-    same = min(report["matches_single"], report["matches_duplicate"])
+    same = min(report["matches_single"], report["matches_duplicate"]) // DUPLICATE_SET_SIZE * DUPLICATE_SET_SIZE
     for name, history, per in (("single", single, 1), ("duplicate", duplicate, DUPLICATE_SET_SIZE)):
         rating, rank = widths(history[: same // per], players)
         report[f"width_{name}"] = round(rating, 3)
@@ -219,7 +246,8 @@ def main() -> int:
     print(f"{report['policies']} policies; {report['matches_single']} single matches, {report['matches_duplicate']} in duplicate sets")
     for name in ("single", "duplicate"):
         print(f"{name:>9}: order settled (Spearman >= {SETTLED} with its own final order) after "
-              f"{report[f'needed_{name}']} matches ({report[f'needed_{name}_vs_both']} against both formats' order); "
+              f"{report[f'needed_{name}']} matches (median over {len(report[f'needed_{name}_orders'])} orders of the matches; "
+              f"{report[f'needed_{name}_in_play_order']} in play order; {report[f'needed_{name}_vs_both']} against both formats' order); "
               f"after {report['compared_at_matches']} matches, 95% intervals {report[f'width_{name}']} rating units "
               f"and {report[f'rank_width_{name}']} places wide")
     print(f"single / duplicate matches needed: {report['ratio']} (default if >= {DEFAULT_IF}: {report['default']})")

@@ -15,7 +15,7 @@ import gradio as gr
 import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
-from arena.rules import BUILTIN_TEAMS, MATCH, PVE
+from arena.rules import BUILTIN_TEAMS, DUPLICATE_SET_SIZE, MATCH, PVE, PvpFormat
 from arena.schema import player_id
 from arena.scoring import tier_table
 from arena.settings import ArenaSettings
@@ -59,6 +59,13 @@ def _stage_kinds(scripted: list[int], learned: list[int]) -> str:
     return text + "."
 
 
+def _pvp_format(name: str) -> str:
+    if PvpFormat(name) is PvpFormat.DUPLICATE:
+        return (f"in **duplicate sets**: one seed played {DUPLICATE_SET_SIZE} times with the seats rotated so that every "
+                "team spawns once on every edge of the map, the set rated as one result (so the spawn point's luck cancels).")
+    return "one **single match** per pool, each rated on its own."
+
+
 def about_markdown(settings: ArenaSettings, *, hub_url: str) -> str:
     """The About / Submit tab: how to submit, the rules as this Space runs them, the data."""
     tag, history_repo = settings.submission_tag, settings.history_repo
@@ -79,7 +86,12 @@ The Arena finds it, validates it in a sandbox (the Submissions tab says why if i
 rejected), plays PvE: {settings.pve_matches_per_stage} matches a stage against built-in teams
 (a Top1Ratio of {settings.next_stage_top1:g} opens the next stage), and qualifies it for PvP at a
 mean Achievement of {settings.qualify_achievement:g} in stage 1. PvP pools {MATCH.num_teams} qualified
-policies ({settings.pairing} pairing).
+policies ({settings.pairing} pairing), {_pvp_format(settings.pvp_format)}
+
+PvE, validation and `python -m matchmaking.evaluate` play the **published** maps (ids 1-256: anyone
+can generate them and reproduce a PvE result); PvP plays **held-out** maps, generated from this
+Space's secret, that no participant has seen in advance. The PvP table's Held-out and PvE vs PvP
+columns, and the plot under it, show who stands better on the published maps than on the held-out ones.
 
 ## Rules
 {MATCH.num_teams} teams of {MATCH.team_size} agents, {MATCH.map_size}x{MATCH.map_size} maps,

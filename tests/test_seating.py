@@ -114,3 +114,12 @@ def test_the_matchmaker_plays_sets_and_finishes_one_left_incomplete(tmp_path):
             arena.stop()
     finally:
         hub.stop()
+
+
+def test_the_study_counts_matches_until_the_order_stays_settled():
+    from bench.duplicate_study import _median_needed, needed
+
+    assert needed([(4, 0.9), (8, 0.96), (12, 0.94), (16, 0.97), (20, 1.0)]) == 16  # settled for good only from 16
+    assert needed([(4, 0.96), (8, 0.99)]) == 4 and needed([(4, 0.5), (8, 0.9)]) is None
+    assert _median_needed([4, 8, None], total=20) == 8.0
+    assert _median_needed([None, None, 8], total=20) is None  # mostly never settled: no figure
