@@ -14,19 +14,10 @@ from history.store import HistoryStore
 from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
 from matchmaking.policy import builtin
-from tests_support import SCREENSHOTS, free_port
+from tests_support import SCREENSHOTS, serve_app
 
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 PLOTS = ("analytics-visits", "analytics-trajectories", "analytics-tasks", "analytics-deaths", "analytics-alive")
-
-
-def _launch(data):
-    from leaderboard.pages import CSS, build
-
-    demo = build(data)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    return demo, f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +40,7 @@ def app(tmp_path_factory):
     data = StandingsRefresher(store, statuses=StatusLog(root / "s.jsonl").states, hub_url="http://hub.example", bootstrap=0,
                               analytics=AnalyticsKeeper(store, cache=root / "cache"))
     data.refresh()
-    demo, url = _launch(data)
+    demo, url = serve_app(data)
     yield {"url": url, "played": played, "data": data}
     demo.close()
 
@@ -61,7 +52,7 @@ def empty_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("analytics-empty")
     data = StandingsRefresher(HistoryStore(root / "history"), statuses=StatusLog(root / "s.jsonl").states, bootstrap=0)
     data.refresh()
-    demo, url = _launch(data)
+    demo, url = serve_app(data)
     yield url
     demo.close()
 

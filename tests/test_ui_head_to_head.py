@@ -15,7 +15,7 @@ from arena.simulation import Population, play
 from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.tables import HEATMAP_TOP
-from tests_support import SCREENSHOTS, free_port
+from tests_support import SCREENSHOTS, serve_app
 
 ROCK, PAPER, SCISSORS = "cycle/rock", "cycle/paper", "cycle/scissors"
 CROWD = 30
@@ -39,15 +39,11 @@ def _history() -> list:
 
 
 def _launch(store: HistoryStore, root) -> tuple:
-    from leaderboard.pages import CSS, build
     from leaderboard.refresher import StandingsRefresher
 
     data = StandingsRefresher(store, statuses=StatusLog(root / "s.jsonl").states, hub_url="http://hub.example", bootstrap=20)
     data.refresh()
-    demo = build(data)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    return demo, f"http://127.0.0.1:{port}/"
+    return serve_app(data)
 
 
 @pytest.fixture(scope="module")

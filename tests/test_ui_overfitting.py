@@ -21,7 +21,7 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard import tables
 from leaderboard.standings import compute, far_threshold
-from tests_support import SCREENSHOTS, free_port
+from tests_support import SCREENSHOTS, serve_app
 
 OVERFIT = "alice/overfit"
 HONEST = [f"team{i}/honest" for i in range(7)]
@@ -85,15 +85,11 @@ def test_the_pvp_table_shows_the_held_out_rating_and_the_gap(standings):
 
 
 def _serve(store: HistoryStore, root) -> tuple:
-    from leaderboard.pages import CSS, build
     from leaderboard.refresher import StandingsRefresher
 
     data = StandingsRefresher(store, statuses=StatusLog(root / "statuses.jsonl").states, hub_url="http://hub.example", bootstrap=0)
     data.refresh()
-    demo = build(data)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    return demo, f"http://127.0.0.1:{port}/"
+    return serve_app(data)
 
 
 @pytest.fixture(scope="module")

@@ -79,3 +79,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def serve_app(data, **build_kwargs) -> tuple:
+    """The Space's pages over `data` (a `StandingsRefresher`), served on a free local port
+    with the Space's CSS, for browser tests: (the Gradio app, its URL)."""
+    from leaderboard.pages import CSS, build
+
+    demo = build(data, **build_kwargs)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    return demo, f"http://127.0.0.1:{port}/"
