@@ -133,11 +133,14 @@ class StandingsRefresher:
         return self._luck
 
     def refresh_luck(self, *, force: bool = False) -> LuckReport | str:
-        """Recompute the luck report if `luck_every_s` has passed and the standings moved
-        (or `force`); outside the standings' lock, so pages keep updating meanwhile."""
+        """Recompute the luck report if the standings moved and `luck_every_s` has passed
+        (or there is no report yet), or if `force`; outside the standings' lock, so pages
+        keep updating meanwhile."""
         now = time.monotonic()
         standings = self.standings()
-        due = self._luck_at is None or now - self._luck_at >= self.luck_every_s
+        # a Space without enough matches yet tries again as soon as the standings move (cheap
+        # while the history is short), not a quarter of an hour later
+        due = self._luck_at is None or now - self._luck_at >= self.luck_every_s or isinstance(self._luck, str)
         if not force and (not due or self._luck_source == standings.source):
             return self._luck
         self._luck_at, self._luck_source = now, standings.source

@@ -212,3 +212,20 @@ def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
         page.close()
     finally:
         demo.close()
+
+
+def test_a_space_without_enough_matches_measures_luck_as_soon_as_it_has_them(tmp_path):
+    from arena.luck import LuckReport
+
+    history = seated_history(Population.random(16, seed=18), 24, effects=planted(), seed=19)
+    data = refresher_over(tmp_path / "young", history[:4])
+    data.mle_every_s = 0
+    assert "Luck needs at least 10 matches" in data.refresh_luck()
+    assert data.refresh_luck() == data.luck()  # nothing moved: not tried again
+    for result in history[4:]:
+        data.store.record(result)
+    data.store.flush()
+    data.refresh()
+    report = data.refresh_luck()  # well inside luck_every_s (15 minutes) of the first try
+    assert isinstance(report, LuckReport) and report.matches == 24
+    assert data.refresh_luck() is report  # a report stands for luck_every_s
