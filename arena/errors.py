@@ -105,3 +105,14 @@ class NotReproducibleError(ArenaError, ValueError):
     """A recorded match cannot be replayed from its record alone: a `local:` policy (a
     folder on the machine that played it, never on the Hub), a held-out map without the
     Space's secret, or a record that does not name everything its match depended on."""
+
+
+class NotPortableError(ArenaError, ValueError):
+    """A match cannot be sent to another machine: one of its policies is a folder of this
+    one (`local:`), which no node can fetch; the message says to push it to the Hub."""
+
+
+class SubmissionIntegrityError(ArenaError, RuntimeError):
+    """What a node fetched is not the commit the Hub lists for that revision (a file
+    missing, of another size or content); the message names the file, and the node's copy
+    is removed so that the next match fetches it again."""

@@ -91,8 +91,9 @@ class MatchConfig:
     fault_message_chars: int = 300
     """Characters of an error message kept in a fault record."""
 
-    cache_dir: Path = field(default_factory=default_cache_dir)
-    """Generated maps are cached here, one folder per map and nmmo version."""
+    cache_dir: Path | None = field(default_factory=default_cache_dir)
+    """Generated maps are cached here, one folder per map and nmmo version; None in a spec
+    bound for another machine, which uses its own (`matchmaking.nodes`)."""
 
     map_key: str | None = field(default=None, repr=False)
     """The key the held-out maps are generated from (`matchmaking.maps.held_out_key` of the

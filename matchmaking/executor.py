@@ -8,11 +8,15 @@ on every executor (the seed fixes the game; tested on a local Ray runtime).
 - `run_matches`: one batch, then the workers go (the evaluation tool).
 - `LocalExecutor`: a pool that lives as long as the matchmaker (no start-up per batch).
 - `RayExecutor`: the matches as Ray tasks on an existing cluster (`ray.init(address)`),
-  or on a local Ray runtime; the project must be importable on every node.
+  or on a local Ray runtime. Specs travel portable and each node fetches what it plays
+  (`matchmaking.nodes`); the project's code travels as the job's runtime environment. A
+  task whose node dies is played again by Ray on another node (`max_retries`), and its
+  result arrives once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -31,13 +35,14 @@ from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 class MatchOutcome:
     """A finished match: its result, or why it produced none; when recorded, its replay
     (`arena.replay`) and its sandboxed teams' logs (`arena.logs`; None when every team
-    played in the match process)."""
+    played in the match process); `node`: the Ray node that played it ("" on this machine)."""
 
     spec: MatchSpec
     result: MatchResult | None = None
     error: str | None = None
     replay: bytes | None = None
     logs: bytes | None = None
+    node: str = ""
 
 
 def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, live: Path | None = None) -> MatchOutcome:
@@ -50,6 +55,25 @@ def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, live
     finally:
         done()
     return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
+
+
+def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, live: Path | None) -> MatchOutcome:
+    """A Ray task: play a portable spec on whatever node Ray chose, from that node's cache."""
+    import ray
+
+    from matchmaking.nodes import NodeCache
+    from matchmaking.sandbox.host import protect_process
+
+    protect_process()  # this worker's environment (Ray's token) stays unreadable to its sandboxes
+    node = ray.get_runtime_context().get_node_id()
+    cache = NodeCache()
+    try:
+        playable = cache.localize(spec)
+    except Exception as exc:  # noqa: BLE001 - a fetch that fails loses this match only
+        return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node)
+    # a node that shares the Space's disk reports to the Space; any other, to its own cache
+    board = live if live is not None and live.parent.is_dir() else cache.live
+    return dataclasses.replace(_play(playable, host_factory, record, board), spec=spec, node=node)
 
 
 def default_workers() -> int:
@@ -146,50 +170,74 @@ class LocalExecutor:
 
 
 class RayExecutor:
-    """Matches as Ray tasks, one CPU each.
+    """Matches as Ray tasks, one CPU each, on any node of a cluster.
+
+    Each spec is sent portable (`matchmaking.nodes.portable`: submissions named by repo id,
+    sha and `hub`); the node fetches and checks them into its own cache and runs the teams'
+    sandboxes itself. The project's code reaches the nodes as the job's runtime environment
+    (`working_dir`); the nodes need the requirements installed (README, "Matches on a Ray
+    cluster").
 
     Args:
-        address (`str`, *optional*): an existing cluster (`"ray://host:10001"` or
-            `"auto"`); None starts a local Ray runtime with `num_cpus` CPUs.
+        address (`str`, *optional*): an existing cluster (`"ray://host:10001"`, `"host:6379"`
+            or `"auto"`); None or `"local"` starts a local Ray runtime with `num_cpus` CPUs.
+        hub (`str`): the endpoint nodes fetch submissions from (the Space's Hub).
         num_cpus (`int`, *optional*): CPUs of a local runtime.
+        max_retries (`int`): how many times Ray plays a match again whose node or worker died.
     """
 
     def __init__(
         self,
         address: str | None = None,
         *,
+        hub: str = "",
         num_cpus: int | None = None,
         host_factory: HostFactory = in_process_host,
         record_replays: bool = True,
         live: Path | None = None,
+        max_retries: int = 3,
     ):
         import ray  # optional: only needed when Ray is configured
 
         from arena import PROJECT_ROOT
+        from matchmaking.nodes import runtime_env
 
         self.ray = ray
+        self.hub = hub
         self.host_factory = host_factory
         self.record_replays = record_replays
         self.live = live
-        """Folder for tick reports: only seen by the Space when the nodes share its disk."""
+        """Folder for tick reports: only written by nodes that share the Space's disk."""
         if not ray.is_initialized():
-            runtime_env = {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}
-            if address is None:
-                ray.init(num_cpus=num_cpus, runtime_env=runtime_env, include_dashboard=False, log_to_driver=False)
+            options: dict = {"runtime_env": runtime_env(PROJECT_ROOT), "log_to_driver": False}
+            if address in (None, "local"):
+                ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
             else:
-                ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
-        self._play = ray.remote(num_cpus=1, max_retries=0)(_play)
+                ray.init(address=address, **options)
+        self._play = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(_play_on_node)
 
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
-        spec_of = {self._play.remote(spec, self.host_factory, self.record_replays, self.live): spec for spec in specs}
+        """Play `specs` on the cluster, yielding outcomes as they finish.
+
+        Raises:
+            `NotPortableError`: a spec holds a local folder (before any match starts).
+        """
+        from matchmaking.nodes import portable
+
+        specs = list(specs)
+        sent = [portable(spec, self.hub) for spec in specs]
+        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.live): spec
+                   for p, spec in zip(sent, specs)}
         pending = list(spec_of)
         while pending:
             done, pending = self.ray.wait(pending, num_returns=1)
             for ref in done:
                 try:
-                    yield self.ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - a node or worker died
+                    outcome = self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - retries exhausted: this match only is lost
                     yield MatchOutcome(spec_of[ref], error=f"Ray task failed: {type(exc).__name__}: {exc}")
+                else:
+                    yield dataclasses.replace(outcome, spec=spec_of[ref])
 
     def close(self) -> None:
         if self.ray.is_initialized():

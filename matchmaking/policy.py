@@ -41,12 +41,16 @@ class PolicyRef:
         policy_id (`str`): `builtin:NAME`, `local:NAME` or a Hub repo id `owner/name`.
         revision (`str`): `builtin` for built-ins, a content hash for local folders, a
             commit sha for Hub repos.
-        path (`Path`, *optional*): folder holding `policy.py` (None for built-ins).
+        path (`Path`, *optional*): folder holding `policy.py` (None for built-ins, and for
+            Hub revisions not fetched on this machine yet).
+        hub (`str`, *optional*): the endpoint of the Hub a repo's revision is fetched from,
+            where a match travels to another machine (`matchmaking.nodes`); "" otherwise.
     """
 
     policy_id: str
     revision: str
     path: Path | None = None
+    hub: str = ""
 
     @property
     def is_builtin(self) -> bool:

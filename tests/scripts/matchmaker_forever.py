@@ -1,5 +1,9 @@
 """Runs the matchmaker's rounds in a loop on a data folder until killed; prints the id of
-every match right after it is recorded. Tests kill -9 it mid-match and mid-write."""
+every match right after it is recorded. Tests kill -9 it mid-match and mid-write.
+
+    matchmaker_forever.py DATA HORIZON HUB [RAY_ADDRESS]
+
+With RAY_ADDRESS the matches run on that Ray cluster, as `NMMO_ARENA_RAY` makes the Space do."""
 
 import sys
 from pathlib import Path
@@ -13,7 +17,7 @@ if __name__ == "__main__":
     settings = ArenaSettings(
         data_dir=data, match_horizon=horizon, workers=2, pve_matches_per_stage=3,
         qualify_achievement=0.0, next_stage_top1=0.0, seed_examples=False,
-        hub_endpoint=sys.argv[3],
+        hub_endpoint=sys.argv[3], ray_address=sys.argv[4] if len(sys.argv) > 4 else None,
     )
     original = HistoryStore.record
 

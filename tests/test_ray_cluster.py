@@ -1,0 +1,110 @@
+"""The Arena on a real multi-node Ray cluster: a head and two worker nodes, each a separate
+`ray start` process on this machine (`matchmaking.local_cluster`).
+
+How a worker node is kept apart from the Space: its own **mount and PID namespaces**. In
+its mount namespace the machine's `/tmp` (this test's data folder, the Space's submission
+downloads, its map cache) and the project's checkout are covered by empty tmpfs mounts;
+only the Python environment is mounted back, read-only. So a worker node gets the Arena's
+code only as Ray ships it (the job's runtime environment) and a submission only from the
+Hub; and killing its PID namespace's first process loses the node whole, mid-match.
+
+The Space runs as its own process (`tests/scripts/matchmaker_forever.py`) with
+`NMMO_ARENA_RAY=ray://...`, as an operator would start it; the head has no CPU, so every
+match runs on a worker node.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+from huggingface_hub import HfApi
+
+from arena import PROJECT_ROOT
+from history.store import HistoryStore
+from tests_support import POLICIES, TESTS, push_policy
+
+pytest.importorskip("ray")
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from matchmaking.local_cluster import LocalCluster
+
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start_head()
+        c.add_worker(cpus=1)
+        c.add_worker(cpus=1)
+        yield c
+    finally:
+        c.stop()
+
+
+def in_flight(node) -> set[str]:
+    """The matches `node` is playing now, past their first tick (its own live reports)."""
+    from matchmaking.live import LiveBoard
+
+    try:
+        return {m.match_id for m in LiveBoard(node.path("/tmp/node/cache/live")).matches() if m.tick >= 1}
+    except OSError:
+        return set()
+
+
+def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(cluster, local_hub, tmp_path):
+    api = HfApi(endpoint=local_hub.endpoint, token="test-token")
+    probe = "nina/node-probe"
+    sha = push_policy(api, probe, POLICIES / "node_probe")
+    data = tmp_path / "data"
+    env = {**os.environ, **cluster.driver_env(), "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+    script = TESTS / "scripts" / "matchmaker_forever.py"
+    space = subprocess.Popen([sys.executable, str(script), str(data), "20", local_hub.endpoint, cluster.client_address],
+                             stdout=subprocess.PIPE, stderr=(tmp_path / "space.log").open("w"), text=True, env=env,
+                             start_new_session=True)
+    recorded: list[str] = []
+    threading.Thread(target=lambda: recorded.extend(line.strip() for line in space.stdout), daemon=True).start()
+    try:
+        deadline = time.monotonic() + 240
+        while not recorded and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert recorded, "no match was recorded"
+        # every match so far ran on a worker node, from the node's own checked fetch of the commit
+        fetched = [w for w in cluster.workers if
+                   w.path(f"/tmp/node/cache/submissions/{probe}/{sha}/.checked").is_file()]
+        assert fetched
+        for w in cluster.workers:  # and no node sees the Space's data or the project's checkout
+            assert not w.path(str(data)).exists() and not w.path(str(PROJECT_ROOT / "arena")).exists()
+        # lose a node in the middle of a match
+        victim, lost = None, set()
+        while not lost and time.monotonic() < deadline:
+            victim = next((w for w in cluster.workers if w.alive and in_flight(w)), None)
+            lost = in_flight(victim) if victim else set()
+            time.sleep(0.1)
+        assert lost, "no match was in flight to lose"
+        victim.kill()
+        assert not lost & set(recorded)
+        cluster.add_worker(cpus=1)  # capacity comes back, as an autoscaler would bring it
+        while not lost <= set(recorded) and time.monotonic() < deadline + 240:
+            time.sleep(0.5)
+    finally:
+        os.killpg(space.pid, 9)
+        space.wait()
+    assert lost <= set(recorded), "a match lost with its node was not played again"
+    assert len(recorded) == len(set(recorded))
+    store = HistoryStore(data / "history")
+    per_match = Counter(store.table().column("match_id").to_pylist())
+    assert set(per_match) == set(recorded) and set(per_match.values()) == {16}  # nothing lost, nothing doubled
+    # the sandboxes on the nodes are confined as on the Space's machine
+    for match_id in recorded:
+        (team,) = [t for t in store.logs(match_id) if t.policy_id == probe]
+        probes = [line.text for line in team.lines if line.text.startswith("probe ")]
+        assert len(probes) == 6 and not any(p.endswith("reachable") for p in probes), probes
+        assert "probe RAY_AUTH_TOKEN: absent" in probes
+    # and a match played on the cluster replays identically on this machine
+    out = subprocess.run([sys.executable, "-m", "matchmaking.rerun", recorded[-1], "--data", str(data), "--json"],
+                         env={**env, "NMMO_ARENA_HUB": local_hub.endpoint}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and '"identical": true' in out.stdout, out.stdout + out.stderr
