@@ -120,17 +120,23 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     assert {s.repo_id for s in registry.states()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
 
 
-def test_ray_executor_gives_the_same_results(tmp_path):
+def test_ray_executor_gives_the_same_results(hub, tmp_path):
+    """A local Ray runtime plays what the local pool plays, each from its own fetch of the
+    commit (the Ray task from the node's cache; `tests/test_ray_cluster.py` for real nodes)."""
     pytest.importorskip("ray")
     from arena.rules import stage_opponents
     from matchmaking.executor import LocalExecutor, RayExecutor
     from matchmaking.match import MatchSpec, policies_for
-    from matchmaking.policy import builtin, local
+    from matchmaking.policy import PolicyRef, builtin
     from matchmaking.sandbox.host import sandboxed_host
 
-    lineup = policies_for(local(EXAMPLES / "explorer"), [builtin(n) for n in stage_opponents(1)])
+    api = HfApi(endpoint=hub.endpoint, token="t")
+    sha = api.model_info("alice/gatherer").sha
+    download = tmp_path / "download"
+    api.snapshot_download("alice/gatherer", revision=sha, local_dir=download)
+    lineup = policies_for(PolicyRef("alice/gatherer", sha, path=download), [builtin(n) for n in stage_opponents(1)])
     specs = [MatchSpec(seed=s, policies=lineup, config=MatchConfig(horizon=16)) for s in (1, 2)]
-    ray_executor = RayExecutor(num_cpus=2, host_factory=sandboxed_host)
+    ray_executor = RayExecutor(num_cpus=2, hub=hub.endpoint, host_factory=sandboxed_host)
     try:
         on_ray = {o.spec.seed: o for o in ray_executor.run(specs)}
     finally:
@@ -142,6 +148,7 @@ def test_ray_executor_gives_the_same_results(tmp_path):
         local_executor.close()
     for seed in (1, 2):
         assert on_ray[seed].error is None, on_ray[seed].error
+        assert on_ray[seed].node and on_ray[seed].spec == specs[seed - 1]
         assert on_ray[seed].result.outcome() == here[seed].result.outcome()
         assert on_ray[seed].replay and here[seed].replay
 
