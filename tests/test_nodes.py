@@ -4,7 +4,6 @@ into its own cache, checked file by file against the Hub's record of the commit.
 from __future__ import annotations
 
 import pytest
-from huggingface_hub import HfApi
 
 from arena.errors import NotPortableError, SubmissionIntegrityError
 from arena.rules import stage_opponents
