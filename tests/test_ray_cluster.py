@@ -62,7 +62,7 @@ def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(clust
     data = tmp_path / "data"
     env = {**os.environ, **cluster.driver_env(), "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
     script = TESTS / "scripts" / "matchmaker_forever.py"
-    space = subprocess.Popen([sys.executable, str(script), str(data), "20", local_hub.endpoint, cluster.client_address],
+    space = subprocess.Popen([sys.executable, str(script), str(data), "24", local_hub.endpoint, cluster.client_address],
                              stdout=subprocess.PIPE, stderr=(tmp_path / "space.log").open("w"), text=True, env=env,
                              start_new_session=True)
     recorded: list[str] = []

@@ -9,7 +9,7 @@ to lose its node in the middle.
 import os
 import time
 
-DELAY_S = 0.15
+DELAY_S = 0.1
 PATHS = ["/tmp/node/cache/submissions", "/tmp/node/cache/maps", "/tmp/node/hf", "/tmp/node/ray"]
 
 
