@@ -207,13 +207,13 @@ class LocalCluster:
         """The cluster's nodes, asked of the head with the `ray` CLI's Python API in a
         subprocess (the driver process may not be connected)."""
         code = ("import json, ray; ray.init(address=%r, log_to_driver=False); "
-                "print(json.dumps([{'id': n['NodeID'], 'alive': n['Alive'], 'resources': n['Resources']} "
+                "print('NODES', json.dumps([{'id': n['NodeID'], 'alive': n['Alive'], 'resources': n['Resources']} "
                 "for n in ray.nodes()]))" % self.address)
         env = {**self._env(), "HOME": str(self.folder), "TMPDIR": "/tmp"}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-        if out.returncode != 0:
-            return []
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        # Ray's own log lines may share stdout: only the marked line is the answer
+        answer = [line for line in out.stdout.splitlines() if line.startswith("NODES ")]
+        return json.loads(answer[-1][len("NODES "):]) if out.returncode == 0 and answer else []
 
     def _nodes_alive(self) -> int:
         return sum(1 for n in self._status() if n["alive"])
