@@ -55,6 +55,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _started(log: Path) -> bool:
+    """Whether `ray start` says, in its log, that its node runs."""
+    return log.is_file() and "Ray runtime started" in log.read_text(errors="replace")
+
+
 def _unshare() -> list[str]:
     """New mount and PID namespaces for one node (its PID 1 dies with `unshare`)."""
     command = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
@@ -145,7 +150,9 @@ class LocalCluster:
         ]
         self._head = subprocess.Popen([*_unshare(), *command], env=self._env(), stdout=log.open("wb"),
                                       stderr=subprocess.STDOUT)
-        self._wait(lambda: self._nodes_alive() >= 1, f"the head (log: {log})")
+        self._wait(lambda: _started(log) or self._head.poll() is not None, f"the head (log: {log})")
+        if self._head.poll() is not None:
+            raise ClusterError(f"the head exited while starting; its log: {log}\n{log.read_text()[-2000:]}")
         return self
 
     def add_worker(self, cpus: int = 1) -> WorkerNode:
@@ -158,10 +165,10 @@ class LocalCluster:
                                    stderr=subprocess.STDOUT)
         node = WorkerNode(name, process, log)
         self.workers.append(node)
-        self._wait(lambda: bool(self._node_with(name)) or not node.alive, f"worker node {name} (log: {log})")
+        self._wait(lambda: _started(log) or not node.alive, f"worker node {name} (log: {log})")
         if not node.alive:
             raise ClusterError(f"worker node {name} exited while starting; its log: {log}\n{log.read_text()[-2000:]}")
-        node.node_id = self._node_with(name)
+        node.node_id = self._wait(lambda: self._node_with(name), f"worker node {name} joining the head (log: {log})")
         return node
 
     def _namespace_script(self, name: str, cpus: int, ports_from: int) -> str:
@@ -215,19 +222,18 @@ class LocalCluster:
         answer = [line for line in out.stdout.splitlines() if line.startswith("NODES ")]
         return json.loads(answer[-1][len("NODES "):]) if out.returncode == 0 and answer else []
 
-    def _nodes_alive(self) -> int:
-        return sum(1 for n in self._status() if n["alive"])
-
     def _node_with(self, resource: str) -> str:
         """The id of the live node offering `resource` (each worker offers its name), or ""."""
         return next((n["id"] for n in self._status() if n["alive"] and resource in n["resources"]), "")
 
-    def _wait(self, ready, what: str) -> None:
+    def _wait(self, ready, what: str):
+        """`ready()`'s first truthy value, asked every half second."""
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         while time.monotonic() < deadline:
-            if ready():
-                return
-            time.sleep(1.0)
+            value = ready()
+            if value:
+                return value
+            time.sleep(0.5)
         raise ClusterError(f"{what} did not come up within {JOIN_TIMEOUT_S:.0f} s")
 
     def stop(self) -> None:
