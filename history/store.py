@@ -177,7 +177,7 @@ def day_folder(started_at: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Kind:
+class FileKind:
     """A kind of per-match file: where it lies loose, and how its bundles are named."""
 
     folder: str
@@ -192,8 +192,8 @@ class _Kind:
         return f"{self.folder}/{match_id}{self.suffix}"
 
 
-REPLAYS = _Kind("replays", ".replay", "replays")
-LOGS = _Kind("logs", ".json.gz", "logs")
+REPLAYS = FileKind("replays", ".replay", "replays")
+LOGS = FileKind("logs", ".json.gz", "logs")
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ class HistoryReader:
         """The shards' names (paths inside `data/`, as `SHARD_NAME`), sorted."""
         return [p.relative_to(self.data).as_posix() for p in self.shards()]
 
-    def bundles(self, kind: _Kind = REPLAYS) -> list[Path]:
+    def bundles(self, kind: FileKind = REPLAYS) -> list[Path]:
         """The bundles of one kind (replays or logs), newest day first."""
         return sorted(self._walk(self.root / kind.folder, ".bundle", skip="loose"), reverse=True)
 
@@ -410,7 +410,7 @@ class HistoryReader:
         return results_from_rows(self.table().to_pylist())
 
     # -- per-match files: loose, or in a bundle ----------------------------------------------
-    def _loose(self, kind: _Kind, match_id: str) -> Path | None:
+    def _loose(self, kind: FileKind, match_id: str) -> Path | None:
         """The loose file of a match (this layout's, or the flat one's), if there is one."""
         if not MATCH_ID.fullmatch(match_id or ""):
             return None
@@ -445,7 +445,7 @@ class HistoryReader:
                 self._indexes.popitem(last=False)
         return index
 
-    def _bundled(self, kind: _Kind, match_id: str) -> tuple[Path, tuple[int, int]] | None:
+    def _bundled(self, kind: FileKind, match_id: str) -> tuple[Path, tuple[int, int]] | None:
         """The bundle holding a match's file, and where in it (newest days looked at first)."""
         if not MATCH_ID.fullmatch(match_id or ""):
             return None
@@ -456,7 +456,7 @@ class HistoryReader:
                 return path, span
         return None
 
-    def _read_file(self, kind: _Kind, match_id: str) -> tuple[bytes, Path, bool] | None:
+    def _read_file(self, kind: FileKind, match_id: str) -> tuple[bytes, Path, bool] | None:
         """A match's file of one kind: (bytes, where, loose or not); None if none is recorded."""
         path = self._loose(kind, match_id)
         if path is not None:
@@ -475,7 +475,7 @@ class HistoryReader:
             raise DamagedFileError(f"bundle {path.relative_to(self.root)} is cut short at match {match_id}")
         return data, path, False
 
-    def _checked(self, kind: _Kind, match_id: str, check: Callable[[bytes], Any]) -> tuple[bytes, Any] | None:
+    def _checked(self, kind: FileKind, match_id: str, check: Callable[[bytes], Any]) -> tuple[bytes, Any] | None:
         """A recorded file's bytes and what `check` read of them; None if it is absent. A loose
         file `check` refuses with `DamagedFileError` is quarantined; a bundle is left in place
         (it holds other matches' files), the damage named for the operator."""
