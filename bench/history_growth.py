@@ -11,7 +11,8 @@ not what is measured). Counted, as the Hub dataset would hold them (`history.mir
 
 - `files`: the dataset's files at the end;
 - `max_entries_per_folder`: the most entries (files and subfolders) of any folder, at
-  any moment measured (before and after every compaction, and at the end);
+  any moment measured (before and after every compaction of the full-rate days, before
+  the first compaction of every later day, and at the end);
 - `replay_first_frame_s`: the slowest of opening replays by match id with a fresh reader
   (cold index cache) and decoding their first frame: the oldest match, one of every
   30th day, the latest bundled and one still loose; and the same through the Hub's
@@ -27,7 +28,7 @@ A day at the full rate costs about a minute here (the store's real record, flush
 compaction: JSON of every record, a parquet write per flush), so N = 365 at the full rate
 would take hours. The first `--full-days` (1) run at `--rate`, flushing every `--flush-s`
 (40 s: what `make run` measured); the later days are time-lapsed: `--later-rate` matches
-an hour (4), flushed every `--later-flush-s` (15 min), through the same code and the same
+an hour (2), flushed every `--later-flush-s` (1 h), through the same code and the same
 compaction schedule. The files left do not depend on that rate: every compaction writes
 at most one shard and one bundle of each kind per day its matches started on, whatever
 their number; the busiest folders (the day's flushed shards, `replays/loose/`) are at
@@ -89,21 +90,26 @@ def synthetic_logs(match_id: str) -> bytes:
 
 
 def pushed_tree(root: Path) -> dict[str, int]:
-    """Folder (relative, "" for the root) -> its entries (files and subfolders), counting only
-    what the pusher would send."""
+    """Folder (relative, "" for the root) -> its entries (files and subfolders), of what the
+    pusher sends: the folders it never sends (`wal/`, `quarantine/`, `compaction/`) and
+    hidden files left out (`files_pushed` checks the count against the patterns)."""
+    entries: dict[str, int] = {}
+    for parent, dirs, names in os.walk(root):
+        relative = Path(parent).relative_to(root).as_posix()
+        relative = "" if relative == "." else relative
+        if not relative:
+            dirs[:] = [d for d in dirs if d not in ("wal", "quarantine", "compaction")]
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        entries[relative] = len(dirs) + sum(not n.startswith(".") for n in names)
+    return entries
+
+
+def files_pushed(root: Path) -> int:
+    """The files the pusher would send (`history.mirror.PUSHED`, less `NOT_PUSHED`)."""
     from huggingface_hub.utils import filter_repo_objects
 
-    files = []
-    for parent, _, names in os.walk(root):
-        for name in names:
-            files.append((Path(parent) / name).relative_to(root).as_posix())
-    entries: dict[str, set[str]] = {}
-    for path in filter_repo_objects(files, allow_patterns=PUSHED, ignore_patterns=NOT_PUSHED):
-        parts = path.split("/")
-        for depth in range(len(parts)):
-            entries.setdefault("/".join(parts[:depth]), set()).add(parts[depth])
-    return {folder: len(names) for folder, names in entries.items()} | {"<files>": len(
-        list(filter_repo_objects(files, allow_patterns=PUSHED, ignore_patterns=NOT_PUSHED)))}
+    files = [(Path(parent) / name).relative_to(root).as_posix() for parent, _, names in os.walk(root) for name in names]
+    return len(list(filter_repo_objects(files, allow_patterns=PUSHED, ignore_patterns=NOT_PUSHED)))
 
 
 def first_frame_s(reader: HistoryReader, match_id: str) -> float:
@@ -148,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compact-minutes", type=float, default=240.0, help="NMMO_ARENA_COMPACT_MINUTES")
     parser.add_argument("--full-days", type=int, default=1, help="days at the full rate (the first ones)")
     parser.add_argument("--flush-s", type=float, default=BASELINE_FLUSH_S, help="flush interval of the full-rate days")
-    parser.add_argument("--later-rate", type=float, default=4.0, help="matches an hour of the later, time-lapsed days")
-    parser.add_argument("--later-flush-s", type=float, default=900.0, help="flush interval of the later days")
+    parser.add_argument("--later-rate", type=float, default=2.0, help="matches an hour of the later, time-lapsed days")
+    parser.add_argument("--later-flush-s", type=float, default=3600.0, help="flush interval of the later days")
     parser.add_argument("--root", type=Path, help="history folder (default: a temporary one, removed)")
     parser.add_argument("--no-hub", action="store_true", help="skip the read through the embedded Hub")
     args = parser.parse_args(argv)
@@ -186,12 +192,12 @@ def run(args: argparse.Namespace, root: Path) -> int:
     def measure() -> None:
         nonlocal peak
         tree = pushed_tree(root)
-        folder = max((f for f in tree if f != "<files>"), key=lambda f: tree[f])
+        folder = max(tree, key=lambda f: tree[f])
         if tree[folder] > peak[0]:
             peak = (tree[folder], folder or "/")
 
     t = clock[0]
-    day_index = -1
+    day_index = measured_day = -1
     while t < end:
         clock[0] = t
         day = int((t - EPOCH.timestamp()) // 86400)
@@ -221,19 +227,21 @@ def run(args: argparse.Namespace, root: Path) -> int:
             next_flush = t + flush_every
         if t >= next_compact:
             clock[0] = t
-            measure()  # the worst moment: everything since the last compaction still loose
+            if full or day != measured_day:
+                measure()  # the worst moment: everything since the last compaction still loose
+                measured_day = day
             store.compact()
             compactions += 1
             if window_first is not None:  # recorded a compaction interval ago: flushed, so bundled now
                 samples["latest bundled"] = window_first
             window_first = None
             next_compact = t + args.compact_minutes * 60
-            measure()
+            if full:
+                measure()
     samples["latest loose"] = (match_id, started_at)
     store.flush()
     measure()
-    tree = pushed_tree(root)
-    files = tree["<files>"]
+    files = files_pushed(root)
     simulated_s = time.perf_counter() - started_wall
     times = {}
     for label, (mid, _) in samples.items():

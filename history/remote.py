@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from huggingface_hub.errors import EntryNotFoundError
+
 from history import bundle
 from history.store import LOGS, MATCH_ID, REPLAYS, FileKind, day_folder
 
@@ -79,6 +81,6 @@ class HubFiles:
             try:
                 with self.fs.open(self._path(relative), "rb", block_size=0) as f:
                     return f.read()
-            except FileNotFoundError:
+            except (FileNotFoundError, EntryNotFoundError):
                 continue
         return None

@@ -599,8 +599,8 @@ class HistoryStore(HistoryReader):
 
     def recover(self) -> None:
         """Start-up repair after a crash: drop temporary files and WAL entries already
-        sharded; roll back compactions killed before their files were all written; move
-        damaged shards aside."""
+        sharded, and loose files of matches never recorded; roll back compactions killed
+        before their files were all written; move damaged shards aside."""
         with self._lock:
             for folder in (self.data, self.wal, self.replays, self.logs_dir, self.journals):
                 for parent, dirs, files in os.walk(folder):
@@ -621,6 +621,14 @@ class HistoryStore(HistoryReader):
             for entry in self._wal_entries():
                 if entry.stem in self._sharded:
                     entry.unlink()
+            # a record() killed between a match's replay or logs and its WAL entry left files of
+            # a match never recorded: nothing would ever compact them away
+            waiting = {entry.stem for entry in self._wal_entries()}
+            for kind in (REPLAYS, LOGS):
+                for path in self._walk(self.root / kind.folder / "loose", kind.suffix):
+                    match_id = path.name[: -len(kind.suffix)]
+                    if match_id not in self._sharded and match_id not in waiting:
+                        path.unlink(missing_ok=True)
 
     def knows(self, match_id: str) -> bool:
         return match_id in self._sharded or (self.wal / f"{match_id}.json").exists()
