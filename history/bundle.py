@@ -20,17 +20,17 @@ finds the id by binary search, and reads that one entry.
 
 from __future__ import annotations
 
+import bisect
 import io
 import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Mapping
 
-import numpy as np
-
 from arena.errors import DamagedFileError
 
 MAGIC = b"NMBUNDL1"
 _FIXED = struct.Struct("<8sIH")
+_SPAN = struct.Struct("<QI")
 
 #: Bytes read first from a bundle: its whole index up to about 2,000 entries.
 HEAD_BYTES = 64 * 1024
@@ -57,16 +57,14 @@ def write(f: BinaryIO, sizes: Mapping[str, int], read: Callable[[str], bytes]) -
     Raises:
         `ValueError`: an entry's bytes are not as long as `sizes` said.
     """
-    ids = sorted(sizes)
+    ids = sorted(sizes, key=str.encode)
     width = max((len(i.encode()) for i in ids), default=1)
-    head = _FIXED.size + len(ids) * (width + 12)
-    table = np.zeros(len(ids), dtype=[("offset", "<u8"), ("length", "<u4")])
-    offset = head
-    for k, match_id in enumerate(ids):
-        table[k] = (offset, sizes[match_id])
+    offset = _FIXED.size + len(ids) * (width + _SPAN.size)
+    spans = []
+    for match_id in ids:
+        spans.append(_SPAN.pack(offset, sizes[match_id]))
         offset += sizes[match_id]
-    names = np.array([i.encode() for i in ids], dtype=f"S{width}")
-    f.write(_FIXED.pack(MAGIC, len(ids), width) + names.tobytes() + table.tobytes())
+    f.write(_FIXED.pack(MAGIC, len(ids), width) + b"".join(i.encode().ljust(width, b"\0") for i in ids) + b"".join(spans))
     for match_id in ids:
         data = read(match_id)
         if len(data) != sizes[match_id]:
@@ -76,12 +74,12 @@ def write(f: BinaryIO, sizes: Mapping[str, int], read: Callable[[str], bytes]) -
 
 @dataclass(frozen=True)
 class BundleIndex:
-    """A bundle's index: which matches it holds, and where each one's bytes are."""
+    """A bundle's index: which matches it holds, and where each one's bytes are (read
+    in place: a binary search over the fixed-width ids, nothing parsed up front)."""
 
-    ids: np.ndarray
-    """The match ids, sorted (fixed-width bytes)."""
-    offsets: np.ndarray
-    lengths: np.ndarray
+    head: bytes
+    count: int
+    width: int
 
     @staticmethod
     def head_size(head: bytes) -> int:
@@ -95,7 +93,7 @@ class BundleIndex:
         magic, count, width = _FIXED.unpack_from(head)
         if magic != MAGIC or width == 0:
             raise DamagedFileError(f"not a bundle (it starts with {magic!r}, not {MAGIC!r})")
-        return _FIXED.size + count * (width + 12)
+        return _FIXED.size + count * (width + _SPAN.size)
 
     @classmethod
     def parse(cls, head: bytes) -> "BundleIndex":
@@ -108,30 +106,31 @@ class BundleIndex:
         if len(head) < size:
             raise DamagedFileError(f"the bundle's index is cut short ({len(head)} of {size} bytes)")
         _, count, width = _FIXED.unpack_from(head)
-        ids = np.frombuffer(head, dtype=f"S{width}", count=count, offset=_FIXED.size)
-        table = np.frombuffer(head, dtype=[("offset", "<u8"), ("length", "<u4")], count=count,
-                              offset=_FIXED.size + count * width)
-        return cls(ids, table["offset"], table["length"])
+        return cls(bytes(head[:size]), count, width)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.count
 
     def __contains__(self, match_id: str) -> bool:
         return self.span(match_id) is not None
 
+    def _id(self, k: int) -> bytes:
+        start = _FIXED.size + k * self.width
+        return self.head[start : start + self.width].rstrip(b"\0")
+
     def names(self) -> list[str]:
-        return [i.decode() for i in self.ids]
+        return [self._id(k).decode() for k in range(self.count)]
 
     def span(self, match_id: str) -> tuple[int, int] | None:
         """(first byte, end byte) of `match_id`'s entry; None if the bundle lacks it."""
         key = match_id.encode()
-        if len(key) > self.ids.dtype.itemsize or not len(self.ids):
+        if len(key) > self.width:
             return None
-        k = int(np.searchsorted(self.ids, key))
-        if k >= len(self.ids) or self.ids[k] != key:
+        k = bisect.bisect_left(range(self.count), key, key=self._id)
+        if k >= self.count or self._id(k) != key:
             return None
-        start = int(self.offsets[k])
-        return start, start + int(self.lengths[k])
+        offset, length = _SPAN.unpack_from(self.head, _FIXED.size + self.count * self.width + k * _SPAN.size)
+        return offset, offset + length
 
 
 def read_index(f: BinaryIO) -> BundleIndex:

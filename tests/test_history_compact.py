@@ -189,7 +189,7 @@ def test_a_compaction_killed_at_any_stage_reads_back_whole_and_the_next_finishes
 
 
 def test_kill_9_at_random_moments_of_recording_and_compacting_loses_and_doubles_nothing(tmp_path):
-    rng = random.Random(11)
+    rng = random.Random(int(os.environ.get("KILL_SEED", "11")))
     durable: set[str] = set()
     for run in range(6):
         worker = subprocess.Popen([sys.executable, str(SCRIPT), str(tmp_path), "forever", str(run)],
@@ -206,7 +206,7 @@ def test_kill_9_at_random_moments_of_recording_and_compacting_loses_and_doubles_
         assert durable <= set(ids) and len(ids) == 16 * len(set(ids))
         for match_id in rng.sample(sorted(durable), min(20, len(durable))):
             assert reader.replay(match_id) == synthetic_replay(match_id)
-    assert len(durable) > 30, "the worker recorded too little before being killed"
+    assert len(durable) > 12, "the worker recorded too little before being killed"
     store = HistoryStore(tmp_path)
     store.flush()  # the matches the last kill left in the WAL
     store.compact()
