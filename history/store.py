@@ -445,26 +445,30 @@ class HistoryReader:
                 self._indexes.popitem(last=False)
         return index
 
-    def _bundled(self, kind: FileKind, match_id: str) -> tuple[Path, tuple[int, int]] | None:
-        """The bundle holding a match's file, and where in it (newest days looked at first)."""
+    def _bundled(self, kind: FileKind, match_id: str, started_at: str | None = None) -> tuple[Path, tuple[int, int]] | None:
+        """The bundle holding a match's file, and where in it: the bundles of the day the
+        match started first (when `started_at` tells it), then all, newest days first."""
         if not MATCH_ID.fullmatch(match_id or ""):
             return None
-        for path in self.bundles(kind):
+        day = day_folder(started_at or "")
+        first = self._walk(self.root / kind.folder / day, ".bundle") if day else []
+        for path in [*first, *(p for p in self.bundles(kind) if p not in first)]:
             index = self._index(path)
             span = index.span(match_id) if index is not None else None
             if span is not None:
                 return path, span
         return None
 
-    def _read_file(self, kind: FileKind, match_id: str) -> tuple[bytes, Path, bool] | None:
-        """A match's file of one kind: (bytes, where, loose or not); None if none is recorded."""
+    def _read_file(self, kind: FileKind, match_id: str, started_at: str | None = None) -> tuple[bytes, Path, bool] | None:
+        """A match's file of one kind: (bytes, where, loose or not); None if none is recorded.
+        `started_at` (the match's, if the caller knows it) goes straight to its day's bundles."""
         path = self._loose(kind, match_id)
         if path is not None:
             try:
                 return path.read_bytes(), path, True
             except FileNotFoundError:
                 pass  # bundled meanwhile: the bundle was written before the loose file went
-        found = self._bundled(kind, match_id)
+        found = self._bundled(kind, match_id, started_at)
         if found is None:
             return None
         path, (start, end) = found
@@ -475,11 +479,12 @@ class HistoryReader:
             raise DamagedFileError(f"bundle {path.relative_to(self.root)} is cut short at match {match_id}")
         return data, path, False
 
-    def _checked(self, kind: FileKind, match_id: str, check: Callable[[bytes], Any]) -> tuple[bytes, Any] | None:
+    def _checked(self, kind: FileKind, match_id: str, check: Callable[[bytes], Any],
+                 started_at: str | None = None) -> tuple[bytes, Any] | None:
         """A recorded file's bytes and what `check` read of them; None if it is absent. A loose
         file `check` refuses with `DamagedFileError` is quarantined; a bundle is left in place
         (it holds other matches' files), the damage named for the operator."""
-        found = self._read_file(kind, match_id)
+        found = self._read_file(kind, match_id, started_at)
         if found is None:
             return None
         data, path, loose = found
@@ -506,19 +511,21 @@ class HistoryReader:
         """Whether a replay was recorded for the match (loose or bundled)."""
         return self._loose(REPLAYS, match_id) is not None or self._bundled(REPLAYS, match_id) is not None
 
-    def replay_bytes(self, match_id: str) -> bytes | None:
+    def replay_bytes(self, match_id: str, *, started_at: str | None = None) -> bytes | None:
         """A match's replay bytes as recorded, unchecked (a bystander's read: nothing is
         quarantined); None if none was recorded."""
-        found = self._read_file(REPLAYS, match_id)
+        found = self._read_file(REPLAYS, match_id, started_at)
         return None if found is None else found[0]
 
-    def replay(self, match_id: str) -> bytes | None:
-        """A match's replay bytes, checked; None if none was recorded.
+    def replay(self, match_id: str, *, started_at: str | None = None) -> bytes | None:
+        """A match's replay bytes, checked; None if none was recorded. With the match's
+        `started_at` a bundled replay is found in its day's bundles at once; without it,
+        the bundles are looked through, newest days first (indexes cached).
 
         Raises:
             `DamagedFileError`: the replay cannot be decoded (a loose one is quarantined).
         """
-        read = self._checked(REPLAYS, match_id, replay_format.read)
+        read = self._checked(REPLAYS, match_id, replay_format.read, started_at)
         return None if read is None else read[0]
 
     # -- logs ----------------------------------------------------------------------------
@@ -526,7 +533,7 @@ class HistoryReader:
         """A match's loose logs file, if it has one (not yet compacted into a bundle)."""
         return self._loose(LOGS, match_id)
 
-    def logs(self, match_id: str) -> list[logs_format.TeamLog] | None:
+    def logs(self, match_id: str, *, started_at: str | None = None) -> list[logs_format.TeamLog] | None:
         """The logs of a recorded match's sandboxed teams, checked; None if none were
         recorded (built-in teams have none; matches recorded before logs were kept).
 
@@ -540,7 +547,7 @@ class HistoryReader:
                 raise DamagedFileError(f"these match logs belong to match {recorded_id}, not {match_id}")
             return teams
 
-        read = self._checked(LOGS, match_id, check)
+        read = self._checked(LOGS, match_id, check, started_at)
         return None if read is None else read[1]
 
     # -- compaction journals -------------------------------------------------------------

@@ -67,9 +67,10 @@ def assert_whole(reader: HistoryReader, played) -> None:
     ids = [m.match_id for m in played]
     assert sorted(r.match_id for r in reader.results()) == sorted(ids)
     assert reader.table().num_rows == 16 * len(ids)
-    for match_id in ids:
-        assert reader.replay(match_id) == synthetic_replay(match_id)
-        assert logs_format.encode(match_id, reader.logs(match_id)) == synthetic_logs(match_id)
+    for m in played:  # by id alone, and as the viewer asks (with the match's start)
+        assert reader.replay(m.match_id) == synthetic_replay(m.match_id)
+        assert reader.replay(m.match_id, started_at=m.started_at) == synthetic_replay(m.match_id)
+        assert logs_format.encode(m.match_id, reader.logs(m.match_id, started_at=m.started_at)) == synthetic_logs(m.match_id)
 
 
 def raw_rows(root: Path) -> int:
