@@ -69,7 +69,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -452,7 +452,12 @@ class HistoryReader:
             return None
         day = day_folder(started_at or "")
         first = self._walk(self.root / kind.folder / day, ".bundle") if day else []
-        for path in [*first, *(p for p in self.bundles(kind) if p not in first)]:
+
+        def candidates() -> Iterator[Path]:
+            yield from first
+            yield from (p for p in self.bundles(kind) if p not in first)  # listed only if needed
+
+        for path in candidates():
             index = self._index(path)
             span = index.span(match_id) if index is not None else None
             if span is not None:
