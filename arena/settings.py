@@ -199,6 +199,10 @@ class ArenaSettings:
         doc="least minutes between two audits, reruns of a recorded match in idle time checked to reproduce it (0: no audits)")
     push_every_minutes: float = setting(5.0, env="PUSH_MINUTES", parse=_number, check=_positive,
         doc="minutes between pushes of the history to the Hub (one commit each)")
+    compact_minutes: float = setting(240.0, env="COMPACT_MINUTES", parse=_number, check=_at_least(0),
+        doc="least minutes between two compactions of the history (flushed shards and one file per match packed into "
+            "one shard and bundles per day, published in one commit, at a push; 0: never): the Hub's limits on files "
+            "per repo and entries per folder")
     pve_matches_per_stage: int = setting(PVE.matches_per_stage, env="PVE_MATCHES", parse=_integer, check=_between(1, 1000),
         doc="PvE matches per stage (the paper's 10)")
     next_stage_top1: float = setting(PVE.next_stage_top1, env="NEXT_STAGE_TOP1", parse=_number, check=_between(0, 1),

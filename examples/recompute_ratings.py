@@ -17,7 +17,11 @@ Get the data (a snapshot of the Hub dataset, or the history folder of a local Sp
 Run it (the PvP tab names the last shard it rated: pass it as --through):
 
     python examples/recompute_ratings.py --data match-history \\
-        --through teams-20261201T101500123456-0a1b2c3d.parquet --csv table.csv
+        --through 2026/12/01/teams-20261201T101500123456-0a1b2c3d.parquet --csv table.csv
+
+(Shards are in one folder a day, `data/YYYY/MM/DD/`, named in the order written; a history
+from before day folders has them flat in `data/`. Compaction replaces a day's shards by one
+from time to time, so a `--through` name stays valid only until the next compaction.)
 
 It prints the table as the Space shows it with "Include superseded revisions" ticked
 (every rated revision), rounded as the Space rounds it (2 decimals).
@@ -112,11 +116,14 @@ def read_rows(data: Path, through: str | None = None) -> tuple[pd.DataFrame, lis
     """Every team row of the shards (sorted by name, the order written), up to `through`;
     a row repeated across shards (a crash between shard and WAL clean-up) counts once."""
     folder = data / "data" if (data / "data").is_dir() else data
-    shards = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
+    shards = sorted((p for p in folder.rglob("*.parquet") if not any(part.startswith(".") for part in p.parts)),
+                    key=lambda p: p.relative_to(folder).as_posix())
+    names = {p: p.relative_to(folder).as_posix() for p in shards}
     if through is not None:
-        if not any(p.name == through for p in shards):
-            sys.exit(f"--through {through}: no such shard in {folder} (the names are data/teams-*.parquet)")
-        shards = [p for p in shards if p.name <= through]
+        if not any(names[p] == through for p in shards):
+            sys.exit(f"--through {through}: no such shard in {folder} (the names are paths inside data/, "
+                     "as YYYY/MM/DD/teams-*.parquet)")
+        shards = [p for p in shards if names[p] <= through]
     if not shards:
         sys.exit(f"no parquet shards in {folder}: download the dataset first (see this script's docstring)")
     frames = []
@@ -128,7 +135,7 @@ def read_rows(data: Path, through: str | None = None) -> tuple[pd.DataFrame, lis
     rows = pd.concat(frames, ignore_index=True).drop_duplicates(["match_id", "slot"], keep="first")
     builtin = rows["policy_id"].str.startswith("builtin:")
     rows["player"] = np.where(builtin, rows["policy_id"], rows["policy_id"] + "@" + rows["revision"])
-    return rows, [p.name for p in shards]
+    return rows, [names[p] for p in shards]
 
 
 # -- 2. what is rated: PvP matches, and complete duplicate sets as one result each -------

@@ -7,8 +7,17 @@ outcome (so the Space's Hub status says when pushes fail, once, instead of a log
 attempt) and to count what is still waiting. `HubMirror` starts it once the Hub can be
 reached, since creating it contacts the Hub.
 
+The pusher also compacts the history (`HistoryStore.compact`), every
+`compact_every_minutes`, on its own thread and under its own lock, so that no push runs
+meanwhile: a compaction's new files and the deletion of the files they replace go to the
+Hub in ONE commit (`CommitOperationAdd`s and `CommitOperationDelete`s; `CommitScheduler`
+alone only ever adds), before anything is deleted locally, and `last_uploaded` forgets the
+replaced files and records the new ones, so no push sends a replaced file again or a new
+one twice. A push never sends the files of a compaction not yet published (after a crash):
+the compaction's own commit does. So the dataset holds every match once after every commit.
+
 While the Hub is unreachable nothing is lost: files stay on disk and the next push sends
-them. `HubMirror.published()` names the shards the dataset holds, so the leaderboard
+them (compaction waits for the Hub too: it deletes nothing before its commit). `HubMirror.published()` names the shards the dataset holds, so the leaderboard
 can rate exactly what anyone can download. Only the dataset's own files are pushed: the
 card, the shards, the replays, the teams' logs and the status log and the audit log; never the write-ahead
 log, temporary files or the quarantine.
@@ -17,53 +26,88 @@ log, temporary files or the quarantine.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
-from huggingface_hub import CommitScheduler
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler
 from huggingface_hub.utils import filter_repo_objects
 
-from history.store import HistoryReader
+from history.store import CompactionPlan, CompactionReport, HistoryReader, HistoryStore
 
 log = logging.getLogger(__name__)
 
 #: What of the history folder is the dataset.
-PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "logs/*.json.gz", "submissions/statuses.jsonl",
-          "audits/audits.jsonl"]
-NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**"]
+#: (`fnmatch` patterns: `*` matches `/` too, so `data/*.parquet` is every shard of every day.)
+PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "replays/*.bundle", "logs/*.json.gz", "logs/*.bundle",
+          "submissions/statuses.jsonl", "audits/audits.jsonl"]
+NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**", "compaction/**"]
+
+#: Paths asked about in one `get_paths_info` request.
+_PATHS_PER_REQUEST = 500
 
 #: Called with None after a push that worked, or with the exception of one that failed.
 PushReport = Callable[[BaseException | None], None]
 
 
 class HistoryPusher(CommitScheduler):
-    """A `CommitScheduler` that reports each push, counts the files it has not pushed, and
-    knows which shards are in the dataset."""
+    """A `CommitScheduler` that reports each push, counts the files it has not pushed,
+    knows which shards are in the dataset, and compacts the history on a schedule.
 
-    def __init__(self, *args: Any, report: PushReport | None = None, **kwargs: Any):
+    Args:
+        store (`HistoryStore`, *optional*): the history to compact (none: never compacts).
+        compact_every_minutes (`float`, *optional*): least minutes between compactions
+            (None or 0: never), counted from the last one (kept in `compaction/last`, so a
+            restart does not put it off).
+        report (`PushReport`, *optional*): told the outcome of each push.
+    """
+
+    def __init__(self, *args: Any, report: PushReport | None = None, store: HistoryStore | None = None,
+                 compact_every_minutes: float | None = None, **kwargs: Any):
         self.report = report
+        self.store = store
+        self.compact_every_minutes = compact_every_minutes
+        self.compactions: list[CompactionReport] = []
+        """What each compaction did (the latest last)."""
         self.published: tuple[str, ...] | None = None
-        """Names of the shards (`data/*.parquet`) in the Hub dataset, sorted, as of the
-        last push that worked; None before the first one."""
+        """Names of the shards (inside `data/`) in the Hub dataset, sorted, as of the last
+        push that worked; None before the first one."""
+        # pushes and compactions one at a time (the scheduler's own `lock` covers only a
+        # push's listing, and a compaction must not delete a file a push is sending)
+        self.exclusive = threading.RLock()
         super().__init__(*args, **kwargs)  # starts the first push
 
+    # -- pushing -------------------------------------------------------------------------
     def push_to_hub(self) -> Any:
-        try:
-            info = super().push_to_hub()
-        except Exception as exc:
+        with self.exclusive:
+            try:
+                if self.store is not None and (self.store.journal_plans() or self._compaction_due()):
+                    self.compact()
+                unpublished = self.store.unpublished() if self.store is not None else []
+                ignored = self.ignore_patterns
+                self.ignore_patterns = ignored + unpublished  # the compaction's own commit sends them
+                try:
+                    info = super().push_to_hub()
+                finally:
+                    self.ignore_patterns = ignored
+            except Exception as exc:
+                if self.report is not None:
+                    self.report(exc)
+                raise
+            # The push worked (or had nothing new to send): every file in `last_uploaded` is in
+            # the dataset. This runs on the pushing thread, right after the commit updated it.
+            self._note_published()
             if self.report is not None:
-                self.report(exc)
-            raise
-        # The push worked (or had nothing new to send): every file in `last_uploaded` is in
-        # the dataset. This runs on the pushing thread, right after the commit updated it.
+                self.report(None)
+            return info
+
+    def _note_published(self) -> None:
         data = Path(self.folder_path) / "data"
         self.published = tuple(sorted(
-            path.name for path in self.last_uploaded
-            if path.parent == data and path.suffix == ".parquet" and not path.name.startswith(".")
+            path.relative_to(data).as_posix() for path in self.last_uploaded
+            if data in path.parents and path.suffix == ".parquet" and not path.name.startswith(".")
         ))
-        if self.report is not None:
-            self.report(None)
-        return info
 
     def pending(self) -> int:
         """Files of the dataset changed since they were last pushed."""
@@ -78,14 +122,71 @@ class HistoryPusher(CommitScheduler):
             waiting += self.last_uploaded.get(paths[relative]) != mtime
         return waiting
 
+    # -- compacting ----------------------------------------------------------------------
+    def _marker(self) -> Path:
+        return Path(self.folder_path) / "compaction" / "last"
+
+    def _compaction_due(self) -> bool:
+        if not self.compact_every_minutes:
+            return False
+        marker = self._marker()
+        if not marker.exists():  # the clock starts with the first push
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            return False
+        return time.time() - marker.stat().st_mtime >= self.compact_every_minutes * 60
+
+    def compact(self) -> CompactionReport:
+        """Compact the history now, each compaction published in one commit (call it on the
+        pushing thread, or with no push running: `HubMirror.compact_now`).
+
+        Raises:
+            Whatever the Hub raised: the compaction is finished at the next call.
+        """
+        if self.store is None:
+            raise ValueError("this pusher was given no store to compact: pass store= (HubMirror does)")
+        with self.exclusive:
+            report = self.store.compact(publish=self._publish)
+            self._marker().parent.mkdir(parents=True, exist_ok=True)
+            self._marker().touch()
+            self.compactions.append(report)
+            if report.plans or report.finished:
+                log.info("history compacted: %d files into %d (%d finished from before)", report.replaced,
+                         report.written, report.finished)
+            return report
+
+    def _publish(self, plan: CompactionPlan) -> None:
+        """ONE commit: the compaction's new files, and the deletion of the replaced files the
+        dataset holds (asked of the Hub: after a restart `last_uploaded` knows none)."""
+        folder = Path(self.folder_path)
+        on_hub: set[str] = set()
+        for start in range(0, len(plan.inputs), _PATHS_PER_REQUEST):
+            chunk = list(plan.inputs[start : start + _PATHS_PER_REQUEST])
+            on_hub.update(info.path for info in self.api.get_paths_info(
+                self.repo_id, chunk, repo_type=self.repo_type, revision=self.revision))
+        operations: list[Any] = [CommitOperationAdd(path_in_repo=output, path_or_fileobj=folder / output)
+                                 for output in plan.outputs]
+        operations += [CommitOperationDelete(path_in_repo=path) for path in plan.inputs if path in on_hub]
+        self.api.create_commit(
+            repo_id=self.repo_id, repo_type=self.repo_type, revision=self.revision, operations=operations,
+            commit_message=f"Compact {len(plan.inputs)} files ({plan.matches} matches) into {len(plan.outputs)}",
+        )
+        with self.lock:
+            for output in plan.outputs:
+                self.last_uploaded[folder / output] = (folder / output).stat().st_mtime
+            for path in plan.inputs:
+                self.last_uploaded.pop(folder / path, None)
+        self._note_published()
+
 
 class HubMirror:
     """Keeps a `HistoryPusher` running for one history store's folder. Call `ensure()` periodically:
     it is cheap once started, and starts the pusher as soon as the Hub answers."""
 
     def __init__(self, store: HistoryReader, *, api: Any, repo_id: str, every_minutes: float = 5.0,
-                 report: PushReport | None = None):
+                 report: PushReport | None = None, compact_every_minutes: float | None = None):
         self.store = store
+        self.compact_every_minutes = compact_every_minutes
         self.root = Path(store.root)
         self.api = api
         self.repo_id = repo_id
@@ -107,6 +208,8 @@ class HubMirror:
                 ignore_patterns=NOT_PUSHED,
                 hf_api=self.api,
                 report=self.report,
+                store=self.store if isinstance(self.store, HistoryStore) else None,
+                compact_every_minutes=self.compact_every_minutes,
             )
         except Exception as exc:  # noqa: BLE001 - the Hub is away: try again at the next call
             if self.report is not None:
@@ -117,11 +220,12 @@ class HubMirror:
         return True
 
     def published(self) -> tuple[str, ...] | None:
-        """Names of the shards already in the Hub dataset (`teams-....parquet`, sorted), as
+        """Names of the shards already in the Hub dataset (paths inside `data/`, sorted), as
         of the last push that worked since this Space started; None while it cannot tell
         (the Hub not reached yet). A shard quarantined locally since is left out: the
-        leaderboard reads the local copies. Shards are never rewritten, so a name pushed
-        once is in the dataset with this content."""
+        leaderboard reads the local copies. Shards are never rewritten (compaction writes
+        new ones), so a name pushed once is in the dataset with this content until a
+        compaction's commit replaces it, which this then says."""
         names = self.scheduler.published if self.scheduler is not None else None
         if names is None:
             return None
@@ -145,6 +249,20 @@ class HubMirror:
         except Exception:  # noqa: BLE001 - reported through `report`
             return False
         return True
+
+    def compact_now(self) -> CompactionReport | None:
+        """Compact now, on the pushing thread (waits for it). None if the Hub is unreachable
+        or the compaction failed (reported through `report`; finished at the next one)."""
+        if not self.ensure():
+            return None
+        try:
+            return self.scheduler.api.run_as_future(self.scheduler.compact).result()
+        except Exception as exc:  # noqa: BLE001 - the Hub failed: the next compaction finishes the job
+            if self.report is not None:
+                self.report(exc)
+            else:
+                log.warning("history compaction failed: %s: %s", type(exc).__name__, exc)
+            return None
 
     def stop(self) -> None:
         if self.scheduler is not None:

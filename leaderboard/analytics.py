@@ -111,11 +111,7 @@ class AnalyticsKeeper:
             # Read as a bystander: a damaged replay is skipped and logged here, and left in place
             # for the history's checked reads (the viewer quarantines it when it is opened, and
             # tells the visitor and the operator that it is damaged rather than missing).
-            path = self.store.replay_path(match_id)
-            try:
-                data = None if path is None else path.read_bytes()
-            except FileNotFoundError:
-                data = None
+            data = self.store.replay_bytes(match_id)
             self.reads += data is not None
             try:
                 decoded = None if data is None else replay_format.read(data)

@@ -248,6 +248,14 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
     def latest_players() -> set[str]:
         return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
 
+    def started(match_id: str) -> str | None:
+        """A rated match's start (its replay is then read from its day's bundles at once)."""
+        teams = data.standings().teams
+        if not len(teams):
+            return None
+        hit = teams.loc[teams["match_id"] == match_id, "started_at"]
+        return str(hit.iloc[0]) if len(hit) else None
+
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
         latest = None if older else (latest_players() or None)
         table = tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest, search=search or "",
@@ -350,7 +358,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 with gr.Row():
                     match_id = gr.Textbox(label="Match id", elem_id="replay-match")
                     show = gr.Button("Replay", elem_id="replay-load")
-                viewer = replay_viewer(data.store.replay, logs=data.store.logs)
+                viewer = replay_viewer(lambda m: data.store.replay(m, started_at=started(m)),
+                                       logs=lambda m: data.store.logs(m, started_at=started(m)))
             with gr.Tab("About / Submit", id="about"):
                 gr.Markdown(about_markdown(settings, hub_url=hub_url))
                 # computed in the background by the refresher; a page load only formats it

@@ -102,7 +102,7 @@ class StandingsRefresher:
         names = self.published() if self.published is not None else None
         if names is not None:
             return Source(tuple(sorted(names)), published=True)
-        return Source(tuple(p.name for p in self.store.shards()), published=False)
+        return Source(tuple(self.store.shard_names()), published=False)
 
     def refresh(self) -> Standings:
         """Recompute if the shards changed since the last computation (and it is at least
@@ -112,6 +112,11 @@ class StandingsRefresher:
             now = time.monotonic()
             if self._standings is None or (source != self._standings.source and now - self._computed_at >= self.mle_every_s):
                 rows = self.store.shard_table(source.shards).to_pandas()
+                for _ in range(3):  # a compaction replaced shards while they were read: read the new ones
+                    again = self.source()
+                    if again == source:
+                        break
+                    source, rows = again, self.store.shard_table(again.shards).to_pandas()
                 self._standings = compute(rows, previous=self._standings, bootstrap=self.bootstrap, source=source)
                 self._computed_at = now
             standings = self._standings

@@ -61,7 +61,7 @@ class Source:
     the write-ahead log, so the same shards of the dataset give the same table."""
 
     shards: tuple[str, ...] = ()
-    """The shards' file names (`teams-<time>-<id>.parquet`), sorted (the order written)."""
+    """The shards' names (paths inside `data/`), sorted (by day, then the order written)."""
     published: bool = False
     """True: the shards already pushed to the Hub dataset; False: the local shards (no
     mirror, or the Hub not reached yet)."""

@@ -168,7 +168,8 @@ class Arena:
             else:
                 health.failed(error, doing="history push")
 
-        mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes, report=pushed)
+        mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes, report=pushed,
+                           compact_every_minutes=settings.compact_minutes)
         health.pending = mirror.pending
         workers = settings.workers or default_workers()
         live = settings.data_dir / "live"

@@ -108,8 +108,8 @@ def test_hub_push_survives_an_outage(tmp_path):
     try:
         assert mirror.push_now()
         remote = set(api.list_repo_files("arena/history", repo_type="dataset"))
-        assert {f"data/{p.name}" for p in store.shards()} <= remote
-        assert {f"replays/{m.match_id}.replay" for m in matches} <= remote
+        assert {f"data/{name}" for name in store.shard_names()} <= remote
+        assert {f"replays/loose/{m.match_id[:2]}/{m.match_id}.replay" for m in matches} <= remote
         assert not any(name.startswith("wal/") for name in remote)
     finally:
         mirror.stop()

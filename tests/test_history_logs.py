@@ -30,7 +30,7 @@ def test_logs_round_trip_beside_the_replay_exactly_once(tmp_path):
     assert store.record(MATCHES[1])  # a match of built-ins only has no logs
     teams = store.logs(first.match_id)
     assert [(t.slot, [line.text for line in t.lines]) for t in teams] == [(2, ["hello"])]
-    assert (tmp_path / "history" / "logs" / f"{first.match_id}.json.gz").is_file()
+    assert (tmp_path / "history" / "logs" / "loose" / first.match_id[:2] / f"{first.match_id}.json.gz").is_file()
     assert store.logs(MATCHES[1].match_id) is None and store.logs("no-such-match") is None
     store.flush()
     assert HistoryStore(tmp_path / "history").logs(first.match_id) == teams  # after a restart too
@@ -79,11 +79,11 @@ def test_logs_are_pushed_with_the_replays(tmp_path, local_hub, hub_api):
     try:
         assert mirror.push_now()
         remote = set(hub_api.list_repo_files("arena/history-logs", repo_type="dataset"))
-        assert {f"logs/{m.match_id}.json.gz" for m in MATCHES[:2]} <= remote
-        assert {f"replays/{m.match_id}.replay" for m in MATCHES[:2]} <= remote
+        assert {f"logs/loose/{m.match_id[:2]}/{m.match_id}.json.gz" for m in MATCHES[:2]} <= remote
+        assert {f"replays/loose/{m.match_id[:2]}/{m.match_id}.replay" for m in MATCHES[:2]} <= remote
         from huggingface_hub import hf_hub_download
 
-        path = hf_hub_download("arena/history-logs", f"logs/{MATCHES[0].match_id}.json.gz", repo_type="dataset",
+        path = hf_hub_download("arena/history-logs", f"logs/loose/{MATCHES[0].match_id[:2]}/{MATCHES[0].match_id}.json.gz", repo_type="dataset",
                                endpoint=hub_api.endpoint, token="test-token", cache_dir=tmp_path / "hf")
         from arena.logs import read
 

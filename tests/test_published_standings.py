@@ -15,6 +15,11 @@ def history(n: int, seed: int = 0):
     return random_history(Population.random(30, seed=seed), n, seed=seed)
 
 
+def name(store: HistoryStore, shard) -> str:
+    """A shard's name as the standings give it: its path inside `data/` (a day folder)."""
+    return shard.relative_to(store.data).as_posix()
+
+
 def shards_on_hub(api, repo_id: str) -> list[str]:
     files = api.list_repo_files(repo_id, repo_type="dataset")
     return sorted(f.removeprefix("data/") for f in files if f.startswith("data/") and f.endswith(".parquet"))
@@ -30,15 +35,15 @@ def test_the_mirror_names_exactly_the_shards_the_dataset_holds(tmp_path, hub_api
             store.record(m)
         first = store.flush()
         assert mirror.push_now()
-        assert mirror.published() == (first.name,) == tuple(shards_on_hub(hub_api, "arena/published"))
+        assert mirror.published() == (name(store, first),) == tuple(shards_on_hub(hub_api, "arena/published"))
         for m in matches[3:6]:
             store.record(m)
         second = store.flush()  # flushed, not pushed
         for m in matches[6:]:
             store.record(m)  # in the WAL only
-        assert mirror.published() == (first.name,)
+        assert mirror.published() == (name(store, first),)
         assert mirror.push_now()
-        assert mirror.published() == (first.name, second.name) == tuple(shards_on_hub(hub_api, "arena/published"))
+        assert mirror.published() == (name(store, first), name(store, second)) == tuple(shards_on_hub(hub_api, "arena/published"))
     finally:
         mirror.stop()
 
@@ -53,7 +58,7 @@ def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api)
             store.record(m)
         first = store.flush()
         unpushed = refresher.refresh()  # the Hub not reached yet: the local shards, said so
-        assert (unpushed.matches, unpushed.source.published, unpushed.source.through) == (4, False, first.name)
+        assert (unpushed.matches, unpushed.source.published, unpushed.source.through) == (4, False, name(store, first))
         assert "local shards" in source_line(unpushed) and "Not yet confirmed" in source_line(unpushed)
         assert mirror.push_now()
         for m in matches[4:7]:
@@ -62,11 +67,11 @@ def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api)
         for m in matches[7:]:
             store.record(m)  # and three matches in the WAL
         standings = refresher.refresh()
-        assert standings.source.shards == (first.name,) and standings.source.published
+        assert standings.source.shards == (name(store, first),) and standings.source.published
         assert standings.matches == standings.pvp_matches == standings.rated_results == 4
         assert set(standings.teams["match_id"]) == {m.match_id for m in matches[:4]}
         assert set(standings.trueskill.ratings) <= set(standings.teams["player"])
-        assert source_line(standings) == (f"Computed from 4 matches in the published shards through `{first.name}` "
+        assert source_line(standings) == (f"Computed from 4 matches in the published shards through `{name(store, first)}` "
                                           "(4 PvP, 4 rated results: a duplicate set is one).")
         assert mirror.push_now()
         store.flush()
@@ -89,7 +94,7 @@ def test_without_a_mirror_the_local_shards_and_only_whole_ones(tmp_path):
     assert source_line(empty).startswith("Computed from 0 matches")
     shard = store.flush()
     standings = refresher.refresh()
-    assert standings.matches == 5 and standings.source.through == shard.name and not standings.source.published
+    assert standings.matches == 5 and standings.source.through == name(store, shard) and not standings.source.published
 
 
 def test_every_column_moves_to_new_shards_together(tmp_path):
@@ -106,7 +111,43 @@ def test_every_column_moves_to_new_shards_together(tmp_path):
         store.record(m)
     store.flush()
     held = refresher.refresh()
-    assert held is first and held.source.through == first_shard.name and held.matches == 4
+    assert held is first and held.source.through == name(store, first_shard) and held.matches == 4
     refresher.mle_every_s = 0.0
     moved = refresher.refresh()
     assert moved.matches == 8 and set(moved.mle) >= set(first.mle) and moved.trueskill != first.trueskill
+
+
+def test_after_a_compaction_the_standings_follow_the_commit_with_every_match(tmp_path, hub_api):
+    store = HistoryStore(tmp_path / "history")
+    mirror = HubMirror(store, api=hub_api, repo_id="arena/compacted-standings", every_minutes=60)
+    refresher = StandingsRefresher(store, bootstrap=0, mle_every_s=0.0, published=mirror.published)
+    matches = history(9, seed=4)
+    try:
+        for k, m in enumerate(matches):
+            store.record(m)
+            if k % 3 == 2:
+                store.flush()
+        assert mirror.push_now()
+        before = refresher.refresh()
+        assert before.matches == 9 and len(before.source.shards) == 3
+        assert mirror.compact_now() is not None
+        after = refresher.refresh()
+        assert after.source.shards == tuple(store.shard_names()) == tuple(shards_on_hub(hub_api, "arena/compacted-standings"))
+        assert [n.split("/")[-1][:4] for n in after.source.shards] == ["day-"]  # the synthetic matches' one day
+        assert after.matches == 9 and after.trueskill.ratings == before.trueskill.ratings
+    finally:
+        mirror.stop()
+
+
+def test_shards_compacted_away_while_the_standings_read_them_are_read_again_by_their_new_names(tmp_path):
+    store = HistoryStore(tmp_path / "history")
+    for k, m in enumerate(history(6, seed=5)):
+        store.record(m)
+        if k % 2:
+            store.flush()
+    old = store.shard_names()
+    store.compact()  # as if between the refresher's listing and its reading
+    answers = iter([old])
+    refresher = StandingsRefresher(store, bootstrap=0, mle_every_s=0.0, published=lambda: next(answers, store.shard_names()))
+    standings = refresher.refresh()
+    assert standings.matches == 6 and standings.source.shards == tuple(store.shard_names())

@@ -157,7 +157,7 @@ def linked(table: pd.DataFrame) -> pd.DataFrame:
 
 def test_the_history_has_every_case(space):
     store, standings = space
-    assert len(store.shards()) == 3 and standings.source.shards == tuple(p.name for p in store.shards())
+    assert len(store.shards()) == 3 and standings.source.shards == tuple(store.shard_names())
     pve = len(SUBMISSIONS) * (PVE_STAGE1 + PVE_STAGE2)
     assert standings.matches == 70 - 5 + 4 * 4 + 2 + 2 + pve  # the WAL's 5 are not in
     assert standings.pvp_matches == standings.matches - pve
@@ -188,7 +188,7 @@ def test_the_script_reproduces_the_spaces_table(space, tmp_path):
 
 def test_through_a_shard_reproduces_the_table_of_the_shards_up_to_it(space, tmp_path):
     store, _ = space
-    names = [p.name for p in store.shards()][:2]
+    names = store.shard_names()[:2]
     standings = compute(store.shard_table(names).to_pandas(), bootstrap=200, source=Source(tuple(names)))
     got = script_table(store.data, tmp_path, "--through", names[-1])  # data/ itself works too
     pd.testing.assert_frame_equal(got, space_table(standings), check_dtype=False)

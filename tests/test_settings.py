@@ -38,6 +38,7 @@ BAD = {
     "NMMO_ARENA_PVP_S": ("0", "a positive value"),
     "NMMO_ARENA_FLUSH_S": ("-5", "a positive value"),
     "NMMO_ARENA_PUSH_MINUTES": ("0", "a positive value"),
+    "NMMO_ARENA_COMPACT_MINUTES": ("-1", "at least 0"),
     "NMMO_ARENA_PVE_MATCHES": ("0", "from 1 to 1000"),
     "NMMO_ARENA_NEXT_STAGE_TOP1": ("1.5", "from 0 to 1"),
     "NMMO_ARENA_QUALIFY": ("85", "from 0 to 84"),

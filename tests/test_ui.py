@@ -284,3 +284,22 @@ def test_the_pvp_tab_says_what_it_was_computed_from(page, app):
     text = line.inner_text()
     assert f"Computed from {standings.matches} matches in the local shards through {standings.source.through}" in text
     assert "121 matches" in text and "120 PvP" in text and "Not yet confirmed in the Hub dataset" in text
+
+
+def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
+    """Last (it compacts the module's history): the real match's replay read by range out
+    of its day's bundle, and the table still counts every match once."""
+    store = app["data"].store
+    report = HistoryStore(store.root).compact()
+    assert report.plans and store.replay_path(app["real"].match_id) is None and store.bundles()
+    assert len(app["data"].refresh().teams["match_id"].unique()) == 121
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.goto(app["url"])
+    page.get_by_role("tab", name="Replay").click()
+    page.locator("#replay-match textarea, #replay-match input").first.fill(app["real"].match_id)
+    page.locator("#replay-load").click()
+    page.wait_for_function("() => window.__replayReady === true", timeout=20000)
+    assert page.evaluate("window.__replayLoadMs") < 1000
+    assert "tick 0 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
+    context.close()

@@ -1,0 +1,86 @@
+"""One match's replay or logs read straight from the Hub dataset, by HTTP Range.
+
+For a reader without the Space's folder (anyone with the dataset's id). A match's file is
+either still loose (`replays/loose/<id[:2]>/<id>.replay`, or `replays/<id>.replay` in the
+flat layout) or in a bundle of the day the match started (`replays/YYYY/MM/DD/*.bundle`,
+`history.bundle`): the day comes from the match's `started_at`, so a reader lists one
+folder, reads each bundle's head (its index) and then the one entry, a few small requests
+however large the bundle, through `HfFileSystem` (the unmodified client).
+
+Example:
+    >>> hub = HubFiles("nmmo-arena/match-history")  # doctest: +SKIP
+    >>> data = hub.replay("0b6d...", started_at="2026-12-01T10:15:00+00:00")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from huggingface_hub.errors import EntryNotFoundError
+
+from history import bundle
+from history.store import LOGS, MATCH_ID, REPLAYS, FileKind, day_folder
+
+
+class HubFiles:
+    """Per-match files of a history dataset on the Hub.
+
+    Args:
+        repo_id (`str`): the dataset (`owner/name`).
+        fs (`HfFileSystem`, *optional*): the client (made from `endpoint` and `token` if not given).
+        endpoint (`str`, *optional*): the Hub, for a client made here.
+        token (`str`, *optional*): a token, for a client made here (reading a public dataset needs none).
+        revision (`str`, *optional*): a commit or branch (default: main).
+    """
+
+    def __init__(self, repo_id: str, *, fs: Any = None, endpoint: str | None = None, token: str | None = None,
+                 revision: str | None = None):
+        if fs is None:
+            from huggingface_hub import HfFileSystem
+
+            fs = HfFileSystem(endpoint=endpoint, token=token)
+        self.fs = fs
+        self.repo_id = repo_id
+        self.revision = revision
+        self.requests = 0
+        """Files opened or folders listed so far (each one or two HTTP requests)."""
+
+    def _path(self, relative: str) -> str:
+        at = f"@{self.revision}" if self.revision else ""
+        return f"datasets/{self.repo_id}{at}/{relative}"
+
+    def replay(self, match_id: str, *, started_at: str) -> bytes | None:
+        """A match's replay bytes as recorded (unchecked: `arena.replay.read` checks them);
+        None if the dataset has none for it."""
+        return self._find(REPLAYS, match_id, started_at)
+
+    def logs(self, match_id: str, *, started_at: str) -> bytes | None:
+        """A match's team logs as recorded (`arena.logs.read` reads them); None if none."""
+        return self._find(LOGS, match_id, started_at)
+
+    def _find(self, kind: FileKind, match_id: str, started_at: str) -> bytes | None:
+        if not MATCH_ID.fullmatch(match_id or ""):
+            return None
+        day = day_folder(started_at)
+        if day is not None:  # bundled: compaction leaves nothing loose for long
+            self.requests += 1
+            try:
+                names = self.fs.ls(self._path(f"{kind.folder}/{day}"), detail=False)
+            except FileNotFoundError:
+                names = []
+            for name in sorted(names, reverse=True):
+                if not name.endswith(".bundle"):
+                    continue
+                self.requests += 1
+                with self.fs.open(name, "rb", block_size=bundle.HEAD_BYTES, cache_type="none") as f:
+                    index = bundle.read_index(f)
+                    if match_id in index:
+                        return bundle.read_entry(f, index, match_id)
+        for relative in (kind.loose(match_id), kind.flat(match_id)):
+            self.requests += 1
+            try:
+                with self.fs.open(self._path(relative), "rb", block_size=0) as f:
+                    return f.read()
+            except (FileNotFoundError, EntryNotFoundError):
+                continue
+        return None
