@@ -26,6 +26,7 @@ Elo place them on their own scales by matching duel win probabilities (see
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -199,6 +200,137 @@ def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tu
         return [(float(team[0].mu), float(team[0].sigma)) for team in rated]
 
 
+def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_player: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outcomes as padded arrays for the compiled kernels: player index and score of each
+    seat, and seats per match; `by_player` puts each match's seats in (player id, seat)
+    order, as `trueskill_ratings` rates them (`index` must number players in id order)."""
+    m = len(history)
+    width = max((len(o.players) for o in history), default=1)
+    widths = np.fromiter((len(o.players) for o in history), dtype=np.int64, count=m)
+    seats = np.full((m, width), -1, dtype=np.int64)
+    scores = np.zeros((m, width), dtype=np.float64)
+    if m and (widths == width).all():  # the usual case: every match has the same seats
+        seats[:] = np.fromiter((index[p] for o in history for p in o.players), dtype=np.int64, count=m * width).reshape(m, width)
+        scores[:] = np.fromiter((s for o in history for s in o.scores), dtype=np.float64, count=m * width).reshape(m, width)
+    else:
+        for row, o in enumerate(history):
+            seats[row, : len(o.players)] = [index[p] for p in o.players]
+            scores[row, : len(o.scores)] = o.scores
+    if by_player and m:
+        # stable sort by player index = sorted by (player id, seat); padding (-1) goes last
+        key = np.where(seats < 0, np.iinfo(np.int64).max, seats)
+        order = np.argsort(key, axis=1, kind="stable")
+        seats = np.take_along_axis(seats, order, axis=1)
+        scores = np.take_along_axis(scores, order, axis=1)
+    return seats, scores, widths
+
+
+def _check_after(history: Sequence[Outcome], last: tuple[str, str]) -> None:
+    """Every match after the checkpoint's last one and after the match before it."""
+    for outcome in history:
+        if outcome.key <= last:
+            raise ValueError(
+                f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
+            )
+        last = outcome.key
+
+
+def trueskill_trail(
+    history: Sequence[Outcome],
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    keep: int = 0,
+) -> tuple[TrueSkillState, dict[str, list[tuple[int, float, float]]]]:
+    """`trueskill_ratings`, and each player's last `keep` new ratings as (row in `history`,
+    mu, sigma), oldest first: what `observe` would have seen of them, without a Python call
+    per rating. Compiled (`arena.kernels`) where numba is installed; the same numbers
+    either way (the compiled loop repeats the pure-Python arithmetic, see tests/test_kernels.py).
+
+    Raises:
+        `ValueError`: as `trueskill_ratings`.
+    """
+    from arena import kernels
+
+    state = state or TrueSkillState()
+    if not kernels.AVAILABLE:
+        trail: dict[str, deque] = {}
+
+        rows = {id(o): r for r, o in enumerate(history)}
+
+        def observe(outcome: Outcome, player: str, rating: TrueSkillRating) -> None:
+            trail.setdefault(player, deque(maxlen=max(keep, 1))).append((rows[id(outcome)], rating.mu, rating.sigma))
+
+        done = _trueskill_python(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma,
+                                 observe=observe if keep else None)
+        return done, {p: list(t) for p, t in trail.items()}
+    _check_after(history, state.last_key)
+    names = sorted({p for o in history for p in o.players} | set(state.ratings) | set(anchors))
+    index = {p: i for i, p in enumerate(names)}
+    n = len(names)
+    mu = np.full(n, TRUESKILL_MU)
+    sigma = np.full(n, TRUESKILL_SIGMA)
+    matches = np.zeros(n, dtype=np.int64)
+    present = np.zeros(n, dtype=np.bool_)
+    for p, r in state.ratings.items():
+        i = index[p]
+        mu[i], sigma[i], matches[i], present[i] = r.mu, r.sigma, r.matches, True
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = np.zeros(n, dtype=np.bool_)
+    fixed_mu, fixed_sigma = np.zeros(n), np.zeros(n)
+    for p, v in anchors.items():
+        i = index[p]
+        fixed[i], fixed_mu[i], fixed_sigma[i] = True, anchor_trueskill_mu(v, mean_anchor), anchor_sigma
+    seats, scores, widths = _seat_arrays(history, index, by_player=True)
+    trail_match = np.zeros((n, keep), dtype=np.int64)
+    trail_mu, trail_sigma = np.zeros((n, keep)), np.zeros((n, keep))
+    trail_count = np.zeros(n, dtype=np.int64)
+    from arena.trueskill_ffa import _draw_margin
+
+    margin = _draw_margin(TRUESKILL_MU, TRUESKILL_SIGMA, TRUESKILL_BETA, 0.0, DRAW_PROBABILITY)
+    import trueskill
+
+    row = 0
+    while True:
+        row = kernels.trueskill_history(seats, scores, widths, row, mu, sigma, matches, present, fixed, fixed_mu,
+                                        fixed_sigma, TRUESKILL_BETA, 0.0, margin, trueskill.DELTA, trail_match,
+                                        trail_mu, trail_sigma, trail_count, 2.0)
+        if row == kernels.OK:
+            break
+        # ALGO LOGIC: a match the compiled loop cannot rate exactly (the pure-Python code
+        # would raise there): rated in Python, with the package's mpmath fallback, as before.
+        k = int(widths[row])
+        players = seats[row, :k]
+        ranks = competition_ranks(scores[row, :k].tolist())
+        before = [(fixed_mu[p], fixed_sigma[p]) if fixed[p] else (mu[p], sigma[p]) for p in players]
+        after = _rate_match([(float(a), float(b)) for a, b in before], ranks)
+        updates: dict[int, list[tuple[float, float]]] = {}
+        for p, new in zip(players.tolist(), after):
+            if not fixed[p]:
+                updates.setdefault(p, []).append(new)
+        for p, news in updates.items():
+            mu[p], sigma[p] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
+            matches[p] += 1
+            present[p] = True
+            if keep:
+                slot = trail_count[p] % keep
+                trail_match[p, slot], trail_mu[p, slot], trail_sigma[p, slot] = row, mu[p], sigma[p]
+                trail_count[p] += 1
+        row += 1
+    ratings = {
+        names[i]: TrueSkillRating(mu=float(mu[i]), sigma=float(sigma[i]), matches=int(matches[i]))
+        for i in np.nonzero(present)[0]
+    }
+    trails: dict[str, list[tuple[int, float, float]]] = {}
+    for i in np.nonzero(trail_count)[0] if keep else ():
+        count = int(trail_count[i])
+        slots = [(count - j) % keep for j in range(min(count, keep), 0, -1)]  # oldest first
+        trails[names[i]] = [(int(trail_match[i, s]), float(trail_mu[i, s]), float(trail_sigma[i, s])) for s in slots]
+    last = history[-1].key if history else state.last_key
+    return TrueSkillState(ratings=ratings, last_key=last, matches=state.matches + len(history)), trails
+
+
 def trueskill_ratings(
     history: Sequence[Outcome],
     *,
@@ -215,12 +347,30 @@ def trueskill_ratings(
     player appearing twice in one match takes the mean of its updates.
 
     `observe(outcome, player, rating)`, if given, sees every new rating as it is made
-    (the leaderboard draws ratings over time with it).
+    (then the pure-Python loop runs; `trueskill_trail` gives the latest ones compiled).
+    Without it the compiled loop runs where numba is installed (`arena.kernels`): the same
+    ratings, about a hundred times faster.
 
     Raises:
         `ValueError`: `history` holds a match at or before the checkpoint's last one (then
             recompute from scratch: online ratings depend on order).
     """
+    from arena import kernels
+
+    if observe is None and kernels.AVAILABLE:
+        return trueskill_trail(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma)[0]
+    return _trueskill_python(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma, observe=observe)
+
+
+def _trueskill_python(
+    history: Sequence[Outcome],
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    observe: "Callable[[Outcome, str, TrueSkillRating], None] | None" = None,
+) -> TrueSkillState:
+    """The pure-Python `trueskill_ratings` (the reference the compiled loop is tested against)."""
     state = state or TrueSkillState()
     ratings = dict(state.ratings)
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
@@ -295,14 +445,19 @@ def elo_ratings(
     state: EloState | None = None,
     k: float = ELO_K,
     anchors: Mapping[str, float] = ANCHORS,
+    compiled: bool = True,
 ) -> EloState:
     """Elo after `history`, in order, carried forward from `state` if given.
 
     A 16-team match is read as its duels (a higher Achievement wins, equal scores draw),
     computed for the whole match at once; anchors are fixed; new players start at 1200.
     If `history` holds matches at or before the checkpoint other than the ones it covers
-    (out-of-order arrival), everything is recomputed from scratch.
+    (out-of-order arrival), everything is recomputed from scratch. `compiled`: use the
+    compiled loop (`arena.kernels`) where numba is installed (equal within 1e-9; the
+    numpy loop below is the reference).
     """
+    from arena import kernels
+
     state = state or EloState()
     new = [o for o in history if o.key > state.last_key]
     if len(history) - len(new) != state.matches:
@@ -310,6 +465,19 @@ def elo_ratings(
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
     fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
     ratings = dict(state.ratings)
+    if compiled and kernels.AVAILABLE and new:
+        names = sorted({p for o in new for p in o.players} | set(ratings) | set(fixed))
+        index = {p: i for i, p in enumerate(names)}
+        values = np.array([ratings.get(p, ELO_START) for p in names])
+        is_fixed = np.array([p in fixed for p in names], dtype=np.bool_)
+        fixed_values = np.array([fixed.get(p, 0.0) for p in names])
+        seats, scores, widths = _seat_arrays(new, index, by_player=False)
+        kernels.elo_history(seats, scores, widths, values, is_fixed, fixed_values, float(k))
+        played = np.zeros(len(names), dtype=bool)
+        played[seats[seats >= 0]] = True
+        for i in np.nonzero(played & ~is_fixed)[0]:
+            ratings[names[i]] = float(values[i])
+        return EloState(ratings, new[-1].key, state.matches + len(new))
     for o in new:
         current = np.array([fixed.get(p, ratings.get(p, ELO_START)) for p in o.players])
         scores = np.array(o.scores)

@@ -1,0 +1,111 @@
+"""The compiled rating loops (`arena.kernels`) against the pure-Python code they replace."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import pytest
+import trueskill
+
+from arena import kernels
+from arena.ratings import (
+    ANCHORS,
+    DRAW_PROBABILITY,
+    TRUESKILL_BETA,
+    TRUESKILL_MU,
+    TRUESKILL_SIGMA,
+    Outcome,
+    TrueSkillRating,
+    TrueSkillState,
+    _design,
+    _negative_log_likelihood,
+    _trueskill_python,
+    elo_ratings,
+    outcomes,
+    trueskill_ratings,
+    trueskill_trail,
+)
+from arena.simulation import Population, random_history
+from arena.trueskill_ffa import _draw_margin
+from tests_synthetic import arena_history
+
+pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+
+
+@pytest.fixture(scope="module")
+def arena_like() -> list[Outcome]:
+    """Anchors, built-ins seated several times, a submission seated twice, duplicate sets."""
+    return outcomes(arena_history(matches=150, sets=6, seed=5))
+
+
+def test_compiled_trueskill_equals_the_python_loop_bit_for_bit(arena_like):
+    assert trueskill_ratings(arena_like) == _trueskill_python(arena_like)
+    population = outcomes(random_history(Population.random(60, seed=1), 400, seed=1))
+    assert trueskill_ratings(population, anchors={}) == _trueskill_python(population, anchors={})
+
+
+def test_compiled_trueskill_extends_a_checkpoint_like_the_python_loop(arena_like):
+    checkpoint = _trueskill_python(arena_like[:90])
+    assert trueskill_ratings(arena_like[90:], state=checkpoint) == _trueskill_python(arena_like)
+    with pytest.raises(ValueError, match="recompute from scratch"):
+        trueskill_ratings(arena_like[:10], state=checkpoint)
+
+
+@pytest.mark.parametrize(
+    ("ratings", "scores"),
+    [
+        ([(0.0, 1.0), (300.0, 1.0)], [10, 0]),  # a hopeless underdog wins: FloatingPointError
+        ([(89.0, 2.3), (339.0, 1.5), (367.0, 0.4), (133.0, 2.8), (285.0, 0.3)], [0, 0, 4, 4, 8]),  # math domain error
+    ],
+)
+def test_a_match_the_compiled_loop_cannot_rate_is_rated_in_python(ratings, scores):
+    """Where the float maths fails (the pure-Python code raises and falls back to the
+    package's mpmath backend), the compiled loop stops before the match, `_rate_match`
+    rates it, and the loop carries on: the result is the pure-Python loop's."""
+    players = [f"p{i}" for i in range(len(ratings))]
+    state = TrueSkillState(ratings={p: TrueSkillRating(m, s, 3) for p, (m, s) in zip(players, ratings)},
+                           last_key=("t0", "m0"), matches=3)
+    history = [Outcome(("t1", "m1"), tuple(players), tuple(scores)),
+               Outcome(("t2", "m2"), tuple(players), tuple(reversed(scores)))]
+    assert trueskill_ratings(history, state=state, anchors={}) == _trueskill_python(history, state=state, anchors={})
+    # the kernel itself refuses the match (returns its row) rather than rating it
+    n = len(players)
+    empty = np.zeros((n, 0))
+    stop = kernels.trueskill_history(
+        np.arange(n)[None, :], np.array([scores], dtype=float), np.array([n]), 0,
+        np.array([m for m, _ in ratings]), np.array([s for _, s in ratings]), np.zeros(n, dtype=np.int64),
+        np.ones(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n),
+        TRUESKILL_BETA, 0.0, _draw_margin(TRUESKILL_MU, TRUESKILL_SIGMA, TRUESKILL_BETA, 0.0, DRAW_PROBABILITY),
+        trueskill.DELTA, empty.astype(np.int64), empty, empty, np.zeros(n, dtype=np.int64), 2.0)
+    assert stop == 0
+
+
+def test_trail_is_what_observe_sees(arena_like):
+    seen: dict[str, deque] = {}
+    rows = {id(o): r for r, o in enumerate(arena_like)}
+    _trueskill_python(arena_like, observe=lambda o, p, r: seen.setdefault(p, deque(maxlen=7)).append(
+        (rows[id(o)], r.mu, r.sigma)))
+    state, trail = trueskill_trail(arena_like, keep=7)
+    assert state == _trueskill_python(arena_like)
+    assert trail == {p: list(t) for p, t in seen.items()}
+
+
+def test_compiled_elo_equals_the_numpy_version(arena_like):
+    ours = elo_ratings(arena_like).ratings
+    reference = elo_ratings(arena_like, compiled=False).ratings
+    assert ours.keys() == reference.keys()
+    assert max(abs(ours[p] - reference[p]) for p in ours) < 1e-9
+    assert not set(ours) & set(ANCHORS)
+
+
+def test_compiled_likelihood_and_gradient_equal_the_numpy_version(arena_like):
+    design = _design(arena_like)
+    rng = np.random.default_rng(0)
+    s = rng.normal(0, 1, len(design.players))
+    weights = np.bincount(rng.integers(0, len(arena_like), len(arena_like)), minlength=len(arena_like)).astype(float)
+    nll, grad = _negative_log_likelihood(s, design, weights)
+    grad_c = np.zeros_like(grad)
+    nll_c = kernels.plackett_luce_nll(s, design.order, design.valid.sum(axis=1), design.group_size, weights, grad_c)
+    assert nll_c == pytest.approx(nll, rel=1e-12)
+    assert np.abs(grad_c - grad).max() < 1e-9
