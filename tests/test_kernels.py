@@ -23,6 +23,7 @@ from arena.ratings import (
     _trueskill_python,
     elo_ratings,
     outcomes,
+    plackett_luce,
     trueskill_ratings,
     trueskill_trail,
 )
@@ -109,3 +110,17 @@ def test_compiled_likelihood_and_gradient_equal_the_numpy_version(arena_like):
     nll_c = kernels.plackett_luce_nll(s, design.order, design.valid.sum(axis=1), design.group_size, weights, grad_c)
     assert nll_c == pytest.approx(nll, rel=1e-12)
     assert np.abs(grad_c - grad).max() < 1e-9
+
+
+def test_plackett_luce_compiled_and_threaded_equals_the_numpy_fit(arena_like, monkeypatch):
+    """The fit and its bootstrap with the compiled likelihood on two threads give the
+    intervals of the numpy likelihood on one (within 1e-9), and the same ranks."""
+    fast = plackett_luce(arena_like, bootstrap=30, workers=2)
+    assert plackett_luce(arena_like, bootstrap=30, workers=1) == fast  # any number of workers: identical
+    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    reference = plackett_luce(arena_like, bootstrap=30, workers=1)
+    assert fast.keys() == reference.keys()
+    for p, r in reference.items():
+        f = fast[p]
+        assert abs(f.rating - r.rating) < 1e-9 and abs(f.low - r.low) < 1e-9 and abs(f.high - r.high) < 1e-9, p
+        assert (f.rank, f.rank_low, f.rank_high, f.matches, f.anchor) == (r.rank, r.rank_low, r.rank_high, r.matches, r.anchor)
