@@ -138,6 +138,79 @@ def by_id(outcome: Outcome) -> tuple:
     return (outcome.key[1], outcome.players, outcome.scores, outcome.key[0])
 
 
+@dataclass(frozen=True)
+class RatedTable:
+    """Rated results as columns: the same results as a list of `Outcome`s in rating order,
+    without a Python object per result (what the standings build from the history's rows,
+    `leaderboard.standings.rated_table`). Every rating engine takes either form.
+    """
+
+    names: tuple[str, ...]
+    """The players, sorted by id; `seats` index into them."""
+    started: np.ndarray
+    """[M] each result's start time (`Outcome.key[0]`), object array of str."""
+    ids: np.ndarray
+    """[M] each result's id (`Outcome.key[1]`): match id, or set id."""
+    seats: np.ndarray
+    """[M, W] int64 player index of each seat, in the result's own seat order; -1 padding."""
+    scores: np.ndarray
+    """[M, W] float64 each seat's score."""
+    widths: np.ndarray
+    """[M] int64 seats of each result."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def key(self, row: int) -> tuple[str, str]:
+        return (str(self.started[row]), str(self.ids[row]))
+
+    def take(self, rows: np.ndarray) -> "RatedTable":
+        """The results at `rows` (indices or a boolean mask), same players."""
+        return RatedTable(self.names, self.started[rows], self.ids[rows], self.seats[rows], self.scores[rows],
+                          self.widths[rows])
+
+    def after(self, key: tuple[str, str]) -> np.ndarray:
+        """Mask of the results whose key is after `key` (the online engines' checkpoints)."""
+        started, ids = self.started, self.ids
+        return (started > key[0]) | ((started == key[0]) & (ids > key[1]))
+
+    def outcomes(self) -> list[Outcome]:
+        """The same results as `Outcome`s (scores as the rows hold them: int when whole)."""
+        names = self.names
+        out = []
+        for row in range(len(self)):
+            k = int(self.widths[row])
+            out.append(Outcome(self.key(row), tuple(names[i] for i in self.seats[row, :k]),
+                               tuple(int(v) if float(v).is_integer() else float(v) for v in self.scores[row, :k])))
+        return out
+
+    @classmethod
+    def of(cls, history: "Sequence[Outcome] | RatedTable") -> "RatedTable":
+        """`history` as a table (itself if it is one)."""
+        if isinstance(history, RatedTable):
+            return history
+        names = tuple(sorted({p for o in history for p in o.players}))
+        index = {p: i for i, p in enumerate(names)}
+        seats, scores, widths = _seat_arrays(history, index, by_player=False)
+        started = np.array([o.key[0] for o in history], dtype=object)
+        ids = np.array([o.key[1] for o in history], dtype=object)
+        return cls(names, started, ids, seats, scores, widths)
+
+
+def _players_of(history: "Sequence[Outcome] | RatedTable") -> list[str]:
+    """The players who played in `history`, sorted by id."""
+    if isinstance(history, RatedTable):
+        used = np.unique(history.seats[history.seats >= 0])
+        return [history.names[i] for i in used]
+    return sorted({p for o in history for p in o.players})
+
+
+def _last_key(history: "Sequence[Outcome] | RatedTable", default: tuple[str, str]) -> tuple[str, str]:
+    if not len(history):
+        return default
+    return history.key(len(history) - 1) if isinstance(history, RatedTable) else history[-1].key
+
+
 def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
     """The rated results of `tracks` (matches, and complete duplicate sets), in rating order."""
     return rated(
@@ -207,6 +280,15 @@ def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_pla
     seat, and seats per match; `by_player` puts each match's seats in (player id, seat)
     order, as `trueskill_ratings` rates them (`index` must number players in id order)."""
     m = len(history)
+    if isinstance(history, RatedTable):
+        remap = np.array([index.get(p, -1) for p in history.names] + [-1], dtype=np.int64)  # -1 stays -1
+        seats, scores, widths = remap[history.seats], history.scores, history.widths
+        if by_player and m:
+            key = np.where(seats < 0, np.iinfo(np.int64).max, seats)
+            order = np.argsort(key, axis=1, kind="stable")
+            seats = np.take_along_axis(seats, order, axis=1)
+            scores = np.take_along_axis(scores, order, axis=1)
+        return seats, scores, widths
     width = max((len(o.players) for o in history), default=1)
     widths = np.fromiter((len(o.players) for o in history), dtype=np.int64, count=m)
     seats = np.full((m, width), -1, dtype=np.int64)
@@ -229,6 +311,19 @@ def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_pla
 
 def _check_after(history: Sequence[Outcome], last: tuple[str, str]) -> None:
     """Every match after the checkpoint's last one and after the match before it."""
+    if isinstance(history, RatedTable):
+        if not len(history):
+            return
+        started, ids = history.started, history.ids
+        later = (started[1:] > started[:-1]) | ((started[1:] == started[:-1]) & (ids[1:] > ids[:-1]))
+        ok = np.concatenate([history.after(last)[:1], later])
+        if not ok.all():
+            row = int(np.argmin(ok))
+            before = last if row == 0 else history.key(row - 1)
+            raise ValueError(
+                f"Match {history.ids[row]} is not after the checkpoint's last match {before[1]}: recompute from scratch."
+            )
+        return
     for outcome in history:
         if outcome.key <= last:
             raise ValueError(
@@ -238,7 +333,7 @@ def _check_after(history: Sequence[Outcome], last: tuple[str, str]) -> None:
 
 
 def trueskill_trail(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
@@ -257,6 +352,7 @@ def trueskill_trail(
 
     state = state or TrueSkillState()
     if not kernels.AVAILABLE:
+        history = history.outcomes() if isinstance(history, RatedTable) else history
         trail: dict[str, deque] = {}
 
         rows = {id(o): r for r, o in enumerate(history)}
@@ -268,7 +364,7 @@ def trueskill_trail(
                                  observe=observe if keep else None)
         return done, {p: list(t) for p, t in trail.items()}
     _check_after(history, state.last_key)
-    names = sorted({p for o in history for p in o.players} | set(state.ratings) | set(anchors))
+    names = sorted(set(_players_of(history)) | set(state.ratings) | set(anchors))
     index = {p: i for i, p in enumerate(names)}
     n = len(names)
     mu = np.full(n, TRUESKILL_MU)
@@ -327,14 +423,15 @@ def trueskill_trail(
     trails: dict[str, list[tuple[int, float, float]]] = {}
     for i in np.nonzero(trail_count)[0] if keep else ():
         count = int(trail_count[i])
-        slots = [(count - j) % keep for j in range(min(count, keep), 0, -1)]  # oldest first
-        trails[names[i]] = [(int(trail_match[i, s]), float(trail_mu[i, s]), float(trail_sigma[i, s])) for s in slots]
-    last = history[-1].key if history else state.last_key
-    return TrueSkillState(ratings=ratings, last_key=last, matches=state.matches + len(history)), trails
+        slots = (count - np.arange(min(count, keep), 0, -1)) % keep  # oldest first
+        trails[names[i]] = list(zip(trail_match[i, slots].tolist(), trail_mu[i, slots].tolist(),
+                                    trail_sigma[i, slots].tolist()))
+    return TrueSkillState(ratings=ratings, last_key=_last_key(history, state.last_key),
+                          matches=state.matches + len(history)), trails
 
 
 def trueskill_ratings(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
@@ -361,11 +458,13 @@ def trueskill_ratings(
 
     if observe is None and kernels.AVAILABLE:
         return trueskill_trail(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma)[0]
+    if isinstance(history, RatedTable):
+        history = history.outcomes()
     return _trueskill_python(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma, observe=observe)
 
 
 def _trueskill_python(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
@@ -414,15 +513,22 @@ def _trueskill_python(
 def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs) -> TrueSkillState:
     """Bring a checkpoint up to date: apply only matches after it, or recompute everything
     if a match earlier than the checkpoint has appeared since (out-of-order arrival)."""
-    new = [o for o in history if o.key > state.last_key]
+    new = _after(history, state.last_key)
     if len(history) - len(new) != state.matches:
         return trueskill_ratings(history, **kwargs)
     return trueskill_ratings(new, state=state, **kwargs)
 
 
+def _after(history: "Sequence[Outcome] | RatedTable", key: tuple[str, str]) -> "Sequence[Outcome] | RatedTable":
+    """The results of `history` after `key`, in the same form."""
+    if isinstance(history, RatedTable):
+        return history.take(history.after(key))
+    return [o for o in history if o.key > key]
+
+
 def recomputed(state: TrueSkillState, history: Sequence[Outcome]) -> bool:
     """Whether `extend_trueskill(state, history)` has to start from scratch."""
-    return len(history) - sum(o.key > state.last_key for o in history) != state.matches
+    return len(history) - len(_after(history, state.last_key)) != state.matches
 
 
 # -- Elo ----------------------------------------------------------------------------------
@@ -442,7 +548,7 @@ class EloState:
 
 
 def elo_ratings(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     state: EloState | None = None,
     k: float = ELO_K,
@@ -461,14 +567,14 @@ def elo_ratings(
     from arena import kernels
 
     state = state or EloState()
-    new = [o for o in history if o.key > state.last_key]
+    new = _after(history, state.last_key)
     if len(history) - len(new) != state.matches:
-        state, new = EloState(), list(history)
+        state, new = EloState(), history
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
     fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
     ratings = dict(state.ratings)
     if compiled and kernels.AVAILABLE and new:
-        names = sorted({p for o in new for p in o.players} | set(ratings) | set(fixed))
+        names = sorted(set(_players_of(new)) | set(ratings) | set(fixed))
         index = {p: i for i, p in enumerate(names)}
         values = np.array([ratings.get(p, ELO_START) for p in names])
         is_fixed = np.array([p in fixed for p in names], dtype=np.bool_)
@@ -479,7 +585,9 @@ def elo_ratings(
         played[seats[seats >= 0]] = True
         for i in np.nonzero(played & ~is_fixed)[0]:
             ratings[names[i]] = float(values[i])
-        return EloState(ratings, new[-1].key, state.matches + len(new))
+        return EloState(ratings, _last_key(new, state.last_key), state.matches + len(new))
+    if isinstance(new, RatedTable):
+        new = new.outcomes()
     for o in new:
         current = np.array([fixed.get(p, ratings.get(p, ELO_START)) for p in o.players])
         scores = np.array(o.scores)
@@ -526,7 +634,7 @@ class _Design:
 def _design(history: Sequence[Outcome]) -> _Design:
     """Each match's players sorted by (score descending, player id), with tie groups; in
     whole-array steps (one Python pass only to read the outcomes)."""
-    players = sorted({p for o in history for p in o.players})
+    players = _players_of(history)
     index = {p: i for i, p in enumerate(players)}
     seats, scores, widths = _seat_arrays(history, index, by_player=True)  # by player id first ...
     m, width = seats.shape
@@ -620,7 +728,7 @@ def _fit(design: _Design, weights: np.ndarray, fixed: dict[int, float], l2: floa
 
 
 def plackett_luce(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     anchors: Mapping[str, float] = ANCHORS,
     l2: float = 0.01,
@@ -648,13 +756,21 @@ def plackett_luce(
         `dict[str, MLERating]`: per player, rating with interval, and leaderboard position
         among all rated players with its interval.
     """
-    if not history:
+    if not len(history):
         return {}
+    if isinstance(history, RatedTable):
+        by_id_order = np.argsort(history.ids, kind="stable")
+        ids = history.ids[by_id_order]
+        if (ids[1:] != ids[:-1]).all():  # unique ids (always, but in a malformed history): the id is the key
+            history = history.take(by_id_order)
+        else:
+            history = history.outcomes()
     # ALGO LOGIC: order-free. The fit and the bootstrap see the results sorted by their id
     # (match id; set id for a duplicate set), never in start-time or input order: the
     # same set of results gives the same table bit for bit, however its start times or
     # its order change (floating-point sums included).
-    history = sorted(history, key=by_id)
+    if not isinstance(history, RatedTable):
+        history = sorted(history, key=by_id)
     design = _design(history)
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
     m = len(history)
@@ -713,6 +829,8 @@ __all__ = [
     "elo_ratings",
     "extend_trueskill",
     "Played",
+    "RatedTable",
+    "trueskill_trail",
     "by_id",
     "outcomes",
     "rated",

@@ -16,6 +16,7 @@ from arena.ratings import (
     TRUESKILL_MU,
     TRUESKILL_SIGMA,
     Outcome,
+    RatedTable,
     TrueSkillRating,
     TrueSkillState,
     _design,
@@ -124,3 +125,28 @@ def test_plackett_luce_compiled_and_threaded_equals_the_numpy_fit(arena_like, mo
         f = fast[p]
         assert abs(f.rating - r.rating) < 1e-9 and abs(f.low - r.low) < 1e-9 and abs(f.high - r.high) < 1e-9, p
         assert (f.rank, f.rank_low, f.rank_high, f.matches, f.anchor) == (r.rank, r.rank_low, r.rank_high, r.matches, r.anchor)
+
+
+def test_compiled_head_to_head_counts_equal_the_numpy_ones(arena_like, monkeypatch):
+    from arena.head_to_head import _counts
+
+    players = sorted({p for o in arena_like for p in o.players})
+    fast = _counts(arena_like, players)
+    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    reference = _counts(arena_like, players)
+    for a, b in zip(fast, reference):
+        assert np.array_equal(a, b)
+    assert fast[0].sum() > 0 and fast[2].sum() > 0  # met, and some ties: the case is not empty
+
+
+def test_every_engine_takes_the_columns_or_the_outcomes_alike(arena_like):
+    """`RatedTable` (what the standings build from the rows) and the list of outcomes give
+    the same ratings, also for a subset of the table (unused player names)."""
+    table = RatedTable.of(arena_like)
+    assert table.outcomes() == arena_like
+    assert trueskill_ratings(table) == trueskill_ratings(arena_like)
+    assert elo_ratings(table) == elo_ratings(arena_like)
+    assert plackett_luce(table, bootstrap=5) == plackett_luce(arena_like, bootstrap=5)
+    part = table.take(np.arange(len(table)) % 3 == 0)
+    assert plackett_luce(part, bootstrap=0) == plackett_luce(part.outcomes(), bootstrap=0)
+    assert trueskill_ratings(part) == trueskill_ratings(part.outcomes())
