@@ -171,15 +171,18 @@ def rated_table(rows: pd.DataFrame) -> RatedTable:
     if not pvp_mask.any():
         return empty
     columns = [c for c in ("track", "started_at", "match_id", "slot", "player", "achievement", "set_id", "set_size") if c in rows]
-    pvp = rows.loc[pvp_mask, columns]
-    in_set = pvp["set_id"].fillna("").to_numpy(dtype=object) != "" if "set_id" in pvp else np.zeros(len(pvp), dtype=bool)
+    every = bool(pvp_mask.all())  # the usual case: read the columns in place, copy nothing
+    in_set = rows["set_id"].fillna("").to_numpy(dtype=object) != "" if "set_id" in rows else np.zeros(len(rows), dtype=bool)
+    in_set &= pvp_mask
+    keep = pvp_mask & ~in_set
+    single = {c: rows[c].to_numpy() if every and not in_set.any() else rows[c].to_numpy()[keep]
+              for c in ("started_at", "match_id", "slot", "player", "achievement")}
     parts = []
-    single = pvp[~in_set] if in_set.any() else pvp
-    if len(single):
+    if len(single["match_id"]):
         # ALGO LOGIC: sort by (start, match id, slot) through sorted codes, then cut at each new key
-        start_code, start_values = pd.factorize(single["started_at"].to_numpy(dtype=object), sort=True)
-        id_code, id_values = pd.factorize(single["match_id"].to_numpy(dtype=object), sort=True)
-        order = np.lexsort((single["slot"].to_numpy(), id_code, start_code))
+        start_code, start_values = pd.factorize(single["started_at"].astype(object, copy=False), sort=True)
+        id_code, id_values = pd.factorize(single["match_id"].astype(object, copy=False), sort=True)
+        order = np.lexsort((single["slot"], id_code, start_code))
         start_code, id_code = start_code[order], id_code[order]
         new = np.ones(len(order), dtype=bool)
         new[1:] = (start_code[1:] != start_code[:-1]) | (id_code[1:] != id_code[:-1])
@@ -187,15 +190,15 @@ def rated_table(rows: pd.DataFrame) -> RatedTable:
         group = np.cumsum(new) - 1
         widths = np.diff(np.append(first, len(order))).astype(np.int64)
         position = np.arange(len(order)) - first[group]
-        player_code, names = pd.factorize(single["player"].to_numpy(dtype=object)[order], sort=True)
+        player_code, names = pd.factorize(single["player"].astype(object, copy=False)[order], sort=True)
         seats = np.full((len(first), int(widths.max())), -1, dtype=np.int64)
         scores = np.zeros(seats.shape)
         seats[group, position] = player_code
-        scores[group, position] = single["achievement"].to_numpy()[order]
+        scores[group, position] = single["achievement"][order]
         parts.append(RatedTable(tuple(names), np.asarray(start_values, dtype=object)[start_code[first]],
                                 np.asarray(id_values, dtype=object)[id_code[first]], seats, scores, widths))
     if in_set.any():
-        sets = pvp_outcomes(pvp[in_set])
+        sets = pvp_outcomes(rows.loc[in_set, columns])
         if sets:
             parts.append(RatedTable.of(sets))
     if not parts:
@@ -326,7 +329,11 @@ def compute(
         held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
-    pvp = rows[rows["track"] == "pvp"]
+    # only the columns each table needs: a boolean filter copies every column it keeps
+    points = [f"{task}_points" for task in TASK_NAMES]
+    track = rows["track"].to_numpy()
+    is_pvp = track == "pvp"
+    pvp = rows if is_pvp.all() else rows.loc[is_pvp, ["player", "policy_id", "revision", "match_id", "achievement", *points]]
     pvp_players = pvp.groupby("player").agg(
         policy_id=("policy_id", "first"),
         revision=("revision", "first"),
@@ -334,24 +341,25 @@ def compute(
         achievement=("achievement", "mean"),
         **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
     )
-    pve = rows[(rows["track"].to_numpy() == "pve") & ~is_builtin_row(rows)]
+    pve = rows.loc[(track == "pve") & ~is_builtin_row(rows), ["player", "stage", "match_id", "rank", "achievement", *points]]
     pve_stages = pve.assign(won=pve["rank"] == 1).groupby(["player", "stage"]).agg(
         matches=("match_id", "nunique"),
         top1=("won", "mean"),
         mean=("achievement", "mean"),
         **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
     )
+    match_summary = summarize_matches(rows)
     return Standings(
         pvp_players=pvp_players,
         pve_stages=pve_stages,
-        match_summary=summarize_matches(rows),
+        match_summary=match_summary,
         policy_matches={p: g.to_numpy() for p, g in rows.groupby("policy_id")["match_id"]} if len(rows) else {},
         teams=rows,
         trueskill=ts,
         elo=elo,
         mle=mle,
         head_to_head=pairs,
-        matches=int(rows["match_id"].nunique()) if len(rows) else 0,
+        matches=len(match_summary),  # one summary row per match id
         pvp_matches=int(pvp["match_id"].nunique()) if len(pvp) else 0,
         trajectory=trajectory,
         held_out_mle=held_out_mle,

@@ -150,3 +150,36 @@ def test_every_engine_takes_the_columns_or_the_outcomes_alike(arena_like):
     part = table.take(np.arange(len(table)) % 3 == 0)
     assert plackett_luce(part, bootstrap=0) == plackett_luce(part.outcomes(), bootstrap=0)
     assert trueskill_ratings(part) == trueskill_ratings(part.outcomes())
+
+
+def test_columnar_standings_equal_the_per_object_path():
+    """`compute` from the rows' columns: the rated results, the TrueSkill trajectory and the
+    match winners are what the per-match objects gave (pvp_outcomes, observe, the joined group)."""
+    from collections import deque
+
+    import pandas as pd
+
+    from arena.ratings import extend_trueskill
+    from arena.schema import rows
+    from leaderboard.standings import TRAJECTORY_POINTS, compute, pvp_outcomes, rated_table, with_players
+
+    frame = pd.DataFrame([r for m in arena_history(matches=150, sets=6, seed=5) for r in rows(m)])
+    players = with_players(frame)
+    assert "player" not in frame  # the caller's frame is untouched
+    history = pvp_outcomes(players)
+    assert rated_table(players).outcomes() == history
+    standings = compute(frame, bootstrap=0)
+    trajectory: dict[str, deque] = {}
+    state = extend_trueskill(TrueSkillState(), history, observe=lambda o, p, r: trajectory.setdefault(
+        p, deque(maxlen=TRAJECTORY_POINTS)).append((o.key[0], r.mu, r.sigma)))
+    assert standings.trueskill == state
+    assert {p: list(t) for p, t in standings.trajectory.items()} == {p: list(t) for p, t in trajectory.items()}
+    # carried forward from the standings of a prefix: the same again
+    cut = frame["match_id"].isin(frame["match_id"].drop_duplicates().iloc[:100])
+    later = compute(frame, previous=compute(frame[cut], bootstrap=0), refresh_mle=False, bootstrap=0)
+    assert later.trueskill == state and later.elo == standings.elo
+    assert {p: list(t) for p, t in later.trajectory.items()} == {p: list(t) for p, t in trajectory.items()}
+    winners = players[players["rank"] == 1].drop_duplicates(["match_id", "policy_id"]).groupby("match_id")["policy_id"].agg(", ".join)
+    summary = standings.match_summary.set_index("Match")["Winner"]
+    assert summary.to_dict() == winners.reindex(summary.index).to_dict()
+    assert (summary.str.contains(", ")).any()  # shared wins are in the case
