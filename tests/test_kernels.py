@@ -183,3 +183,17 @@ def test_columnar_standings_equal_the_per_object_path():
     summary = standings.match_summary.set_index("Match")["Winner"]
     assert summary.to_dict() == winners.reindex(summary.index).to_dict()
     assert (summary.str.contains(", ")).any()  # shared wins are in the case
+
+
+def test_columnar_synthetic_history_is_the_same_rows():
+    import pandas as pd
+
+    from arena.schema import TEAM_COLUMNS, rows
+    from arena.simulation import random_history_columns
+
+    population = Population.random(40, seed=3)
+    expected = pd.DataFrame([r for m in random_history(population, 60, seed=9) for r in rows(m)])
+    got = pd.DataFrame(random_history_columns(population, 60, seed=9))
+    assert list(got.columns) == [name for name, _ in TEAM_COLUMNS]
+    for column in expected.columns:
+        assert got[column].tolist() == expected[column].tolist(), column
