@@ -40,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
-from arena.ratings import Outcome
+from arena.ratings import Outcome, RatedTable, _players_of, _seat_arrays
 
 #: A pair must have met this often before its "beats" counts as clear (a cycle edge).
 MIN_MEETINGS = 5
@@ -141,24 +141,26 @@ def wilson_interval(successes: np.ndarray | float, n: np.ndarray | float, *, z: 
 _CHUNK = 4096
 
 
-def _counts(history: Sequence[Outcome], players: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _counts(history: Sequence[Outcome] | RatedTable, players: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """met, wins, ties per ordered pair, the match as the unit (see the module docstring)."""
     n = len(players)
     met = np.zeros((n, n), dtype=np.int64)
     wins = np.zeros((n, n), dtype=np.int64)
     ties = np.zeros((n, n), dtype=np.int64)
-    if not history or n < 2:
+    if not len(history) or n < 2:
         return met, wins, ties
     index = {p: i for i, p in enumerate(players)}
-    width = max(len(o.players) for o in history)
+    all_who, all_score, widths = _seat_arrays(history, index, by_player=False)
+    from arena import kernels
+
+    if kernels.AVAILABLE:  # the same counts in one compiled pass (tests/test_kernels.py)
+        kernels.pair_counts(all_who, all_score, widths, met, wins, ties)
+        return met, wins, ties
+    width = all_who.shape[1]
     si, sj = np.triu_indices(width, k=1)
     for first in range(0, len(history), _CHUNK):
-        chunk = history[first:first + _CHUNK]
-        who = np.full((len(chunk), width), -1, dtype=np.int64)
-        score = np.zeros((len(chunk), width), dtype=np.float64)
-        for row, o in enumerate(chunk):
-            who[row, : len(o.players)] = [index[p] for p in o.players]
-            score[row, : len(o.scores)] = o.scores
+        who = all_who[first:first + _CHUNK]
+        score = all_score[first:first + _CHUNK]
         # every seat pair of a match with two different players, oriented from the smaller
         # player index to the larger: +1 if the smaller scored more, -1 if less
         pa, pb = who[:, si], who[:, sj]
@@ -332,11 +334,11 @@ def _max_entropy(a: np.ndarray, start: np.ndarray) -> np.ndarray:
 # -- all together -------------------------------------------------------------------------
 
 
-def head_to_head(history: Sequence[Outcome], *, min_meetings: int = MIN_MEETINGS) -> HeadToHead:
+def head_to_head(history: Sequence[Outcome] | RatedTable, *, min_meetings: int = MIN_MEETINGS) -> HeadToHead:
     """Every pair's record in `history`, the clear cycles, and the Nash average.
 
     Args:
-        history (`Sequence[Outcome]`): PvP matches (order does not matter).
+        history (`Sequence[Outcome] | RatedTable`): PvP matches (order does not matter).
         min_meetings (`int`): meetings a pair needs before its win counts as clear.
 
     Returns:
@@ -350,7 +352,7 @@ def head_to_head(history: Sequence[Outcome], *, min_meetings: int = MIN_MEETINGS
     """
     if min_meetings < 1:
         raise ValueError(f"`min_meetings` must be 1 or more, got {min_meetings}.")
-    players = sorted({p for o in history for p in o.players})
+    players = _players_of(history)
     met, wins, ties = _counts(history, players)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(met > 0, (wins + ties / 2.0) / np.maximum(met, 1), np.nan)

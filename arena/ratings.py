@@ -26,6 +26,9 @@ Elo place them on their own scales by matching duel win probabilities (see
 from __future__ import annotations
 
 import math
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -135,6 +138,79 @@ def by_id(outcome: Outcome) -> tuple:
     return (outcome.key[1], outcome.players, outcome.scores, outcome.key[0])
 
 
+@dataclass(frozen=True)
+class RatedTable:
+    """Rated results as columns: the same results as a list of `Outcome`s in rating order,
+    without a Python object per result (what the standings build from the history's rows,
+    `leaderboard.standings.rated_table`). Every rating engine takes either form.
+    """
+
+    names: tuple[str, ...]
+    """The players, sorted by id; `seats` index into them."""
+    started: np.ndarray
+    """[M] each result's start time (`Outcome.key[0]`), object array of str."""
+    ids: np.ndarray
+    """[M] each result's id (`Outcome.key[1]`): match id, or set id."""
+    seats: np.ndarray
+    """[M, W] int64 player index of each seat, in the result's own seat order; -1 padding."""
+    scores: np.ndarray
+    """[M, W] float64 each seat's score."""
+    widths: np.ndarray
+    """[M] int64 seats of each result."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def key(self, row: int) -> tuple[str, str]:
+        return (str(self.started[row]), str(self.ids[row]))
+
+    def take(self, rows: np.ndarray) -> "RatedTable":
+        """The results at `rows` (indices or a boolean mask), same players."""
+        return RatedTable(self.names, self.started[rows], self.ids[rows], self.seats[rows], self.scores[rows],
+                          self.widths[rows])
+
+    def after(self, key: tuple[str, str]) -> np.ndarray:
+        """Mask of the results whose key is after `key` (the online engines' checkpoints)."""
+        started, ids = self.started, self.ids
+        return (started > key[0]) | ((started == key[0]) & (ids > key[1]))
+
+    def outcomes(self) -> list[Outcome]:
+        """The same results as `Outcome`s (scores as the rows hold them: int when whole)."""
+        names = self.names
+        out = []
+        for row in range(len(self)):
+            k = int(self.widths[row])
+            out.append(Outcome(self.key(row), tuple(names[i] for i in self.seats[row, :k]),
+                               tuple(int(v) if float(v).is_integer() else float(v) for v in self.scores[row, :k])))
+        return out
+
+    @classmethod
+    def of(cls, history: "Sequence[Outcome] | RatedTable") -> "RatedTable":
+        """`history` as a table (itself if it is one)."""
+        if isinstance(history, RatedTable):
+            return history
+        names = tuple(sorted({p for o in history for p in o.players}))
+        index = {p: i for i, p in enumerate(names)}
+        seats, scores, widths = _seat_arrays(history, index, by_player=False)
+        started = np.array([o.key[0] for o in history], dtype=object)
+        ids = np.array([o.key[1] for o in history], dtype=object)
+        return cls(names, started, ids, seats, scores, widths)
+
+
+def _players_of(history: "Sequence[Outcome] | RatedTable") -> list[str]:
+    """The players who played in `history`, sorted by id."""
+    if isinstance(history, RatedTable):
+        used = np.unique(history.seats[history.seats >= 0])
+        return [history.names[i] for i in used]
+    return sorted({p for o in history for p in o.players})
+
+
+def _last_key(history: "Sequence[Outcome] | RatedTable", default: tuple[str, str]) -> tuple[str, str]:
+    if not len(history):
+        return default
+    return history.key(len(history) - 1) if isinstance(history, RatedTable) else history[-1].key
+
+
 def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
     """The rated results of `tracks` (matches, and complete duplicate sets), in rating order."""
     return rated(
@@ -199,8 +275,163 @@ def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tu
         return [(float(team[0].mu), float(team[0].sigma)) for team in rated]
 
 
+def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_player: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outcomes as padded arrays for the compiled kernels: player index and score of each
+    seat, and seats per match; `by_player` puts each match's seats in (player id, seat)
+    order, as `trueskill_ratings` rates them (`index` must number players in id order)."""
+    m = len(history)
+    if isinstance(history, RatedTable):
+        remap = np.array([index.get(p, -1) for p in history.names] + [-1], dtype=np.int64)  # -1 stays -1
+        seats, scores, widths = remap[history.seats], history.scores, history.widths
+        if by_player and m:
+            key = np.where(seats < 0, np.iinfo(np.int64).max, seats)
+            order = np.argsort(key, axis=1, kind="stable")
+            seats = np.take_along_axis(seats, order, axis=1)
+            scores = np.take_along_axis(scores, order, axis=1)
+        return seats, scores, widths
+    width = max((len(o.players) for o in history), default=1)
+    widths = np.fromiter((len(o.players) for o in history), dtype=np.int64, count=m)
+    seats = np.full((m, width), -1, dtype=np.int64)
+    scores = np.zeros((m, width), dtype=np.float64)
+    if m and (widths == width).all():  # the usual case: every match has the same seats
+        seats[:] = np.fromiter((index[p] for o in history for p in o.players), dtype=np.int64, count=m * width).reshape(m, width)
+        scores[:] = np.fromiter((s for o in history for s in o.scores), dtype=np.float64, count=m * width).reshape(m, width)
+    else:
+        for row, o in enumerate(history):
+            seats[row, : len(o.players)] = [index[p] for p in o.players]
+            scores[row, : len(o.scores)] = o.scores
+    if by_player and m:
+        # stable sort by player index = sorted by (player id, seat); padding (-1) goes last
+        key = np.where(seats < 0, np.iinfo(np.int64).max, seats)
+        order = np.argsort(key, axis=1, kind="stable")
+        seats = np.take_along_axis(seats, order, axis=1)
+        scores = np.take_along_axis(scores, order, axis=1)
+    return seats, scores, widths
+
+
+def _check_after(history: Sequence[Outcome], last: tuple[str, str]) -> None:
+    """Every match after the checkpoint's last one and after the match before it."""
+    if isinstance(history, RatedTable):
+        if not len(history):
+            return
+        started, ids = history.started, history.ids
+        later = (started[1:] > started[:-1]) | ((started[1:] == started[:-1]) & (ids[1:] > ids[:-1]))
+        ok = np.concatenate([history.after(last)[:1], later])
+        if not ok.all():
+            row = int(np.argmin(ok))
+            before = last if row == 0 else history.key(row - 1)
+            raise ValueError(
+                f"Match {history.ids[row]} is not after the checkpoint's last match {before[1]}: recompute from scratch."
+            )
+        return
+    for outcome in history:
+        if outcome.key <= last:
+            raise ValueError(
+                f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
+            )
+        last = outcome.key
+
+
+def trueskill_trail(
+    history: Sequence[Outcome] | RatedTable,
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    keep: int = 0,
+) -> tuple[TrueSkillState, dict[str, list[tuple[int, float, float]]]]:
+    """`trueskill_ratings`, and each player's last `keep` new ratings as (row in `history`,
+    mu, sigma), oldest first: what `observe` would have seen of them, without a Python call
+    per rating. Compiled (`arena.kernels`) where numba is installed; the same numbers
+    either way (the compiled loop repeats the pure-Python arithmetic, see tests/test_kernels.py).
+
+    Raises:
+        `ValueError`: as `trueskill_ratings`.
+    """
+    from arena import kernels
+
+    state = state or TrueSkillState()
+    if not kernels.AVAILABLE:
+        history = history.outcomes() if isinstance(history, RatedTable) else history
+        trail: dict[str, deque] = {}
+
+        rows = {id(o): r for r, o in enumerate(history)}
+
+        def observe(outcome: Outcome, player: str, rating: TrueSkillRating) -> None:
+            trail.setdefault(player, deque(maxlen=max(keep, 1))).append((rows[id(outcome)], rating.mu, rating.sigma))
+
+        done = _trueskill_python(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma,
+                                 observe=observe if keep else None)
+        return done, {p: list(t) for p, t in trail.items()}
+    _check_after(history, state.last_key)
+    names = sorted(set(_players_of(history)) | set(state.ratings) | set(anchors))
+    index = {p: i for i, p in enumerate(names)}
+    n = len(names)
+    mu = np.full(n, TRUESKILL_MU)
+    sigma = np.full(n, TRUESKILL_SIGMA)
+    matches = np.zeros(n, dtype=np.int64)
+    present = np.zeros(n, dtype=np.bool_)
+    for p, r in state.ratings.items():
+        i = index[p]
+        mu[i], sigma[i], matches[i], present[i] = r.mu, r.sigma, r.matches, True
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = np.zeros(n, dtype=np.bool_)
+    fixed_mu, fixed_sigma = np.zeros(n), np.zeros(n)
+    for p, v in anchors.items():
+        i = index[p]
+        fixed[i], fixed_mu[i], fixed_sigma[i] = True, anchor_trueskill_mu(v, mean_anchor), anchor_sigma
+    seats, scores, widths = _seat_arrays(history, index, by_player=True)
+    trail_match = np.zeros((n, keep), dtype=np.int64)
+    trail_mu, trail_sigma = np.zeros((n, keep)), np.zeros((n, keep))
+    trail_count = np.zeros(n, dtype=np.int64)
+    from arena.trueskill_ffa import _draw_margin
+
+    margin = _draw_margin(TRUESKILL_MU, TRUESKILL_SIGMA, TRUESKILL_BETA, 0.0, DRAW_PROBABILITY)
+    import trueskill
+
+    row = 0
+    while True:
+        row = kernels.trueskill_history(seats, scores, widths, row, mu, sigma, matches, present, fixed, fixed_mu,
+                                        fixed_sigma, TRUESKILL_BETA, 0.0, margin, trueskill.DELTA, trail_match,
+                                        trail_mu, trail_sigma, trail_count, 2.0)
+        if row == kernels.OK:
+            break
+        # ALGO LOGIC: a match the compiled loop cannot rate exactly (the pure-Python code
+        # would raise there): rated in Python, with the package's mpmath fallback, as before.
+        k = int(widths[row])
+        players = seats[row, :k]
+        ranks = competition_ranks(scores[row, :k].tolist())
+        before = [(fixed_mu[p], fixed_sigma[p]) if fixed[p] else (mu[p], sigma[p]) for p in players]
+        after = _rate_match([(float(a), float(b)) for a, b in before], ranks)
+        updates: dict[int, list[tuple[float, float]]] = {}
+        for p, new in zip(players.tolist(), after):
+            if not fixed[p]:
+                updates.setdefault(p, []).append(new)
+        for p, news in updates.items():
+            mu[p], sigma[p] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
+            matches[p] += 1
+            present[p] = True
+            if keep:
+                slot = trail_count[p] % keep
+                trail_match[p, slot], trail_mu[p, slot], trail_sigma[p, slot] = row, mu[p], sigma[p]
+                trail_count[p] += 1
+        row += 1
+    ratings = {
+        names[i]: TrueSkillRating(mu=float(mu[i]), sigma=float(sigma[i]), matches=int(matches[i]))
+        for i in np.nonzero(present)[0]
+    }
+    trails: dict[str, list[tuple[int, float, float]]] = {}
+    for i in np.nonzero(trail_count)[0] if keep else ():
+        count = int(trail_count[i])
+        slots = (count - np.arange(min(count, keep), 0, -1)) % keep  # oldest first
+        trails[names[i]] = list(zip(trail_match[i, slots].tolist(), trail_mu[i, slots].tolist(),
+                                    trail_sigma[i, slots].tolist()))
+    return TrueSkillState(ratings=ratings, last_key=_last_key(history, state.last_key),
+                          matches=state.matches + len(history)), trails
+
+
 def trueskill_ratings(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
@@ -215,12 +446,32 @@ def trueskill_ratings(
     player appearing twice in one match takes the mean of its updates.
 
     `observe(outcome, player, rating)`, if given, sees every new rating as it is made
-    (the leaderboard draws ratings over time with it).
+    (then the pure-Python loop runs; `trueskill_trail` gives the latest ones compiled).
+    Without it the compiled loop runs where numba is installed (`arena.kernels`): the same
+    ratings, about a hundred times faster.
 
     Raises:
         `ValueError`: `history` holds a match at or before the checkpoint's last one (then
             recompute from scratch: online ratings depend on order).
     """
+    from arena import kernels
+
+    if observe is None and kernels.AVAILABLE:
+        return trueskill_trail(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma)[0]
+    if isinstance(history, RatedTable):
+        history = history.outcomes()
+    return _trueskill_python(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma, observe=observe)
+
+
+def _trueskill_python(
+    history: Sequence[Outcome] | RatedTable,
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    observe: "Callable[[Outcome, str, TrueSkillRating], None] | None" = None,
+) -> TrueSkillState:
+    """The pure-Python `trueskill_ratings` (the reference the compiled loop is tested against)."""
     state = state or TrueSkillState()
     ratings = dict(state.ratings)
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
@@ -262,15 +513,22 @@ def trueskill_ratings(
 def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs) -> TrueSkillState:
     """Bring a checkpoint up to date: apply only matches after it, or recompute everything
     if a match earlier than the checkpoint has appeared since (out-of-order arrival)."""
-    new = [o for o in history if o.key > state.last_key]
+    new = _after(history, state.last_key)
     if len(history) - len(new) != state.matches:
         return trueskill_ratings(history, **kwargs)
     return trueskill_ratings(new, state=state, **kwargs)
 
 
+def _after(history: "Sequence[Outcome] | RatedTable", key: tuple[str, str]) -> "Sequence[Outcome] | RatedTable":
+    """The results of `history` after `key`, in the same form."""
+    if isinstance(history, RatedTable):
+        return history.take(history.after(key))
+    return [o for o in history if o.key > key]
+
+
 def recomputed(state: TrueSkillState, history: Sequence[Outcome]) -> bool:
     """Whether `extend_trueskill(state, history)` has to start from scratch."""
-    return len(history) - sum(o.key > state.last_key for o in history) != state.matches
+    return len(history) - len(_after(history, state.last_key)) != state.matches
 
 
 # -- Elo ----------------------------------------------------------------------------------
@@ -290,26 +548,46 @@ class EloState:
 
 
 def elo_ratings(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     state: EloState | None = None,
     k: float = ELO_K,
     anchors: Mapping[str, float] = ANCHORS,
+    compiled: bool = True,
 ) -> EloState:
     """Elo after `history`, in order, carried forward from `state` if given.
 
     A 16-team match is read as its duels (a higher Achievement wins, equal scores draw),
     computed for the whole match at once; anchors are fixed; new players start at 1200.
     If `history` holds matches at or before the checkpoint other than the ones it covers
-    (out-of-order arrival), everything is recomputed from scratch.
+    (out-of-order arrival), everything is recomputed from scratch. `compiled`: use the
+    compiled loop (`arena.kernels`) where numba is installed (equal within 1e-9; the
+    numpy loop below is the reference).
     """
+    from arena import kernels
+
     state = state or EloState()
-    new = [o for o in history if o.key > state.last_key]
+    new = _after(history, state.last_key)
     if len(history) - len(new) != state.matches:
-        state, new = EloState(), list(history)
+        state, new = EloState(), history
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
     fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
     ratings = dict(state.ratings)
+    if compiled and kernels.AVAILABLE and new:
+        names = sorted(set(_players_of(new)) | set(ratings) | set(fixed))
+        index = {p: i for i, p in enumerate(names)}
+        values = np.array([ratings.get(p, ELO_START) for p in names])
+        is_fixed = np.array([p in fixed for p in names], dtype=np.bool_)
+        fixed_values = np.array([fixed.get(p, 0.0) for p in names])
+        seats, scores, widths = _seat_arrays(new, index, by_player=False)
+        kernels.elo_history(seats, scores, widths, values, is_fixed, fixed_values, float(k))
+        played = np.zeros(len(names), dtype=bool)
+        played[seats[seats >= 0]] = True
+        for i in np.nonzero(played & ~is_fixed)[0]:
+            ratings[names[i]] = float(values[i])
+        return EloState(ratings, _last_key(new, state.last_key), state.matches + len(new))
+    if isinstance(new, RatedTable):
+        new = new.outcomes()
     for o in new:
         current = np.array([fixed.get(p, ratings.get(p, ELO_START)) for p in o.players])
         scores = np.array(o.scores)
@@ -350,28 +628,31 @@ class _Design:
     valid: np.ndarray  # [M, K] bool
     group_start: np.ndarray  # [M, K] position where each position's tie group starts
     group_size: np.ndarray  # [M, K] size of the group starting here, 0 elsewhere
+    widths: np.ndarray  # [M] players in each match
 
 
 def _design(history: Sequence[Outcome]) -> _Design:
-    players = sorted({p for o in history for p in o.players})
+    """Each match's players sorted by (score descending, player id), with tie groups; in
+    whole-array steps (one Python pass only to read the outcomes)."""
+    players = _players_of(history)
     index = {p: i for i, p in enumerate(players)}
-    width = max((len(o.players) for o in history), default=1)
-    m = len(history)
-    order = np.full((m, width), -1, dtype=np.int64)
-    valid = np.zeros((m, width), dtype=bool)
-    group_start = np.zeros((m, width), dtype=np.int64)
+    seats, scores, widths = _seat_arrays(history, index, by_player=True)  # by player id first ...
+    m, width = seats.shape
+    valid_seat = seats >= 0
+    rank_key = np.where(valid_seat, -scores, np.inf)
+    by_score = np.argsort(rank_key, axis=1, kind="stable")  # ... then stably by score: (-score, id)
+    order = np.take_along_axis(seats, by_score, axis=1)
+    ranked = np.take_along_axis(rank_key, by_score, axis=1)
+    valid = order >= 0
+    positions = np.broadcast_to(np.arange(width), (m, width))
+    new_group = np.ones((m, width), dtype=bool)
+    new_group[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    group_start = np.maximum.accumulate(np.where(new_group, positions, 0), axis=1)
+    group_start = np.where(valid, group_start, 0)
     group_size = np.zeros((m, width), dtype=np.float64)
-    for row, outcome in enumerate(history):
-        ranked = sorted(range(len(outcome.players)), key=lambda i: (-outcome.scores[i], outcome.players[i]))
-        start = 0
-        for pos, i in enumerate(ranked):
-            order[row, pos] = index[outcome.players[i]]
-            valid[row, pos] = True
-            if pos and outcome.scores[i] != outcome.scores[ranked[pos - 1]]:
-                start = pos
-            group_start[row, pos] = start
-            group_size[row, start] += 1
-    return _Design(players, order, valid, group_start, group_size)
+    rows = np.nonzero(valid)[0]
+    np.add.at(group_size, (rows, group_start[valid]), 1.0)
+    return _Design(players, order, valid, group_start.astype(np.int64), group_size, widths)
 
 
 def _negative_log_likelihood(s: np.ndarray, design: _Design, weights: np.ndarray) -> tuple[float, np.ndarray]:
@@ -421,10 +702,19 @@ def _fit(design: _Design, weights: np.ndarray, fixed: dict[int, float], l2: floa
         base[i] = v
     prior = float(np.mean(list(fixed.values()))) if fixed else 0.0
 
+    from arena import kernels
+
+    compiled = kernels.AVAILABLE
+    buffer = np.zeros(n)
+
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
         s = base.copy()
         s[free] = x
-        nll, grad = _negative_log_likelihood(s, design, weights)
+        if compiled:  # the same function in one compiled pass, the GIL released (`arena.kernels`)
+            nll = kernels.plackett_luce_nll(s, design.order, design.widths, design.group_size, weights, buffer)
+            grad = buffer
+        else:
+            nll, grad = _negative_log_likelihood(s, design, weights)
         penalty = 0.5 * l2 * float(np.sum((x - prior) ** 2))
         return nll + penalty, grad[free] + l2 * (x - prior)
 
@@ -438,12 +728,13 @@ def _fit(design: _Design, weights: np.ndarray, fixed: dict[int, float], l2: floa
 
 
 def plackett_luce(
-    history: Sequence[Outcome],
+    history: Sequence[Outcome] | RatedTable,
     *,
     anchors: Mapping[str, float] = ANCHORS,
     l2: float = 0.01,
     bootstrap: int = 200,
     seed: int = 0,
+    workers: int | None = None,
 ) -> dict[str, MLERating]:
     """Order-free maximum-likelihood ratings, anchored, with 95% bootstrap intervals.
 
@@ -456,18 +747,30 @@ def plackett_luce(
         bootstrap (`int`): resamples of whole results (a match, or a whole duplicate set)
             for the intervals (0: none).
         seed (`int`): seed of the resampling.
+        workers (`int`, *optional*): threads fitting resamples at once (default: one per
+            core). The compiled likelihood releases the GIL, so two cores fit two at once;
+            every resample's weights are drawn in order from the one generator first, so
+            the intervals are the same for any number of workers.
 
     Returns:
         `dict[str, MLERating]`: per player, rating with interval, and leaderboard position
         among all rated players with its interval.
     """
-    if not history:
+    if not len(history):
         return {}
+    if isinstance(history, RatedTable):
+        by_id_order = np.argsort(history.ids, kind="stable")
+        ids = history.ids[by_id_order]
+        if (ids[1:] != ids[:-1]).all():  # unique ids (always, but in a malformed history): the id is the key
+            history = history.take(by_id_order)
+        else:
+            history = history.outcomes()
     # ALGO LOGIC: order-free. The fit and the bootstrap see the results sorted by their id
     # (match id; set id for a duplicate set), never in start-time or input order: the
     # same set of results gives the same table bit for bit, however its start times or
     # its order change (floating-point sums included).
-    history = sorted(history, key=by_id)
+    if not isinstance(history, RatedTable):
+        history = sorted(history, key=by_id)
     design = _design(history)
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
     m = len(history)
@@ -483,9 +786,18 @@ def plackett_luce(
     # all resamples, no per-result RNG, so 200 resamples of 100,000 results draw in
     # milliseconds.
     rng = np.random.default_rng(seed)
-    for b in range(bootstrap):
-        weights = np.bincount(rng.integers(0, m, size=m), minlength=m).astype(np.float64)
-        samples[b] = _fit(design, weights, fixed, l2, start=estimate)
+    workers = max(1, min(workers or os.cpu_count() or 1, bootstrap or 1))
+
+    def resample(weights: np.ndarray) -> np.ndarray:
+        return _fit(design, weights, fixed, l2, start=estimate)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # draws in order, `workers` resamples at a time (bounded memory: one weight vector each)
+        for first in range(0, bootstrap, workers):
+            batch = [np.bincount(rng.integers(0, m, size=m), minlength=m).astype(np.float64)
+                     for _ in range(min(workers, bootstrap - first))]
+            for b, sample in enumerate(pool.map(resample, batch), start=first):
+                samples[b] = sample
     if bootstrap:
         low, high = np.percentile(samples, [2.5, 97.5], axis=0)
         sample_ranks = np.array([competition_ranks(row) for row in samples])
@@ -517,6 +829,8 @@ __all__ = [
     "elo_ratings",
     "extend_trueskill",
     "Played",
+    "RatedTable",
+    "trueskill_trail",
     "by_id",
     "outcomes",
     "rated",

@@ -29,12 +29,13 @@ from arena.ratings import (
     MLERating,
     Outcome,
     Played,
+    RatedTable,
     TrueSkillState,
     elo_ratings,
-    extend_trueskill,
     plackett_luce,
     rated,
     recomputed,
+    trueskill_trail,
 )
 from arena.schema import BUILTIN_PREFIX, TASK_NAMES
 from arena.scoring import competition_ranks
@@ -112,10 +113,33 @@ class Standings:
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
     """Add the rated entity of each row: a built-in by name, a submission by repo@revision."""
-    rows = rows.copy()
-    builtin = rows["policy_id"].str.startswith(BUILTIN_PREFIX)
-    rows["player"] = np.where(builtin, rows["policy_id"], rows["policy_id"] + "@" + rows["revision"])
+    rows = rows.copy(deep=False)  # a new column, the caller's frame untouched, no data copied
+    if rows.empty:
+        rows["player"] = pd.Series(dtype=object)
+        return rows
+    # per distinct (policy, revision): one string each, shared by its rows (1.6 million rows,
+    # a few thousand strings)
+    policy_code, policies = pd.factorize(rows["policy_id"].to_numpy(dtype=object), use_na_sentinel=False)
+    revision_code, revisions = pd.factorize(rows["revision"].to_numpy(dtype=object), use_na_sentinel=False)
+    width = max(len(revisions), 1)
+    pair_code, pairs = pd.factorize(policy_code.astype(np.int64) * width + revision_code)
+
+    def name(policy, revision):
+        if isinstance(policy, str) and policy.startswith(BUILTIN_PREFIX):
+            return policy
+        if not (isinstance(policy, str) and isinstance(revision, str)):
+            return np.nan  # as the string sum of a missing value was
+        return f"{policy}@{revision}"
+
+    names = np.array([name(policies[k // width], revisions[k % width]) for k in pairs] + [None], dtype=object)[:-1]
+    rows["player"] = names[pair_code]
     return rows
+
+
+def is_builtin_row(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, whether its policy is a built-in (computed once per distinct policy)."""
+    code, policies = pd.factorize(rows["policy_id"].to_numpy(dtype=object))
+    return np.array([str(p).startswith(BUILTIN_PREFIX) for p in policies], dtype=bool)[code] if len(rows) else np.zeros(0, bool)
 
 
 def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
@@ -135,6 +159,67 @@ def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
                tuple(players[a:b]), tuple(int(s) for s in scores[a:b]))
         for a, b in zip(boundaries, boundaries[1:])
     )
+
+
+def rated_table(rows: pd.DataFrame) -> RatedTable:
+    """`pvp_outcomes(rows)` as columns (`arena.ratings.RatedTable`): the same rated results
+    in the same order, built from the rows' arrays without a Python object per match or row
+    (a duplicate set, rare, still goes through `arena.ratings.rated`)."""
+    pvp_mask = rows["track"].to_numpy() == "pvp"
+    empty = RatedTable((), np.empty(0, dtype=object), np.empty(0, dtype=object), np.zeros((0, 1), dtype=np.int64),
+                       np.zeros((0, 1)), np.zeros(0, dtype=np.int64))
+    if not pvp_mask.any():
+        return empty
+    columns = [c for c in ("track", "started_at", "match_id", "slot", "player", "achievement", "set_id", "set_size") if c in rows]
+    every = bool(pvp_mask.all())  # the usual case: read the columns in place, copy nothing
+    in_set = rows["set_id"].fillna("").to_numpy(dtype=object) != "" if "set_id" in rows else np.zeros(len(rows), dtype=bool)
+    in_set &= pvp_mask
+    keep = pvp_mask & ~in_set
+    single = {c: rows[c].to_numpy() if every and not in_set.any() else rows[c].to_numpy()[keep]
+              for c in ("started_at", "match_id", "slot", "player", "achievement")}
+    parts = []
+    if len(single["match_id"]):
+        # ALGO LOGIC: sort by (start, match id, slot) through sorted codes, then cut at each new key
+        start_code, start_values = pd.factorize(single["started_at"].astype(object, copy=False), sort=True)
+        id_code, id_values = pd.factorize(single["match_id"].astype(object, copy=False), sort=True)
+        order = np.lexsort((single["slot"], id_code, start_code))
+        start_code, id_code = start_code[order], id_code[order]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (start_code[1:] != start_code[:-1]) | (id_code[1:] != id_code[:-1])
+        first = np.nonzero(new)[0]
+        group = np.cumsum(new) - 1
+        widths = np.diff(np.append(first, len(order))).astype(np.int64)
+        position = np.arange(len(order)) - first[group]
+        player_code, names = pd.factorize(single["player"].astype(object, copy=False)[order], sort=True)
+        seats = np.full((len(first), int(widths.max())), -1, dtype=np.int64)
+        scores = np.zeros(seats.shape)
+        seats[group, position] = player_code
+        scores[group, position] = single["achievement"][order]
+        parts.append(RatedTable(tuple(names), np.asarray(start_values, dtype=object)[start_code[first]],
+                                np.asarray(id_values, dtype=object)[id_code[first]], seats, scores, widths))
+    if in_set.any():
+        sets = pvp_outcomes(rows.loc[in_set, columns])
+        if sets:
+            parts.append(RatedTable.of(sets))
+    if not parts:
+        return empty
+    if len(parts) == 1:
+        return parts[0]
+    # singles and sets together, in rating order (start, id)
+    names = tuple(sorted(set(parts[0].names) | set(parts[1].names)))
+    index = {p: i for i, p in enumerate(names)}
+    width = max(t.seats.shape[1] for t in parts)
+    seats, scores = [], []
+    for t in parts:
+        remap = np.array([index[p] for p in t.names] + [-1], dtype=np.int64)
+        pad = width - t.seats.shape[1]
+        seats.append(np.pad(remap[t.seats], ((0, 0), (0, pad)), constant_values=-1))
+        scores.append(np.pad(t.scores, ((0, 0), (0, pad))))
+    started = np.concatenate([t.started for t in parts])
+    ids = np.concatenate([t.ids for t in parts])
+    order = np.lexsort((pd.factorize(ids, sort=True)[0], pd.factorize(started, sort=True)[0]))
+    return RatedTable(names, started[order], ids[order], np.concatenate(seats)[order], np.concatenate(scores)[order],
+                      np.concatenate([t.widths for t in parts])[order])
 
 
 def held_out_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -196,7 +281,16 @@ def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:
         top=("achievement", "max"),
         Teams=("slot", "count"),
     )
-    winners = rows[rows["rank"] == 1].drop_duplicates(["match_id", "policy_id"]).groupby("match_id")["policy_id"].agg(", ".join)
+    won = rows.loc[rows["rank"].to_numpy() == 1, ["match_id", "policy_id"]].drop_duplicates()
+    # most matches have one winner: taken as is; ties joined, in row order as before
+    shared = won["match_id"].duplicated(keep=False).to_numpy()
+    match_ids, policy_ids = won["match_id"].to_numpy(), won["policy_id"].to_numpy()
+    winners = pd.Series(policy_ids[~shared], index=match_ids[~shared], dtype=object)
+    if shared.any():
+        joined: dict[str, list[str]] = {}
+        for match, policy in zip(match_ids[shared].tolist(), policy_ids[shared].tolist()):
+            joined.setdefault(match, []).append(policy)
+        winners = pd.concat([winners, pd.Series({m: ", ".join(p) for m, p in joined.items()}, dtype=object)])
     meta["Winner"] = winners
     meta = meta.rename(columns={"top": "Top score"}).sort_values("Started", ascending=False)
     meta.insert(0, "Match", meta.index)
@@ -214,23 +308,32 @@ def compute(
     """Standings from the history rows (see the module docstring); `source` says which
     shards the rows are (the PvP tab names them)."""
     rows = with_players(rows)
-    history = pvp_outcomes(rows)
+    history = rated_table(rows)
     fresh = previous is None or recomputed(previous.trueskill, history)
     trajectory: dict[str, deque] = {} if fresh else {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
-
-    def observe(outcome: Outcome, player: str, rating) -> None:
-        trajectory.setdefault(player, deque(maxlen=TRAJECTORY_POINTS)).append((outcome.key[0], rating.mu, rating.sigma))
-
-    ts = extend_trueskill(previous.trueskill if previous is not None else TrueSkillState(), history, observe=observe)
+    # TrueSkill carried forward (only the matches after the previous standings' last one), or
+    # recomputed; each player's latest ratings come back as a trail, not one call per rating
+    start = TrueSkillState() if fresh else previous.trueskill
+    todo = history if fresh else history.take(history.after(start.last_key))
+    ts, trail = trueskill_trail(todo, state=start, keep=TRAJECTORY_POINTS)
+    started = todo.started
+    for player, points in trail.items():
+        rows_, mus, sigmas = zip(*points)
+        trajectory.setdefault(player, deque(maxlen=TRAJECTORY_POINTS)).extend(
+            zip(started[list(rows_)].tolist(), mus, sigmas))
     elo = elo_ratings(history, state=previous.elo if previous is not None else None)
     if refresh_mle or previous is None:
-        mle = plackett_luce(history, bootstrap=bootstrap) if history else {}
+        mle = plackett_luce(history, bootstrap=bootstrap) if len(history) else {}
         pairs = head_to_head(history)
-        held_out = pvp_outcomes(held_out_rows(rows))
-        held_out_mle = plackett_luce(held_out, bootstrap=0) if held_out else {}
+        held_out = rated_table(held_out_rows(rows))
+        held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
-    pvp = rows[rows["track"] == "pvp"]
+    # only the columns each table needs: a boolean filter copies every column it keeps
+    points = [f"{task}_points" for task in TASK_NAMES]
+    track = rows["track"].to_numpy()
+    is_pvp = track == "pvp"
+    pvp = rows if is_pvp.all() else rows.loc[is_pvp, ["player", "policy_id", "revision", "match_id", "achievement", *points]]
     pvp_players = pvp.groupby("player").agg(
         policy_id=("policy_id", "first"),
         revision=("revision", "first"),
@@ -238,24 +341,25 @@ def compute(
         achievement=("achievement", "mean"),
         **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
     )
-    pve = rows[(rows["track"] == "pve") & ~rows["policy_id"].str.startswith(BUILTIN_PREFIX)]
+    pve = rows.loc[(track == "pve") & ~is_builtin_row(rows), ["player", "stage", "match_id", "rank", "achievement", *points]]
     pve_stages = pve.assign(won=pve["rank"] == 1).groupby(["player", "stage"]).agg(
         matches=("match_id", "nunique"),
         top1=("won", "mean"),
         mean=("achievement", "mean"),
         **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
     )
+    match_summary = summarize_matches(rows)
     return Standings(
         pvp_players=pvp_players,
         pve_stages=pve_stages,
-        match_summary=summarize_matches(rows),
+        match_summary=match_summary,
         policy_matches={p: g.to_numpy() for p, g in rows.groupby("policy_id")["match_id"]} if len(rows) else {},
         teams=rows,
         trueskill=ts,
         elo=elo,
         mle=mle,
         head_to_head=pairs,
-        matches=int(rows["match_id"].nunique()) if len(rows) else 0,
+        matches=len(match_summary),  # one summary row per match id
         pvp_matches=int(pvp["match_id"].nunique()) if len(pvp) else 0,
         trajectory=trajectory,
         held_out_mle=held_out_mle,

@@ -1,0 +1,530 @@
+"""Compiled inner loops of the rating engines (numba), each beside the pure-Python rule it repeats.
+
+Why this exists: recomputing the ratings from the published history is the Arena's promise
+of transparency, and in pure Python it took minutes for 100,000 matches (TrueSkill 93 s, the
+Plackett-Luce bootstrap 356 s). The loops below do the same arithmetic over whole arrays:
+
+- `trueskill_history`: `arena.trueskill_ffa.rate_ffa` applied match after match, operation
+  by operation in the same order (the package's own `erfc` polynomial, the same stable sort,
+  the same stopping rule, pow() where Python writes `x**2`), so the ratings equal the
+  pure-Python ones bit for bit (tests/test_kernels.py), and the `trueskill` package's within
+  1e-6 (3.6e-11 over 2,000 matches of 16, `bench.ratings_recompute`). Where
+  the pure-Python code would raise (a `FloatingPointError` of the package, a math domain
+  error, a division by zero, an overflow) the kernel stops before that match and says so;
+  the caller rates that one match in Python (`arena.ratings._rate_match`, with its mpmath
+  fallback) and resumes, so such matches behave exactly as before.
+- `elo_history`: `arena.ratings.elo_ratings`'s per-match duels.
+- `plackett_luce_nll`: the Plackett-Luce negative log-likelihood and its gradient
+  (`arena.ratings._negative_log_likelihood`) in one pass over the matches, the GIL released
+  so that bootstrap resamples fit on several threads at once (equal within about 1e-15).
+- `pair_counts`: `arena.head_to_head._counts`, every pair's meetings, wins and ties.
+
+numba is optional: `AVAILABLE` says whether it imported; without it the callers keep their
+pure-Python paths (same results, minutes instead of seconds). Compiled code is cached on
+disk (`cache=True`): next to this module if that folder is writable, else in numba's
+user-wide cache or `NUMBA_CACHE_DIR` (set below to a temporary folder when neither is
+writable, e.g. a read-only Space folder). The first compilation takes several seconds
+(`bench.ratings_recompute` reports it as `compile_s`); later runs load the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+
+import numpy as np
+
+
+def _cache_dir_ok() -> bool:
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.access(here, os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
+
+
+if not _cache_dir_ok():  # a read-only install: cache where we can write, not nowhere
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "nmmo-arena-numba")
+
+try:
+    import numba
+
+    AVAILABLE = True
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    numba = None
+    AVAILABLE = False
+
+__all__ = ["AVAILABLE", "OK", "trueskill_history", "elo_history", "plackett_luce_nll", "pair_counts"]
+
+#: `trueskill_history` finished every match.
+OK = -1
+
+_INF = math.inf
+_SQRT2 = math.sqrt(2)
+_PDF_0 = 1 / math.sqrt(2 * math.pi)
+_MAX_ROUNDS = 10
+#: |x| above this would overflow x**2 (Python raises OverflowError there).
+_POW_LIMIT = 1e150
+
+
+def _jit(**options):
+    """numba.njit with the cache, or the function itself (never called) without numba."""
+    if not AVAILABLE:
+        return lambda f: f
+    return numba.njit(cache=True, **options)
+
+
+# -- TrueSkill ----------------------------------------------------------------------------
+
+
+@_jit(inline="always")
+def _erfc(x):
+    """`trueskill.backends.erfc`, the same polynomial in the same order."""
+    z = abs(x)
+    t = 1.0 / (1.0 + z / 2.0)
+    r = t * math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (
+        0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+            0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+                -0.82215223 + t * 0.17087277
+            )))
+        )))
+    )))
+    return 2.0 - r if x < 0 else r
+
+
+@_jit(inline="always")
+def _sum_message(a_pi, a_tau, b_pi, b_tau, b_coeff):
+    """`trueskill_ffa._sum_message`; a third value False where Python would raise."""
+    if a_pi != 0 and b_pi != 0:
+        variance = 1.0 / a_pi + 1.0 / b_pi
+        if variance < _INF:
+            if variance == 0:
+                return 0.0, 0.0, False
+            pi = 1.0 / variance
+            return pi, pi * (a_tau / a_pi + b_coeff * (b_tau / b_pi)), True
+    mean = (a_tau / a_pi if a_pi != 0 else a_pi) + b_coeff * (b_tau / b_pi if b_pi != 0 else b_pi)
+    variance = 1.0 / a_pi if a_pi != 0 else _INF
+    if variance != _INF:
+        variance = variance + 1.0 / b_pi if b_pi != 0 else _INF
+    if variance == 0:
+        return 0.0, 0.0, False
+    pi = 1.0 / variance
+    return pi, pi * mean, True
+
+
+@_jit(inline="always")
+def _as_rating(mu, sigma):
+    """`trueskill_ffa._as_rating`: the round trip through the package's pi and tau."""
+    pi = sigma ** -2.0  # as in Python (pow, not 1 / sigma**2); the caller checks for 0 and overflow
+    tau = pi * mu
+    return (tau / pi if pi != 0 else pi), (math.sqrt(1.0 / pi) if pi != 0 else _INF)
+
+
+@_jit()
+def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, out_sigma, order,
+              work, two):
+    """`trueskill_ffa.rate_ffa` on the first n entries; False where Python would raise.
+
+    `order` (int64[n]) and `work` (float64[16, n]) are scratch space. `two` is 2.0, passed
+    in so that `x ** two` stays a call of pow() as Python's `x**2` is (the compiler would
+    turn a constant `x ** 2.0` into x * x, which differs from pow in the last bit)."""
+    # stable sort of the players by rank (insertion sort: n <= a few dozen)
+    for k in range(n):
+        order[k] = k
+    for k in range(1, n):
+        key = order[k]
+        j = k - 1
+        while j >= 0 and ranks[order[j]] > ranks[key]:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = key
+    perf_variance = beta ** two
+    rating_pi, rating_tau = work[0], work[1]
+    perf_pi, perf_tau = work[2], work[3]
+    team_pi, team_tau = work[4], work[5]
+    down_pi, down_tau = work[6], work[7]
+    cav_pi, cav_tau = work[8], work[9]
+    trunc_pi, trunc_tau = work[10], work[11]
+    left_pi, left_tau = work[12], work[13]
+    right_pi, right_tau = work[14], work[15]
+    for k in range(n):
+        i = order[k]
+        s = sigmas[i]
+        if s == 0 or abs(s) < 1e-150 or abs(s) > _POW_LIMIT:
+            return False
+        prior_mu, prior_sigma = _as_rating(mus[i], s)
+        if abs(prior_sigma) > _POW_LIMIT:
+            return False
+        root = math.sqrt(prior_sigma ** two + tau ** two)
+        if root == 0 or root < 1e-150:
+            return False
+        r_pi = root ** -2.0
+        r_tau = r_pi * prior_mu
+        den = 1.0 + perf_variance * r_pi
+        if den == 0:
+            return False
+        a = 1.0 / den
+        p_pi, p_tau = a * r_pi, a * r_tau
+        inv = 1.0 / p_pi if p_pi != 0 else _INF
+        if inv == 0:
+            return False
+        t_pi = 1.0 / inv
+        rating_pi[k], rating_tau[k] = r_pi, r_tau
+        perf_pi[k], perf_tau[k] = p_pi, p_tau
+        team_pi[k] = t_pi
+        team_tau[k] = t_pi * (p_tau / p_pi if p_pi != 0 else p_pi)
+        down_pi[k], down_tau[k] = team_pi[k], team_tau[k]
+    m = n - 1
+    for j in range(m):
+        cav_pi[j] = cav_tau[j] = trunc_pi[j] = trunc_tau[j] = 0.0
+        left_pi[j] = left_tau[j] = right_pi[j] = right_tau[j] = 0.0
+    steps = 1 if m == 1 else 2 * (m - 1)
+    for _ in range(_MAX_ROUNDS):
+        delta = 0.0
+        for step in range(steps):
+            # forward over 0..m-2 passing right, then backward over m-1..1 passing left
+            if m == 1:
+                j, toward = 0, 0
+            elif step < m - 1:
+                j, toward = step, 2
+            else:
+                j, toward = m - 1 - (step - (m - 1)), 1
+            a_pi, a_tau = team_pi[j] - left_pi[j], team_tau[j] - left_tau[j]
+            b_pi, b_tau = team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j]
+            variance = (1.0 / a_pi + 1.0 / b_pi) if (a_pi != 0 and b_pi != 0) else _INF
+            if a_pi != 0 and b_pi != 0 and variance < _INF:
+                if variance == 0:
+                    return False
+                pi = 1.0 / variance
+                tau_ = pi * (a_tau / a_pi - b_tau / b_pi)
+            else:
+                pi, tau_, ok = _sum_message(a_pi, a_tau, b_pi, b_tau, -1.0)
+                if not ok:
+                    return False
+            d_pi, d_tau = cav_pi[j] + pi, cav_tau[j] + tau_
+            tr_pi, tr_tau = trunc_pi[j], trunc_tau[j]
+            c_pi, c_tau = d_pi - tr_pi, d_tau - tr_tau
+            if c_pi < 0:  # math domain error
+                return False
+            sqrt_pi = math.sqrt(c_pi)
+            if sqrt_pi == 0:
+                return False
+            t = c_tau / sqrt_pi
+            eps = draw_margin * sqrt_pi
+            if ranks[order[j]] == ranks[order[j + 1]]:  # a draw: _v_w_draw
+                abs_t = abs(t)
+                a_, b_ = eps - abs_t, -eps - abs_t
+                if abs(a_) > _POW_LIMIT or abs(b_) > _POW_LIMIT:
+                    return False
+                den = 0.5 * _erfc(-a_ / _SQRT2) - 0.5 * _erfc(-b_ / _SQRT2)
+                if den == 0:
+                    return False
+                pdf_a, pdf_b = _PDF_0 * math.exp(-(a_ ** two / 2)), _PDF_0 * math.exp(-(b_ ** two / 2))
+                v = (pdf_b - pdf_a) / den
+                if abs(v) > _POW_LIMIT:
+                    return False
+                w = (v ** two) + (a_ * pdf_a - b_ * pdf_b) / den
+                if t < 0:
+                    v = -v
+            else:  # a win: _v_w_win
+                x = t - eps
+                if abs(x) > _POW_LIMIT:
+                    return False
+                den = 0.5 * _erfc(-x / _SQRT2)
+                v = (_PDF_0 * math.exp(-(x ** two / 2)) / den) if den != 0 else -x
+                w = v * (v + x)
+                if not (0 < w < 1):
+                    return False
+            denom = 1.0 - w
+            if denom == 0:
+                return False
+            new_pi, new_tau = c_pi / denom, (c_tau + sqrt_pi * v) / denom
+            trunc_pi[j], trunc_tau[j] = new_pi + tr_pi - d_pi, new_tau + tr_tau - d_tau
+            e_pi, e_tau = new_pi - pi, new_tau - tau_
+            cav_pi[j], cav_tau[j] = e_pi, e_tau
+            if toward == 2:
+                variance = (1.0 / a_pi + 1.0 / e_pi) if (a_pi != 0 and e_pi != 0) else _INF
+                if a_pi != 0 and e_pi != 0 and variance < _INF:
+                    if variance == 0:
+                        return False
+                    pi = 1.0 / variance
+                    tau_ = pi * (a_tau / a_pi - e_tau / e_pi)
+                else:
+                    pi, tau_, ok = _sum_message(a_pi, a_tau, e_pi, e_tau, -1.0)
+                    if not ok:
+                        return False
+                team_pi[j + 1], team_tau[j + 1] = b_pi + pi, b_tau + tau_
+                right_pi[j], right_tau[j] = pi, tau_
+            elif toward == 1:
+                variance = (1.0 / e_pi + 1.0 / b_pi) if (e_pi != 0 and b_pi != 0) else _INF
+                if e_pi != 0 and b_pi != 0 and variance < _INF:
+                    if variance == 0:
+                        return False
+                    pi = 1.0 / variance
+                    tau_ = pi * (e_tau / e_pi + b_tau / b_pi)
+                else:
+                    pi, tau_, ok = _sum_message(e_pi, e_tau, b_pi, b_tau, 1.0)
+                    if not ok:
+                        return False
+                team_pi[j], team_tau[j] = a_pi + pi, a_tau + tau_
+                left_pi[j], left_tau[j] = pi, tau_
+            if delta <= min_delta:
+                pi_delta = abs(d_pi - new_pi)
+                if pi_delta == _INF:
+                    moved = 0.0
+                else:
+                    moved = abs(d_tau - new_tau)
+                    sqrt_delta = math.sqrt(pi_delta)
+                    if sqrt_delta > moved:
+                        moved = sqrt_delta
+                if moved > delta or m == 1:
+                    delta = moved
+        if delta <= min_delta:
+            break
+    j = 0
+    pi, tau_, ok = _sum_message(cav_pi[j], cav_tau[j], team_pi[j + 1] - right_pi[j],
+                                team_tau[j + 1] - right_tau[j], 1.0)
+    if not ok:
+        return False
+    team_pi[j], team_tau[j] = team_pi[j] - left_pi[j] + pi, team_tau[j] - left_tau[j] + tau_
+    left_pi[j], left_tau[j] = pi, tau_
+    j = m - 1
+    pi, tau_, ok = _sum_message(team_pi[j] - left_pi[j], team_tau[j] - left_tau[j], cav_pi[j], cav_tau[j], -1.0)
+    if not ok:
+        return False
+    team_pi[j + 1] = team_pi[j + 1] - right_pi[j] + pi
+    team_tau[j + 1] = team_tau[j + 1] - right_tau[j] + tau_
+    right_pi[j], right_tau[j] = pi, tau_
+    for k in range(n):
+        i = order[k]
+        c_pi, c_tau = team_pi[k] - down_pi[k], team_tau[k] - down_tau[k]
+        inv = 1.0 / c_pi if c_pi != 0 else _INF
+        if inv == 0:
+            return False
+        up_pi = 1.0 / inv
+        p_pi = perf_pi[k] + up_pi
+        p_tau = perf_tau[k] + up_pi * (c_tau / c_pi if c_pi != 0 else c_pi)
+        msg_pi, msg_tau = p_pi - perf_pi[k], p_tau - perf_tau[k]
+        den = 1.0 + perf_variance * msg_pi
+        if den == 0:
+            return False
+        a = 1.0 / den
+        r_pi, r_tau = rating_pi[k] + a * msg_pi, rating_tau[k] + a * msg_tau
+        if r_pi < 0:  # math domain error in sqrt(1 / r_pi)
+            return False
+        mean = r_tau / r_pi if r_pi != 0 else r_pi
+        sd = math.sqrt(1 / r_pi) if r_pi != 0 else _INF
+        if sd == 0 or sd < 1e-150 or sd > _POW_LIMIT:
+            return False
+        out_mu[i], out_sigma[i] = _as_rating(mean, sd)
+    return True
+
+
+@_jit(nogil=True)
+def trueskill_history(seats, scores, widths, start, mu, sigma, matches, present, fixed, fixed_mu, fixed_sigma,
+                      beta, tau, draw_margin, min_delta, trail_match, trail_mu, trail_sigma, trail_count, two):
+    """TrueSkill over matches `start..` in order, as `arena.ratings.trueskill_ratings` does.
+
+    Args:
+        seats: int64[M, W] player index of each seat, seats already sorted by (player id,
+            seat) as `trueskill_ratings` sorts them; -1 padding after `widths[r]`.
+        scores: float64[M, W] each seat's score (ranks are computed from them here).
+        mu, sigma, matches, present: per player, updated in place (`present`: has a rating).
+        fixed, fixed_mu, fixed_sigma: anchors, entering every match with their fixed rating.
+        trail_match, trail_mu, trail_sigma: [P, K] ring buffers of each player's last K new
+            ratings (match row, mu, sigma), `trail_count[p]` written so far (K = 0: none).
+        two: 2.0, from the caller (see `_rate_ffa`).
+
+    Returns:
+        `OK`, or the row of the first match the pure-Python code must rate (it would raise
+        here); every match before it is applied.
+    """
+    width = seats.shape[1]
+    keep = trail_match.shape[1]
+    ranks = np.zeros(width, dtype=np.int64)
+    mus = np.zeros(width)
+    sigmas = np.zeros(width)
+    new_mu = np.zeros(width)
+    new_sigma = np.zeros(width)
+    order = np.zeros(width, dtype=np.int64)
+    work = np.zeros((16, width))
+    for r in range(start, seats.shape[0]):
+        n = widths[r]
+        for k in range(n):
+            count = 1
+            for q in range(n):
+                if scores[r, q] > scores[r, k]:
+                    count += 1
+            ranks[k] = count
+            p = seats[r, k]
+            if fixed[p]:
+                mus[k], sigmas[k] = fixed_mu[p], fixed_sigma[p]
+            else:
+                mus[k], sigmas[k] = mu[p], sigma[p]
+        if n < 2 or not _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, new_mu, new_sigma,
+                                  order, work, two):
+            return r
+        # a player seated more than once takes the mean of its updates, in seat order
+        for k in range(n):
+            p = seats[r, k]
+            if fixed[p]:
+                continue
+            first = True
+            for q in range(k):
+                if seats[r, q] == p:
+                    first = False
+                    break
+            if not first:
+                continue
+            total_mu, total_sigma, copies = 0.0, 0.0, 0
+            for q in range(k, n):
+                if seats[r, q] == p:
+                    total_mu += new_mu[q]
+                    total_sigma += new_sigma[q]
+                    copies += 1
+            mu[p], sigma[p] = total_mu / copies, total_sigma / copies
+            matches[p] += 1
+            present[p] = True
+            if keep:
+                slot = trail_count[p] % keep
+                trail_match[p, slot], trail_mu[p, slot], trail_sigma[p, slot] = r, mu[p], sigma[p]
+                trail_count[p] += 1
+    return OK
+
+
+# -- Elo ----------------------------------------------------------------------------------
+
+
+@_jit(nogil=True)
+def elo_history(seats, scores, widths, rating, fixed, fixed_rating, k):
+    """`arena.ratings.elo_ratings` over every match in order; `rating` updated in place.
+
+    `seats` here are in the outcome's own seat order (Elo does not sort)."""
+    width = seats.shape[1]
+    current = np.zeros(width)
+    delta = np.zeros(width)
+    for r in range(seats.shape[0]):
+        n = widths[r]
+        for i in range(n):
+            p = seats[r, i]
+            current[i] = fixed_rating[p] if fixed[p] else rating[p]
+        scale = k / max(n - 1, 1)
+        for i in range(n):
+            total = 0.0
+            for j in range(n):
+                if seats[r, i] == seats[r, j]:
+                    term = 0.0
+                else:
+                    expected = 1.0 / (1.0 + 10.0 ** ((current[j] - current[i]) / 400.0))
+                    if scores[r, i] > scores[r, j]:
+                        actual = 1.0
+                    elif scores[r, i] == scores[r, j]:
+                        actual = 0.5
+                    else:
+                        actual = 0.0
+                    term = actual - expected
+                total += term
+            delta[i] = scale * total
+        for i in range(n):
+            p = seats[r, i]
+            if not fixed[p]:
+                rating[p] = rating[p] + delta[i]
+
+
+# -- Plackett-Luce ------------------------------------------------------------------------
+
+
+@_jit(nogil=True)
+def plackett_luce_nll(s, order, widths, group_size, weights, grad):
+    """`arena.ratings._negative_log_likelihood` in one pass: returns the weighted NLL and
+    writes its gradient into `grad`. Matches of weight 0 contribute nothing and are skipped.
+
+    A tie group of d teams starting at position g, with `remaining` the strength of
+    positions >= g and `tied` the group's: denominators den_k = remaining - (k/d) tied for
+    k < d; each member q gets e^s_q (sum of w/den over every group up to its own, minus
+    its group's sum of w (k/d)/den), minus w.
+    """
+    for i in range(grad.shape[0]):
+        grad[i] = 0.0
+    strength_of = np.exp(s)
+    width = order.shape[1]
+    strength = np.zeros(width)
+    remaining = np.zeros(width + 1)
+    nll = 0.0
+    for r in range(order.shape[0]):
+        w = weights[r]
+        if w == 0:
+            continue
+        n = widths[r]
+        for q in range(n):
+            strength[q] = strength_of[order[r, q]]
+        remaining[n] = 0.0
+        for q in range(n - 1, -1, -1):
+            remaining[q] = remaining[q + 1] + strength[q]
+        total = 0.0
+        reach = 0.0
+        g = 0
+        while g < n:
+            d = int(group_size[r, g])
+            tied = remaining[g] - remaining[g + d]
+            a_sum, b_sum = 0.0, 0.0
+            for k in range(d):
+                share = k / d
+                den = remaining[g] - share * tied
+                total += s[order[r, g + k]] - math.log(den)
+                a_sum += w / den
+                b_sum += w * share / den
+            reach += a_sum
+            for q in range(g, g + d):
+                grad[order[r, q]] += strength[q] * (reach - b_sum) - w
+            g += d
+        nll -= w * total
+    return nll
+
+
+# -- head to head -------------------------------------------------------------------------
+
+
+@_jit(nogil=True)
+def pair_counts(seats, scores, widths, met, wins, ties):
+    """`arena.head_to_head._counts`: per ordered pair, matches met, won and tied (the match
+    is the unit: a pair seated several times in one match counts once, by the sign of its
+    seats' net score), added into `met`, `wins`, `ties` ([P, P] int64)."""
+    width = seats.shape[1]
+    most = width * (width - 1) // 2
+    lo_of = np.zeros(most, dtype=np.int64)
+    hi_of = np.zeros(most, dtype=np.int64)
+    sign_of = np.zeros(most)
+    done = np.zeros(most, dtype=np.bool_)
+    for r in range(seats.shape[0]):
+        n = widths[r]
+        count = 0
+        for i in range(n):
+            for j in range(i + 1, n):
+                a, b = seats[r, i], seats[r, j]
+                if a < 0 or b < 0 or a == b:
+                    continue
+                diff = scores[r, i] - scores[r, j]
+                sign = 1.0 if diff > 0 else (-1.0 if diff < 0 else 0.0)
+                if a < b:
+                    lo_of[count], hi_of[count], sign_of[count] = a, b, sign
+                else:
+                    lo_of[count], hi_of[count], sign_of[count] = b, a, -sign
+                done[count] = False
+                count += 1
+        for k in range(count):
+            if done[k]:
+                continue
+            lo, hi = lo_of[k], hi_of[k]
+            net = 0.0
+            for q in range(k, count):  # the pair's other seat pairs in this match, if any
+                if not done[q] and lo_of[q] == lo and hi_of[q] == hi:
+                    net += sign_of[q]
+                    done[q] = True
+            met[lo, hi] += 1
+            met[hi, lo] += 1
+            if net == 0:
+                ties[lo, hi] += 1
+                ties[hi, lo] += 1
+            elif net > 0:
+                wins[lo, hi] += 1
+            else:
+                wins[hi, lo] += 1
