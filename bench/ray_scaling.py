@@ -17,8 +17,10 @@ match per worker (other seeds), so that process start-up, Ray's shipping of the 
 the nodes' fetch of the submission are not timed. Then each run's wall time is from the
 first match sent to the last result back; the timed matches' maps are in no cache yet, so
 each way generates the same maps once. Targets: two nodes at least
-1.8x one node; Ray within 1.1x of the local pool with as many workers. The JSON line last
-holds every figure.
+1.8x one node; Ray within 1.1x of the local pool with as many workers. Beside them, the
+machine's own ceiling before and after the runs (`bench.match_speed.machine_scaling`: two
+copies of a pure CPU loop on 2 processes against 1): on a shared machine no executor
+scales past it. The JSON line last holds every figure.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from arena import PROJECT_ROOT
 from arena.rules import stage_opponents
 from arena.schema import FaultKind
+from bench.match_speed import machine_scaling
 from matchmaking.config import MatchConfig
 from matchmaking.executor import LocalExecutor, RayExecutor
 from matchmaking.local_cluster import LocalCluster
@@ -90,6 +93,8 @@ def main() -> int:
             return [MatchSpec(seed=100 + i, policies=lineup, config=MatchConfig(horizon=args.horizon, cache_dir=maps))
                     for i in range(args.matches)]
 
+        ceiling_before = machine_scaling()
+        print(f"this machine's 2-process scaling of a pure CPU loop, before: {ceiling_before:.2f}x", flush=True)
         seconds: dict[str, float] = {}
         results: dict[str, list] = {}
         for workers in (1, 2):
@@ -123,6 +128,8 @@ def main() -> int:
             results[name] = sorted((o.spec.seed, o.result.outcome()) for o in outcomes)
             print(f"Ray, {workers} worker node(s) of 1 CPU: {args.matches} matches in {seconds[name]:.1f} s "
                   f"on {len(nodes)} node(s)", flush=True)
+        ceiling_after = machine_scaling()
+        print(f"this machine's 2-process scaling of a pure CPU loop, after: {ceiling_after:.2f}x", flush=True)
     finally:
         hub.stop()
     # The same specs give the same games, unless a team's answer came later than its step
@@ -142,6 +149,9 @@ def main() -> int:
         "two_nodes_vs_one": round(per_hour["ray_2"] / per_hour["ray_1"], 3),
         "local_vs_ray_1": round(per_hour["local_1"] / per_hour["ray_1"], 3),
         "local_vs_ray_2": round(per_hour["local_2"] / per_hour["ray_2"], 3),
+        "local_2_vs_1": round(per_hour["local_2"] / per_hour["local_1"], 3),
+        "machine_scaling_before": round(ceiling_before, 3),
+        "machine_scaling_after": round(ceiling_after, 3),
         "same_results": same,
         "timeout_faults": timeouts,
     }
