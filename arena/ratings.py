@@ -554,6 +554,7 @@ def elo_ratings(
     k: float = ELO_K,
     anchors: Mapping[str, float] = ANCHORS,
     compiled: bool = True,
+    extends: bool = False,
 ) -> EloState:
     """Elo after `history`, in order, carried forward from `state` if given.
 
@@ -562,14 +563,20 @@ def elo_ratings(
     If `history` holds matches at or before the checkpoint other than the ones it covers
     (out-of-order arrival), everything is recomputed from scratch. `compiled`: use the
     compiled loop (`arena.kernels`) where numba is installed (equal within 1e-9; the
-    numpy loop below is the reference).
+    numpy loop below is the reference). `extends`: `history` holds only the matches after
+    `state` (an incremental update, `leaderboard.standings.update`), each after the
+    checkpoint's last one (`ValueError` otherwise).
     """
     from arena import kernels
 
     state = state or EloState()
-    new = _after(history, state.last_key)
-    if len(history) - len(new) != state.matches:
-        state, new = EloState(), history
+    if extends:
+        _check_after(history, state.last_key)
+        new = history
+    else:
+        new = _after(history, state.last_key)
+        if len(history) - len(new) != state.matches:
+            state, new = EloState(), history
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
     fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
     ratings = dict(state.ratings)
