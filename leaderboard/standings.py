@@ -17,7 +17,7 @@ however long the history grows (`bench/tables_scale.py`).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
@@ -109,6 +109,10 @@ class Standings:
     sets (each one result); a set not yet complete is not rated."""
     source: Source = field(default_factory=Source)
     """The shards the rows came from."""
+    mle_source: Source = field(default_factory=Source)
+    """The shards the whole-history columns (Plackett-Luce fit and bootstrap, head to head,
+    held-out fit) were computed from: `source`, or earlier shards between two of their
+    refreshes (`leaderboard.refresher`, `mle_every_s`)."""
     tallies: "Tallies | None" = None
     """The sums and counts behind `pvp_players` and `pve_stages` (what `update` merges)."""
 
@@ -487,12 +491,14 @@ def compute(
     if refresh_mle or previous is None:
         mle, pairs, held_out_mle = _whole_history(rows, history, bootstrap=bootstrap,
                                                   start=previous.mle if previous is not None else None)
+        mle_source = source or Source()
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
+        mle_source = previous.mle_source
     tallies = _tallies(rows)
     return _standings(rows, tallies, summarize_matches(rows), _policy_matches(rows), ts=ts, elo=elo, mle=mle,
                       pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated_results=len(history),
-                      source=source)
+                      source=source, mle_source=mle_source)
 
 
 def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict[str, deque]) -> TrueSkillState:
@@ -510,7 +516,8 @@ def _whole_history(rows: pd.DataFrame, history: RatedTable, *, bootstrap: int,
                    start: Mapping[str, MLERating] | None = None) -> tuple[dict, HeadToHead, dict]:
     """The whole-history computations: the Plackett-Luce fit with its bootstrap, the head to
     head, and the held-out fit."""
-    mle = plackett_luce(history, bootstrap=bootstrap) if len(history) else {}
+    warm = {p: r.rating for p, r in start.items()} if start else None
+    mle = plackett_luce(history, bootstrap=bootstrap, start=warm) if len(history) else {}
     pairs = head_to_head(history)
     held_out = rated_table(held_out_rows(rows))
     held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
@@ -518,7 +525,7 @@ def _whole_history(rows: pd.DataFrame, history: RatedTable, *, bootstrap: int,
 
 
 def _standings(rows, tallies: Tallies, match_summary, policy_matches, *, ts, elo, mle, pairs, held_out_mle,
-               trajectory, rated_results, source) -> Standings:
+               trajectory, rated_results, source, mle_source) -> Standings:
     pve_stages = _pve_stages(tallies.pve)
     return Standings(
         pvp_players=_pvp_players(tallies.pvp),
@@ -537,6 +544,7 @@ def _standings(rows, tallies: Tallies, match_summary, policy_matches, *, ts, elo
         overfitting=overfitting(pve_stages, held_out_mle),
         rated_results=rated_results,
         source=source or Source(),
+        mle_source=mle_source,
         tallies=tallies,
     )
 
@@ -564,12 +572,18 @@ def update(
             `compute` with all the rows.
     """
     new = with_players(new_rows)
-    if not len(new):
-        return previous if source is None else _replace_source(previous, source)
-    if "set_id" in new and (new["set_id"].fillna("").to_numpy(dtype=object) != "").any():
-        raise HistoryChangedError("New rows hold a duplicate set (it may span batches): recompute with compute().")
     if previous.tallies is None:
         raise HistoryChangedError("The previous standings keep no tallies: recompute with compute().")
+    source = source or previous.source
+    if not len(new):
+        if not refresh_mle:
+            return replace(previous, source=source)
+        teams = previous.teams
+        mle, pairs, held_out_mle = _whole_history(teams, rated_table(teams), bootstrap=bootstrap, start=previous.mle)
+        return replace(previous, source=source, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
+                       overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source)
+    if "set_id" in new and (new["set_id"].fillna("").to_numpy(dtype=object) != "").any():
+        raise HistoryChangedError("New rows hold a duplicate set (it may span batches): recompute with compute().")
     summary = summarize_matches(new)
     if len(previous.match_summary) and pd.Index(previous.match_summary["Match"]).isin(summary["Match"]).any():
         raise HistoryChangedError("New rows repeat a match already counted: recompute with compute().")
@@ -577,7 +591,7 @@ def update(
     if len(history) and not history.after(previous.trueskill.last_key).all():
         raise HistoryChangedError("New rows hold a match started before the last rated one: recompute with compute().")
     trajectory = {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
-    ts = _extend_trajectory(history, previous.trueskill, trajectory)
+    ts = _extend_trajectory(history, previous.trueskill, trajectory) if len(history) else previous.trueskill
     elo = elo_ratings(history, state=previous.elo, extends=True) if len(history) else previous.elo
     teams = pd.concat([previous.teams, new], ignore_index=True, copy=False)
     tallies = _tallies(new)
@@ -587,14 +601,10 @@ def update(
         policy_matches[policy] = np.concatenate([policy_matches[policy], ids]) if policy in policy_matches else ids
     if refresh_mle:
         mle, pairs, held_out_mle = _whole_history(teams, rated_table(teams), bootstrap=bootstrap, start=previous.mle)
+        mle_source = source
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
+        mle_source = previous.mle_source
     return _standings(teams, tallies, _merge_summaries(previous.match_summary, summary), policy_matches, ts=ts,
                       elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory,
-                      rated_results=previous.rated_results + len(history), source=source)
-
-
-def _replace_source(standings: Standings, source: Source) -> Standings:
-    from dataclasses import replace
-
-    return replace(standings, source=source)
+                      rated_results=previous.rated_results + len(history), source=source, mle_source=mle_source)
