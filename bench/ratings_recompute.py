@@ -18,12 +18,13 @@ reads them). In one run the bench times:
   200 resamples, as the standings compute it, on `bootstrap_workers` threads);
 - `standings_s`: `leaderboard.standings.compute` from the rows, with `--standings-bootstrap`
   resamples (20, as `bench.tables_scale` and the earlier figure of 145 s);
-- `standings_update_1pct_s`: the refresher's path when 1% more matches arrive: `compute`
-  given the previous standings (of the first 99%) and `refresh_mle=False` (TrueSkill and
-  Elo carried forward, every per-policy and per-match table rebuilt; the Plackett-Luce fit,
-  its bootstrap and the head to head kept from the previous standings);
-- `ratings_update_1pct_s`: the part of that update which is the ratings (the rows read as
-  rated results, TrueSkill and Elo extended from the previous standings);
+- `standings_update_1pct_s`: the refresher's path when 1% more matches arrive:
+  `leaderboard.standings.update` given the previous standings (of the first 99%) and only
+  the new rows (TrueSkill and Elo carried forward, per-policy sums merged, match summaries
+  appended; the Plackett-Luce fit, its bootstrap and the head to head kept from the
+  previous standings, rerun on the refresher's `mle_every_s` schedule);
+- `ratings_update_1pct_s`: the part of that update which is the ratings (the new rows read
+  as rated results, TrueSkill and Elo extended from the previous standings);
 - `peak_rss_mb`: the peak resident memory of the whole run;
 - `compile_s`: numba's compilation of the kernels, or loading them from its cache.
 
@@ -54,7 +55,7 @@ from arena.ratings import (
     trueskill_ratings,
 )
 from arena.simulation import Population, random_history_columns
-from leaderboard.standings import compute, rated_table, with_players
+from leaderboard.standings import compute, rated_table, update, with_players
 
 #: Targets of issue 12 at 100,000 matches (seconds) and at 1,000,000 (update, memory).
 TARGETS = {"trueskill_full_s": 10.0, "trueskill_max_abs_diff": 1e-6, "bootstrap_200_s": 60.0, "standings_s": 20.0}
@@ -160,12 +161,13 @@ def main() -> int:
     first = matches[int(args.matches * 0.99) * 16] if args.matches >= 100 else matches[-1]
     cut_rows = int((matches < first).sum())
     previous = compute(frame.iloc[:cut_rows], bootstrap=args.standings_bootstrap)
-    update_s = timed(lambda: compute(frame, previous=previous, refresh_mle=False, bootstrap=args.standings_bootstrap))[1]
+    added = frame.iloc[cut_rows:]  # the new shards' rows, as the refresher reads them
+    update_s = timed(lambda: update(previous, added, refresh_mle=False, bootstrap=args.standings_bootstrap))[1]
 
-    def ratings_update():  # the ratings alone carried forward: the rows read, TrueSkill and Elo extended
-        table = rated_table(with_players(frame))
-        trueskill_ratings(table.take(table.after(previous.trueskill.last_key)), state=previous.trueskill)
-        elo_ratings(table, state=previous.elo)
+    def ratings_update():  # the ratings alone carried forward: the new rows read, TrueSkill and Elo extended
+        table = rated_table(with_players(added))
+        trueskill_ratings(table, state=previous.trueskill)
+        elo_ratings(table, state=previous.elo, extends=True)
 
     _, ratings_update_s = timed(ratings_update)
     report["ratings_update_1pct_s"] = round(ratings_update_s, 2)
