@@ -117,6 +117,30 @@ class Standings:
     """The sums and counts behind `pvp_players` and `pve_stages` (what `update` merges)."""
 
 
+def narrow(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with every string column dictionary-encoded (pandas categoricals: a small
+    integer code a row, each distinct string once), the same values: 16 million rows of
+    ten string columns take 1.3 GB less. `compute` and `update` take either form."""
+    rows = rows.copy(deep=False)
+    for column in rows.columns:
+        if rows[column].dtype == object:
+            rows[column] = rows[column].astype("category")
+    return rows
+
+
+def _concat(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """`old` then `new`, one frame; a column categorical in both stays categorical (its
+    categories the union), where `pd.concat` would widen it to Python objects."""
+    from pandas.api.types import union_categoricals
+
+    both = pd.concat([old, new], ignore_index=True, copy=False)
+    for column in both.columns:
+        if (column in old and column in new and isinstance(old[column].dtype, pd.CategoricalDtype)
+                and isinstance(new[column].dtype, pd.CategoricalDtype) and both[column].dtype == object):
+            both[column] = pd.Categorical(union_categoricals([old[column], new[column]], ignore_order=True))
+    return both
+
+
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
     """Add the rated entity of each row: a built-in by name, a submission by repo@revision."""
     rows = rows.copy(deep=False)  # a new column, the caller's frame untouched, no data copied
@@ -125,8 +149,10 @@ def with_players(rows: pd.DataFrame) -> pd.DataFrame:
         return rows
     # per distinct (policy, revision): one string each, shared by its rows (1.6 million rows,
     # a few thousand strings)
-    policy_code, policies = pd.factorize(rows["policy_id"].to_numpy(dtype=object), use_na_sentinel=False)
-    revision_code, revisions = pd.factorize(rows["revision"].to_numpy(dtype=object), use_na_sentinel=False)
+    # a categorical column factorises from its codes (no array of strings made)
+    policy_code, policies = pd.factorize(_values(rows["policy_id"]), use_na_sentinel=False)
+    revision_code, revisions = pd.factorize(_values(rows["revision"]), use_na_sentinel=False)
+    policies, revisions = np.asarray(policies, dtype=object), np.asarray(revisions, dtype=object)
     width = max(len(revisions), 1)
     pair_code, pairs = pd.factorize(policy_code.astype(np.int64) * width + revision_code)
 
@@ -142,9 +168,14 @@ def with_players(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def _values(column: pd.Series):
+    """A column's values for `pd.factorize`: the categorical itself, else a numpy array."""
+    return column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy(dtype=object)
+
+
 def is_builtin_row(rows: pd.DataFrame) -> np.ndarray:
     """Per row, whether its policy is a built-in (computed once per distinct policy)."""
-    code, policies = pd.factorize(rows["policy_id"].to_numpy(dtype=object))
+    code, policies = pd.factorize(_values(rows["policy_id"]))
     return np.array([str(p).startswith(BUILTIN_PREFIX) for p in policies], dtype=bool)[code] if len(rows) else np.zeros(0, bool)
 
 
@@ -593,7 +624,7 @@ def update(
     trajectory = {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
     ts = _extend_trajectory(history, previous.trueskill, trajectory) if len(history) else previous.trueskill
     elo = elo_ratings(history, state=previous.elo, extends=True) if len(history) else previous.elo
-    teams = pd.concat([previous.teams, new], ignore_index=True, copy=False)
+    teams = _concat(previous.teams, new)
     tallies = _tallies(new)
     tallies = Tallies(_merge_tally(previous.tallies.pvp, tallies.pvp), _merge_tally(previous.tallies.pve, tallies.pve))
     policy_matches = dict(previous.policy_matches)
