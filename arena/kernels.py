@@ -496,6 +496,30 @@ def pair_counts(seats, scores, widths, met, wins, ties):
     done = np.zeros(most, dtype=np.bool_)
     for r in range(seats.shape[0]):
         n = widths[r]
+        # the usual match seats each player once: every seat pair is its own pair, counted
+        # at once (the de-duplication below is quadratic in seat pairs, 7,200 steps a match)
+        distinct = True
+        for i in range(n):
+            for j in range(i + 1, n):
+                if seats[r, i] == seats[r, j]:
+                    distinct = False
+        if distinct:
+            for i in range(n):
+                for j in range(i + 1, n):
+                    a, b = seats[r, i], seats[r, j]
+                    if a < 0 or b < 0:
+                        continue
+                    met[a, b] += 1
+                    met[b, a] += 1
+                    diff = scores[r, i] - scores[r, j]
+                    if diff == 0:
+                        ties[a, b] += 1
+                        ties[b, a] += 1
+                    elif diff > 0:
+                        wins[a, b] += 1
+                    else:
+                        wins[b, a] += 1
+            continue
         count = 0
         for i in range(n):
             for j in range(i + 1, n):

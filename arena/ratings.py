@@ -554,6 +554,7 @@ def elo_ratings(
     k: float = ELO_K,
     anchors: Mapping[str, float] = ANCHORS,
     compiled: bool = True,
+    extends: bool = False,
 ) -> EloState:
     """Elo after `history`, in order, carried forward from `state` if given.
 
@@ -562,14 +563,20 @@ def elo_ratings(
     If `history` holds matches at or before the checkpoint other than the ones it covers
     (out-of-order arrival), everything is recomputed from scratch. `compiled`: use the
     compiled loop (`arena.kernels`) where numba is installed (equal within 1e-9; the
-    numpy loop below is the reference).
+    numpy loop below is the reference). `extends`: `history` holds only the matches after
+    `state` (an incremental update, `leaderboard.standings.update`), each after the
+    checkpoint's last one (`ValueError` otherwise).
     """
     from arena import kernels
 
     state = state or EloState()
-    new = _after(history, state.last_key)
-    if len(history) - len(new) != state.matches:
-        state, new = EloState(), history
+    if extends:
+        _check_after(history, state.last_key)
+        new = history
+    else:
+        new = _after(history, state.last_key)
+        if len(history) - len(new) != state.matches:
+            state, new = EloState(), history
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
     fixed = {p: anchor_elo(v, mean_anchor) for p, v in anchors.items()}
     ratings = dict(state.ratings)
@@ -735,6 +742,7 @@ def plackett_luce(
     bootstrap: int = 200,
     seed: int = 0,
     workers: int | None = None,
+    start: Mapping[str, float] | None = None,
 ) -> dict[str, MLERating]:
     """Order-free maximum-likelihood ratings, anchored, with 95% bootstrap intervals.
 
@@ -751,6 +759,10 @@ def plackett_luce(
             core). The compiled likelihood releases the GIL, so two cores fit two at once;
             every resample's weights are drawn in order from the one generator first, so
             the intervals are the same for any number of workers.
+        start (`Mapping[str, float]`, *optional*): a previous estimate to start the fit
+            from (a warm start: the standings after more matches); players it lacks start
+            at the anchors' mean. The optimum is the same within the fit's tolerance
+            (gradient norm 1e-6), reached in fewer steps.
 
     Returns:
         `dict[str, MLERating]`: per player, rating with interval, and leaderboard position
@@ -774,7 +786,11 @@ def plackett_luce(
     design = _design(history)
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
     m = len(history)
-    estimate = _fit(design, np.ones(m), fixed, l2)
+    initial = None
+    if start:
+        prior = float(np.mean(list(fixed.values()))) if fixed else 0.0
+        initial = np.array([start.get(p, prior) for p in design.players], dtype=np.float64)
+    estimate = _fit(design, np.ones(m), fixed, l2, start=initial)
     ranks = np.array(competition_ranks(estimate))
     counts = np.bincount(design.order[design.valid], minlength=len(design.players))
     samples = np.empty((bootstrap, len(design.players)))

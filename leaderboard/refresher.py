@@ -8,9 +8,14 @@ snapshot.
 One consistent set of matches: the standings are computed from whole shards only, never
 from the write-ahead log's matches not yet flushed; with a Hub mirror, from the shards
 already pushed to the dataset (`HubMirror.published`), so the table is exactly what anyone
-can recompute from the dataset (`examples/recompute_ratings.py`). Every column moves to a
-new set of shards together, at most every `mle_every_s` (the bootstrap's cost): TrueSkill
-and Elo carry forward, the Plackett-Luce fit and its bootstrap rerun.
+can recompute from the dataset (`examples/recompute_ratings.py`). When shards are only
+added, the standings move to them at once from the new shards' rows alone
+(`leaderboard.standings.update`: TrueSkill and Elo carried forward, per-policy sums merged,
+match summaries appended); the whole-history columns (the Plackett-Luce fit with its
+bootstrap, the head to head, the held-out fit) rerun at most every `mle_every_s` (the
+bootstrap's cost), and `Standings.mle_source` names the shards they are of. When a shard
+read before is gone (a compaction replaced it) or the new rows are not whole new matches
+after the rated ones, everything is computed again from every shard.
 
 The same thread then feeds the analytics (`leaderboard.analytics.AnalyticsKeeper`) the
 replays of matches it has not read yet, so pages never wait for replays being read. A
@@ -30,7 +35,7 @@ from arena.errors import NotEnoughMatchesError
 from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
 from leaderboard.analytics import AnalyticsKeeper
-from leaderboard.standings import Source, Standings, compute
+from leaderboard.standings import HistoryChangedError, Source, Standings, compute, update
 
 log = logging.getLogger(__name__)
 
@@ -105,21 +110,25 @@ class StandingsRefresher:
         return Source(tuple(self.store.shard_names()), published=False)
 
     def refresh(self) -> Standings:
-        """Recompute if the shards changed since the last computation (and it is at least
-        `mle_every_s` old); feed the analytics the new replays; return the standings."""
+        """Move the standings to the shards now (from only the new shards' rows when shards
+        were only added; the whole-history columns at most every `mle_every_s`); feed the
+        analytics the new replays; return the standings."""
         with self._lock:
             source = self.source()
             now = time.monotonic()
-            if self._standings is None or (source != self._standings.source and now - self._computed_at >= self.mle_every_s):
-                rows = self.store.shard_table(source.shards).to_pandas()
-                for _ in range(3):  # a compaction replaced shards while they were read: read the new ones
-                    again = self.source()
-                    if again == source:
-                        break
-                    source, rows = again, self.store.shard_table(again.shards).to_pandas()
-                self._standings = compute(rows, previous=self._standings, bootstrap=self.bootstrap, source=source)
+            previous = self._standings
+            mle_due = now - self._computed_at >= self.mle_every_s
+            if previous is None:
+                self._standings = self._recompute(source, None, refresh_mle=True)
                 self._computed_at = now
-            standings = self._standings
+            elif source != previous.source or (mle_due and previous.mle_source != previous.source):
+                standings = self._extend(previous, source, refresh_mle=mle_due)
+                if standings is None:  # a shard read before is gone, or the rows are not new matches
+                    standings = self._recompute(source, previous, refresh_mle=mle_due)
+                self._standings = standings
+                if mle_due:
+                    self._computed_at = now
+        standings = self._standings
         # analytics: only the new replays are read; a backlog is worked off over the next calls
         if standings.source != self._analysed or self.analytics.backlog:
             try:
@@ -128,6 +137,44 @@ class StandingsRefresher:
             except Exception:  # noqa: BLE001 - the standings are served whatever the analytics do
                 log.exception("analytics update failed (retried at the next refresh)")
         return standings
+
+    def _read(self, source: Source) -> tuple[Source, "Any"]:
+        """Every row of `source`'s shards, read again by their new names if a compaction
+        replaced shards while they were read."""
+        rows = self.store.shard_table(source.shards).to_pandas()
+        for _ in range(3):
+            again = self.source()
+            if again == source:
+                break
+            source, rows = again, self.store.shard_table(again.shards).to_pandas()
+        return source, rows
+
+    def _recompute(self, source: Source, previous: Standings | None, *, refresh_mle: bool) -> Standings:
+        source, rows = self._read(source)
+        return compute(rows, previous=previous, refresh_mle=refresh_mle or previous is None, bootstrap=self.bootstrap,
+                       source=source)
+
+    def _extend(self, previous: Standings, source: Source, *, refresh_mle: bool) -> Standings | None:
+        """`update` with the rows of the shards added since `previous`, or None when the
+        shards did not only grow (then every shard is read again)."""
+        known = previous.source.shards
+        if source.shards[:len(known)] != known or source.published != previous.source.published:
+            return None
+        added = source.shards[len(known):]
+        try:
+            rows = self.store.shard_table(added).to_pandas() if added else None
+        except (FileNotFoundError, OSError):  # compacted away while read: read every shard
+            return None
+        if self.source() != source:
+            return None
+        try:
+            if rows is None:
+                return update(previous, previous.teams.iloc[0:0], refresh_mle=refresh_mle, bootstrap=self.bootstrap,
+                              source=source)
+            return update(previous, rows, refresh_mle=refresh_mle, bootstrap=self.bootstrap, source=source)
+        except HistoryChangedError as exc:
+            log.info("standings recomputed from every shard: %s", exc)
+            return None
 
     def standings(self) -> Standings:
         """The latest standings (computed now if none were computed yet)."""

@@ -17,7 +17,7 @@ however long the history grows (`bench/tables_scale.py`).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
@@ -109,6 +109,36 @@ class Standings:
     sets (each one result); a set not yet complete is not rated."""
     source: Source = field(default_factory=Source)
     """The shards the rows came from."""
+    mle_source: Source = field(default_factory=Source)
+    """The shards the whole-history columns (Plackett-Luce fit and bootstrap, head to head,
+    held-out fit) were computed from: `source`, or earlier shards between two of their
+    refreshes (`leaderboard.refresher`, `mle_every_s`)."""
+    tallies: "Tallies | None" = None
+    """The sums and counts behind `pvp_players` and `pve_stages` (what `update` merges)."""
+
+
+def narrow(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with every string column dictionary-encoded (pandas categoricals: a small
+    integer code a row, each distinct string once), the same values: 16 million rows of
+    ten string columns take 1.3 GB less. `compute` and `update` take either form."""
+    rows = rows.copy(deep=False)
+    for column in rows.columns:
+        if rows[column].dtype == object:
+            rows[column] = rows[column].astype("category")
+    return rows
+
+
+def _concat(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """`old` then `new`, one frame; a column categorical in both stays categorical (its
+    categories the union), where `pd.concat` would widen it to Python objects."""
+    from pandas.api.types import union_categoricals
+
+    both = pd.concat([old, new], ignore_index=True, copy=False)
+    for column in both.columns:
+        if (column in old and column in new and isinstance(old[column].dtype, pd.CategoricalDtype)
+                and isinstance(new[column].dtype, pd.CategoricalDtype) and both[column].dtype == object):
+            both[column] = pd.Categorical(union_categoricals([old[column], new[column]], ignore_order=True))
+    return both
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -119,8 +149,10 @@ def with_players(rows: pd.DataFrame) -> pd.DataFrame:
         return rows
     # per distinct (policy, revision): one string each, shared by its rows (1.6 million rows,
     # a few thousand strings)
-    policy_code, policies = pd.factorize(rows["policy_id"].to_numpy(dtype=object), use_na_sentinel=False)
-    revision_code, revisions = pd.factorize(rows["revision"].to_numpy(dtype=object), use_na_sentinel=False)
+    # a categorical column factorises from its codes (no array of strings made)
+    policy_code, policies = pd.factorize(_values(rows["policy_id"]), use_na_sentinel=False)
+    revision_code, revisions = pd.factorize(_values(rows["revision"]), use_na_sentinel=False)
+    policies, revisions = np.asarray(policies, dtype=object), np.asarray(revisions, dtype=object)
     width = max(len(revisions), 1)
     pair_code, pairs = pd.factorize(policy_code.astype(np.int64) * width + revision_code)
 
@@ -136,9 +168,14 @@ def with_players(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def _values(column: pd.Series):
+    """A column's values for `pd.factorize`: the categorical itself, else a numpy array."""
+    return column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy(dtype=object)
+
+
 def is_builtin_row(rows: pd.DataFrame) -> np.ndarray:
     """Per row, whether its policy is a built-in (computed once per distinct policy)."""
-    code, policies = pd.factorize(rows["policy_id"].to_numpy(dtype=object))
+    code, policies = pd.factorize(_values(rows["policy_id"]))
     return np.array([str(p).startswith(BUILTIN_PREFIX) for p in policies], dtype=bool)[code] if len(rows) else np.zeros(0, bool)
 
 
@@ -267,34 +304,199 @@ def overfitting(pve_stages: pd.DataFrame, held_out: Mapping[str, MLERating]) -> 
     return frame.sort_values(["pvp_rank", "player"]).reset_index(drop=True)
 
 
+class HistoryChangedError(ValueError):
+    """The rows given to `update` are not whole new matches after the previous standings'
+    (a match already counted, one started before the last rated one, or a duplicate set):
+    compute the standings from all rows with `compute` instead."""
+
+
+@dataclass(frozen=True)
+class Tallies:
+    """Sums and counts behind the per-policy tables, kept so that new rows merge into them
+    (means are derived: sum / rows). Whole matches only: a match's rows are all in one
+    batch, so per-batch distinct match counts add up."""
+
+    pvp: pd.DataFrame
+    """Per player: policy_id, revision (of its first row), matches, rows, achievement and
+    per-task point sums (PvP rows)."""
+    pve: pd.DataFrame
+    """Per (player, stage): matches, rows, won, achievement and point sums (PvE rows of
+    submissions)."""
+
+
+_SUMMARY_COLUMNS = ["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """Per code 0..K-1 (codes numbered in order of first appearance, as `pd.factorize`
+    numbers them), the position of its first row."""
+    return np.flatnonzero(~pd.Series(codes).duplicated().to_numpy())
+
+
+def _tally(rows: pd.DataFrame, keep: np.ndarray, keys: list[str]) -> pd.DataFrame:
+    """Sums per group of `keys` over the rows where `keep`, in whole-array steps on integer
+    codes (no grouping by strings): matches (distinct match ids), rows, won (rank 1),
+    achievement and point sums, and the policy_id and revision of each group's first row."""
+    names = ["policy_id", "revision", "matches", "rows", "won", "achievement", *POINT_COLUMNS]
+    index = np.flatnonzero(keep)
+    columns: list[np.ndarray] = []
+    levels: list[np.ndarray] = []
+    for key in keys:
+        code, values = pd.factorize(rows[key].to_numpy()[index], sort=True)
+        columns.append(code)
+        levels.append(np.asarray(values, dtype=object) if key == "player" else np.asarray(values))
+    valid = np.all([c >= 0 for c in columns], axis=0) if columns else np.zeros(0, bool)
+    if not len(index) or not valid.any():
+        frame = pd.DataFrame(columns=names)
+        frame.index = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys) if len(keys) > 1 else pd.Index([], name=keys[0], dtype=object)
+        return frame
+    index = index[valid]
+    columns = [c[valid] for c in columns]
+    group = columns[0].astype(np.int64)
+    for code, values in zip(columns[1:], levels[1:]):
+        group = group * len(values) + code
+    group_code, group_values = pd.factorize(group, sort=True)
+    k = len(group_values)
+    match_code = pd.factorize(rows["match_id"].to_numpy()[index])[0].astype(np.int64)
+    distinct = pd.unique(match_code * k + group_code)
+    first = _first_rows(group_code)
+    first = first[np.argsort(group_code[first])]  # per group code (sorted keys): its first row
+    data: dict[str, np.ndarray] = {
+        "policy_id": rows["policy_id"].to_numpy()[index][first],
+        "revision": rows["revision"].to_numpy()[index][first],
+        "matches": np.bincount(distinct % k, minlength=k).astype(np.int64),
+        "rows": np.bincount(group_code, minlength=k).astype(np.int64),
+        "won": np.bincount(group_code, weights=rows["rank"].to_numpy()[index] == 1, minlength=k),
+    }
+    for column in ["achievement", *POINT_COLUMNS]:
+        data[column] = np.bincount(group_code, weights=rows[column].to_numpy(dtype=np.float64)[index], minlength=k)
+    key_values = [values[c[first]] for c, values in zip(columns, levels)]
+    frame = pd.DataFrame(data)
+    frame.index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 else pd.Index(key_values[0], name=keys[0])
+    return frame
+
+
+def _merge_tally(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Two batches' tallies as one: sums and counts added, the first row's policy and revision kept."""
+    if old.empty:
+        return new
+    if new.empty:
+        return old
+    both = pd.concat([old, new])
+    sums = both.drop(columns=["policy_id", "revision"]).groupby(level=list(range(both.index.nlevels))).sum()
+    first = both[["policy_id", "revision"]][~both.index.duplicated(keep="first")]
+    merged = first.join(sums)
+    merged.index.names = old.index.names
+    return merged.sort_index()
+
+
+def _pvp_players(tally: pd.DataFrame) -> pd.DataFrame:
+    """Per player: policy id, revision, PvP matches, mean Achievement and per-task points."""
+    if tally.empty:
+        return pd.DataFrame(columns=["policy_id", "revision", "matches", "achievement", *TASK_NAMES],
+                            index=pd.Index([], name="player"))
+    rows = tally["rows"].to_numpy(dtype=np.float64)
+    frame = pd.DataFrame({"policy_id": tally["policy_id"], "revision": tally["revision"],
+                          "matches": tally["matches"].astype(np.int64),
+                          "achievement": tally["achievement"].to_numpy(dtype=np.float64) / rows,
+                          **{task: tally[f"{task}_points"].to_numpy(dtype=np.float64) / rows for task in TASK_NAMES}},
+                         index=tally.index)
+    return frame
+
+
+def _pve_stages(tally: pd.DataFrame) -> pd.DataFrame:
+    """Per (submission player, PvE stage): matches, Top1Ratio, mean Achievement, task points."""
+    columns = ["matches", "top1", "mean", *TASK_NAMES]
+    if tally.empty:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_arrays([[], []], names=["player", "stage"]))
+    rows = tally["rows"].to_numpy(dtype=np.float64)
+    return pd.DataFrame({"matches": tally["matches"].astype(np.int64),
+                         "top1": tally["won"].to_numpy(dtype=np.float64) / rows,
+                         "mean": tally["achievement"].to_numpy(dtype=np.float64) / rows,
+                         **{task: tally[f"{task}_points"].to_numpy(dtype=np.float64) / rows for task in TASK_NAMES}},
+                        index=tally.index)
+
+
 def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per match, newest first: what the Matches tab lists."""
-    columns = ["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]
+    """One row per match, newest first: what the Matches tab lists (ties in start time in
+    order of first appearance, so that summaries of later rows append: `update`)."""
     if rows.empty:
-        return pd.DataFrame(columns=columns)
-    meta = rows.groupby("match_id", sort=False).agg(
-        Started=("started_at", "first"),
-        Track=("track", "first"),
-        Stage=("stage", "first"),
-        Map=("map_id", "first"),
-        Ticks=("ticks", "first"),
-        top=("achievement", "max"),
-        Teams=("slot", "count"),
-    )
-    won = rows.loc[rows["rank"].to_numpy() == 1, ["match_id", "policy_id"]].drop_duplicates()
-    # most matches have one winner: taken as is; ties joined, in row order as before
-    shared = won["match_id"].duplicated(keep=False).to_numpy()
-    match_ids, policy_ids = won["match_id"].to_numpy(), won["policy_id"].to_numpy()
-    winners = pd.Series(policy_ids[~shared], index=match_ids[~shared], dtype=object)
+        return pd.DataFrame(columns=_SUMMARY_COLUMNS)
+    # ALGO LOGIC: one integer code per match (in order of first appearance), every column
+    # read at each match's first row, the top score and team count as bincounts
+    code, match_ids = pd.factorize(rows["match_id"].to_numpy(), use_na_sentinel=False)
+    first = _first_rows(code)
+    k = len(match_ids)
+    achievement = rows["achievement"].to_numpy()
+    top = pd.Series(achievement).groupby(code).max().to_numpy()
+    slot = rows["slot"]
+    teams = np.bincount(code[slot.notna().to_numpy()], minlength=k).astype(np.int64)
+    meta = pd.DataFrame({
+        "Match": np.asarray(match_ids, dtype=object),
+        "Started": rows["started_at"].to_numpy()[first],
+        "Track": rows["track"].to_numpy()[first],
+        "Stage": rows["stage"].to_numpy()[first],
+        "Map": rows["map_id"].to_numpy()[first],
+        "Ticks": rows["ticks"].to_numpy()[first],
+        "Top score": top,
+        "Teams": teams,
+    })
+    winning = rows["rank"].to_numpy() == 1
+    won = pd.DataFrame({"code": code[winning], "policy_id": rows["policy_id"].to_numpy()[winning]}).drop_duplicates()
+    # most matches have one winner: taken as is; ties joined, in row order
+    shared = won["code"].duplicated(keep=False).to_numpy()
+    codes, policy_ids = won["code"].to_numpy(), won["policy_id"].to_numpy()
+    winner = np.full(k, np.nan, dtype=object)
+    winner[codes[~shared]] = policy_ids[~shared]
     if shared.any():
-        joined: dict[str, list[str]] = {}
-        for match, policy in zip(match_ids[shared].tolist(), policy_ids[shared].tolist()):
+        joined: dict[int, list[str]] = {}
+        for match, policy in zip(codes[shared].tolist(), policy_ids[shared].tolist()):
             joined.setdefault(match, []).append(policy)
-        winners = pd.concat([winners, pd.Series({m: ", ".join(p) for m, p in joined.items()}, dtype=object)])
-    meta["Winner"] = winners
-    meta = meta.rename(columns={"top": "Top score"}).sort_values("Started", ascending=False)
-    meta.insert(0, "Match", meta.index)
-    return meta[columns].reset_index(drop=True)
+        for match, policies in joined.items():
+            winner[match] = ", ".join(policies)
+    meta["Winner"] = winner
+    meta = meta.iloc[np.argsort(-_sort_rank(meta["Started"].to_numpy()), kind="stable")]
+    return meta[_SUMMARY_COLUMNS].reset_index(drop=True)
+
+
+def _sort_rank(values: np.ndarray) -> np.ndarray:
+    """Dense ranks of `values` (ascending), to sort strings descending stably."""
+    return pd.factorize(values, sort=True)[0].astype(np.int64)
+
+
+def _merge_summaries(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """The summary of old rows then new rows, from the two summaries (newest first, ties in
+    start time in order of first appearance: the old rows' matches first)."""
+    if old.empty:
+        return new
+    if new.empty:
+        return old
+    # both newest first already: the stable sort of the old matches then the new ones keeps
+    # each part's order among equal start times, as one sort of all the rows would
+    both = pd.concat([old, new], ignore_index=True)
+    order = np.argsort(-_sort_rank(both["Started"].to_numpy()), kind="stable")
+    return both.iloc[order].reset_index(drop=True)
+
+
+def _policy_matches(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per policy id, the ids of the matches it played (in row order)."""
+    if not len(rows):
+        return {}
+    code, policies = pd.factorize(rows["policy_id"].to_numpy(), sort=True)
+    valid = code >= 0
+    match_ids = rows["match_id"].to_numpy()[valid]
+    code = code[valid]
+    order = np.argsort(code, kind="stable")
+    bounds = np.searchsorted(code[order], np.arange(len(policies) + 1))
+    ordered = match_ids[order]
+    return {p: ordered[bounds[i]:bounds[i + 1]] for i, p in enumerate(policies)}
+
+
+def _tallies(rows: pd.DataFrame) -> Tallies:
+    track = rows["track"].to_numpy()
+    pvp = _tally(rows, track == "pvp", ["player"])
+    pve = _tally(rows, (track == "pve") & ~is_builtin_row(rows), ["player", "stage"])
+    return Tallies(pvp, pve)
 
 
 def compute(
@@ -315,55 +517,125 @@ def compute(
     # recomputed; each player's latest ratings come back as a trail, not one call per rating
     start = TrueSkillState() if fresh else previous.trueskill
     todo = history if fresh else history.take(history.after(start.last_key))
+    ts = _extend_trajectory(todo, start, trajectory)
+    elo = elo_ratings(history, state=previous.elo if previous is not None else None)
+    if refresh_mle or previous is None:
+        mle, pairs, held_out_mle = _whole_history(rows, history, bootstrap=bootstrap,
+                                                  start=previous.mle if previous is not None else None)
+        mle_source = source or Source()
+    else:
+        mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
+        mle_source = previous.mle_source
+    tallies = _tallies(rows)
+    return _standings(rows, tallies, summarize_matches(rows), _policy_matches(rows), ts=ts, elo=elo, mle=mle,
+                      pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated_results=len(history),
+                      source=source, mle_source=mle_source)
+
+
+def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict[str, deque]) -> TrueSkillState:
+    """TrueSkill over `todo` from `start`; each player's new ratings appended to `trajectory`."""
     ts, trail = trueskill_trail(todo, state=start, keep=TRAJECTORY_POINTS)
     started = todo.started
     for player, points in trail.items():
         rows_, mus, sigmas = zip(*points)
         trajectory.setdefault(player, deque(maxlen=TRAJECTORY_POINTS)).extend(
             zip(started[list(rows_)].tolist(), mus, sigmas))
-    elo = elo_ratings(history, state=previous.elo if previous is not None else None)
-    if refresh_mle or previous is None:
-        mle = plackett_luce(history, bootstrap=bootstrap) if len(history) else {}
-        pairs = head_to_head(history)
-        held_out = rated_table(held_out_rows(rows))
-        held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
-    else:
-        mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
-    # only the columns each table needs: a boolean filter copies every column it keeps
-    points = [f"{task}_points" for task in TASK_NAMES]
-    track = rows["track"].to_numpy()
-    is_pvp = track == "pvp"
-    pvp = rows if is_pvp.all() else rows.loc[is_pvp, ["player", "policy_id", "revision", "match_id", "achievement", *points]]
-    pvp_players = pvp.groupby("player").agg(
-        policy_id=("policy_id", "first"),
-        revision=("revision", "first"),
-        matches=("match_id", "nunique"),
-        achievement=("achievement", "mean"),
-        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
-    )
-    pve = rows.loc[(track == "pve") & ~is_builtin_row(rows), ["player", "stage", "match_id", "rank", "achievement", *points]]
-    pve_stages = pve.assign(won=pve["rank"] == 1).groupby(["player", "stage"]).agg(
-        matches=("match_id", "nunique"),
-        top1=("won", "mean"),
-        mean=("achievement", "mean"),
-        **{task: (f"{task}_points", "mean") for task in TASK_NAMES},
-    )
-    match_summary = summarize_matches(rows)
+    return ts
+
+
+def _whole_history(rows: pd.DataFrame, history: RatedTable, *, bootstrap: int,
+                   start: Mapping[str, MLERating] | None = None) -> tuple[dict, HeadToHead, dict]:
+    """The whole-history computations: the Plackett-Luce fit with its bootstrap, the head to
+    head, and the held-out fit."""
+    warm = {p: r.rating for p, r in start.items()} if start else None
+    mle = plackett_luce(history, bootstrap=bootstrap, start=warm) if len(history) else {}
+    pairs = head_to_head(history)
+    held_out = rated_table(held_out_rows(rows))
+    held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
+    return mle, pairs, held_out_mle
+
+
+def _standings(rows, tallies: Tallies, match_summary, policy_matches, *, ts, elo, mle, pairs, held_out_mle,
+               trajectory, rated_results, source, mle_source) -> Standings:
+    pve_stages = _pve_stages(tallies.pve)
     return Standings(
-        pvp_players=pvp_players,
+        pvp_players=_pvp_players(tallies.pvp),
         pve_stages=pve_stages,
         match_summary=match_summary,
-        policy_matches={p: g.to_numpy() for p, g in rows.groupby("policy_id")["match_id"]} if len(rows) else {},
+        policy_matches=policy_matches,
         teams=rows,
         trueskill=ts,
         elo=elo,
         mle=mle,
         head_to_head=pairs,
         matches=len(match_summary),  # one summary row per match id
-        pvp_matches=int(pvp["match_id"].nunique()) if len(pvp) else 0,
+        pvp_matches=int((match_summary["Track"] == "pvp").sum()) if len(match_summary) else 0,
         trajectory=trajectory,
         held_out_mle=held_out_mle,
         overfitting=overfitting(pve_stages, held_out_mle),
-        rated_results=len(history),
+        rated_results=rated_results,
         source=source or Source(),
+        mle_source=mle_source,
+        tallies=tallies,
     )
+
+
+def update(
+    previous: Standings,
+    new_rows: pd.DataFrame,
+    *,
+    refresh_mle: bool = False,
+    bootstrap: int = 200,
+    source: Source | None = None,
+) -> Standings:
+    """The standings after `new_rows` (whole matches after every match of `previous`), from
+    the new rows alone: TrueSkill and Elo carried forward, per-policy sums and counts merged
+    (means derived), match summaries and per-policy match lists appended. Equal to
+    `compute` on all the rows (tests/test_standings_update.py).
+
+    The Plackett-Luce fit, its bootstrap, the head to head and the held-out fit keep the
+    previous standings' unless `refresh_mle`: they are whole-history computations (the
+    refresher reruns them at most every `mle_every_s`).
+
+    Raises:
+        `HistoryChangedError`: the new rows hold a match already counted, one started at or
+            before the last rated match, or a duplicate set (a set may span batches): call
+            `compute` with all the rows.
+    """
+    new = with_players(new_rows)
+    if previous.tallies is None:
+        raise HistoryChangedError("The previous standings keep no tallies: recompute with compute().")
+    source = source or previous.source
+    if not len(new):
+        if not refresh_mle:
+            return replace(previous, source=source)
+        teams = previous.teams
+        mle, pairs, held_out_mle = _whole_history(teams, rated_table(teams), bootstrap=bootstrap, start=previous.mle)
+        return replace(previous, source=source, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
+                       overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source)
+    if "set_id" in new and (new["set_id"].fillna("").to_numpy(dtype=object) != "").any():
+        raise HistoryChangedError("New rows hold a duplicate set (it may span batches): recompute with compute().")
+    summary = summarize_matches(new)
+    if len(previous.match_summary) and pd.Index(previous.match_summary["Match"]).isin(summary["Match"]).any():
+        raise HistoryChangedError("New rows repeat a match already counted: recompute with compute().")
+    history = rated_table(new)
+    if len(history) and not history.after(previous.trueskill.last_key).all():
+        raise HistoryChangedError("New rows hold a match started before the last rated one: recompute with compute().")
+    trajectory = {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
+    ts = _extend_trajectory(history, previous.trueskill, trajectory) if len(history) else previous.trueskill
+    elo = elo_ratings(history, state=previous.elo, extends=True) if len(history) else previous.elo
+    teams = _concat(previous.teams, new)
+    tallies = _tallies(new)
+    tallies = Tallies(_merge_tally(previous.tallies.pvp, tallies.pvp), _merge_tally(previous.tallies.pve, tallies.pve))
+    policy_matches = dict(previous.policy_matches)
+    for policy, ids in _policy_matches(new).items():
+        policy_matches[policy] = np.concatenate([policy_matches[policy], ids]) if policy in policy_matches else ids
+    if refresh_mle:
+        mle, pairs, held_out_mle = _whole_history(teams, rated_table(teams), bootstrap=bootstrap, start=previous.mle)
+        mle_source = source
+    else:
+        mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
+        mle_source = previous.mle_source
+    return _standings(teams, tallies, _merge_summaries(previous.match_summary, summary), policy_matches, ts=ts,
+                      elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory,
+                      rated_results=previous.rated_results + len(history), source=source, mle_source=mle_source)

@@ -8,6 +8,7 @@ from arena.simulation import Population, random_history
 from history.mirror import HubMirror
 from history.store import HistoryStore
 from leaderboard.refresher import StandingsRefresher
+from leaderboard.standings import compute
 from leaderboard.tables import source_line
 
 
@@ -97,9 +98,10 @@ def test_without_a_mirror_the_local_shards_and_only_whole_ones(tmp_path):
     assert standings.matches == 5 and standings.source.through == name(store, shard) and not standings.source.published
 
 
-def test_every_column_moves_to_new_shards_together(tmp_path):
-    """While the bootstrap may not rerun yet (`mle_every_s`), nothing moves: TrueSkill, Elo
-    and the MLE stay on the same shards, and the line still names them."""
+def test_new_shards_move_the_ratings_at_once_and_the_fit_on_its_schedule(tmp_path):
+    """While the bootstrap may not rerun yet (`mle_every_s`), TrueSkill, Elo and the tables
+    move to the new shards from their rows alone; the Plackett-Luce fit stays on the shards
+    it was computed from (`mle_source`), and moves when it is due."""
     store = HistoryStore(tmp_path / "history")
     refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=3600.0)
     matches = history(8, seed=3)
@@ -110,11 +112,20 @@ def test_every_column_moves_to_new_shards_together(tmp_path):
     for m in matches[4:]:
         store.record(m)
     store.flush()
-    held = refresher.refresh()
-    assert held is first and held.source.through == name(store, first_shard) and held.matches == 4
-    refresher.mle_every_s = 0.0
+    read = []
+    table = store.shard_table
+    store.shard_table = lambda names=None: read.append(tuple(names or ())) or table(names)
     moved = refresher.refresh()
-    assert moved.matches == 8 and set(moved.mle) >= set(first.mle) and moved.trueskill != first.trueskill
+    assert read == [moved.source.shards[1:]]  # only the new shard read
+    full = compute(table().to_pandas(), bootstrap=5)
+    assert moved.matches == 8 and moved.trueskill == full.trueskill and moved.trueskill != first.trueskill
+    assert moved.pvp_players.equals(full.pvp_players) and moved.match_summary.equals(full.match_summary)
+    assert moved.mle is first.mle and moved.mle_source.through == name(store, first_shard)
+    refresher.mle_every_s = 0.0
+    due = refresher.refresh()
+    assert due.mle_source == due.source == moved.source and set(due.mle) >= set(first.mle)
+    # warm-started: the same optimum within L-BFGS-B's stopping rule (8 matches: a flat likelihood)
+    assert max(abs(due.mle[p].rating - full.mle[p].rating) for p in full.mle) <= 1e-3
 
 
 def test_after_a_compaction_the_standings_follow_the_commit_with_every_match(tmp_path, hub_api):
