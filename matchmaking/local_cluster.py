@@ -67,7 +67,8 @@ def _unshare() -> list[str]:
 
 
 def _ray() -> str:
-    return str(Path(sys.executable).with_name("ray"))
+    """The environment's `ray` command, by the real path the nodes see mounted back."""
+    return str(Path(sys.prefix).resolve() / "bin" / "ray")
 
 
 @dataclass
@@ -178,8 +179,8 @@ class LocalCluster:
         lines = ["set -eu", "mount --make-rprivate /", "mount -t tmpfs arena-stage /mnt"]
         for i, path in enumerate(keep):
             lines += [f"mkdir -p /mnt/keep{i}", f"mount --bind {shlex.quote(str(path))} /mnt/keep{i}"]
-        for path in covered:
-            if path.exists():
+        for path in covered:  # a folder inside one already covered is hidden with it (and gone from view)
+            if path.exists() and not any(other != path and other in path.parents for other in covered):
                 lines.append(f"mount -t tmpfs arena-hidden {shlex.quote(str(path))}")
         for i, path in enumerate(keep):
             q = shlex.quote(str(path))
@@ -202,7 +203,7 @@ class LocalCluster:
     def _env(self) -> dict[str, str]:
         """A clean environment for nodes: nothing of the driver's (no PYTHONPATH, no HF_TOKEN)."""
         return {
-            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": f"{Path(sys.prefix).resolve() / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": NODE_HOME, "TMPDIR": f"{NODE_HOME}/tmp", "HF_HOME": f"{NODE_HOME}/hf",
             "NMMO_ARENA_NODE_CACHE": f"{NODE_HOME}/cache", "LANG": "C.UTF-8",
             "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
