@@ -185,6 +185,37 @@ class RatedTable:
         return out
 
     @classmethod
+    def empty(cls) -> "RatedTable":
+        return cls((), np.empty(0, dtype=object), np.empty(0, dtype=object), np.zeros((0, 1), dtype=np.int64),
+                   np.zeros((0, 1)), np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def concat(cls, parts: "Sequence[RatedTable]", *, sort: bool = False) -> "RatedTable":
+        """The results of `parts` in one table, over the union of their players: in the
+        parts' order, or, with `sort`, in rating order (start, id)."""
+        parts = [t for t in parts if len(t)]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        names = tuple(sorted(set().union(*(t.names for t in parts))))
+        index = {p: i for i, p in enumerate(names)}
+        width = max(t.seats.shape[1] for t in parts)
+        seats, scores = [], []
+        for t in parts:
+            remap = np.array([index[p] for p in t.names] + [-1], dtype=np.int64)
+            pad = width - t.seats.shape[1]
+            seats.append(np.pad(remap[t.seats] if t.names != names else t.seats, ((0, 0), (0, pad)), constant_values=-1))
+            scores.append(np.pad(t.scores, ((0, 0), (0, pad))))
+        table = cls(names, np.concatenate([t.started for t in parts]), np.concatenate([t.ids for t in parts]),
+                    np.concatenate(seats), np.concatenate(scores), np.concatenate([t.widths for t in parts]))
+        if not sort:
+            return table
+        # sorted codes of the object columns (np.lexsort takes no objects)
+        order = np.lexsort((np.unique(table.ids, return_inverse=True)[1], np.unique(table.started, return_inverse=True)[1]))
+        return table.take(order)
+
+    @classmethod
     def of(cls, history: "Sequence[Outcome] | RatedTable") -> "RatedTable":
         """`history` as a table (itself if it is one)."""
         if isinstance(history, RatedTable):

@@ -16,13 +16,13 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from arena.lifecycle import StageFigures, Status
 from arena.ratings import EloState, TrueSkillState, extend_trueskill, outcomes
 from arena.simulation import Population, play
 from history.statuses import StatusLog
 from leaderboard.standings import Standings
+from leaderboard.team_rows import TeamRows
 from modelcards.publications import Published, PublishRule, due
 
 
@@ -55,7 +55,7 @@ def main() -> None:
             result = play(lineup, [0.5, *crowd.skills[seats]], rng=rng, index=index)
             history.append(result)
             state = extend_trueskill(state, outcomes(history))
-        standings = Standings(teams=pd.DataFrame(), trueskill=state, elo=EloState(), mle={}, matches=index, pvp_matches=index)
+        standings = Standings(teams=TeamRows(), trueskill=state, elo=EloState(), mle={}, matches=index, pvp_matches=index)
         for publication in due(standings, statuses, published=published, declined=(), rule=rule, now=now):
             published[(repo, revision)] = Published(publication.results, now)
             publications.append((index, now, publication.reason))

@@ -45,7 +45,7 @@ def main() -> int:
     started = time.perf_counter()
     standings = compute(frame, bootstrap=args.bootstrap)
     compute_s = time.perf_counter() - started
-    player = standings.teams["player"].iloc[0]
+    player = standings.teams.chunks[0]["player"].iloc[0]
     timings = {
         "pvp_table": best_of(lambda: tables.pvp_table(standings, hub_url="https://huggingface.co")),
         "pvp_table_search": best_of(lambda: tables.pvp_table(standings, hub_url="https://huggingface.co", search="policy-09")),

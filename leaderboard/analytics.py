@@ -26,6 +26,7 @@ from arena.analytics import CAUSES, Analytics, PolicyAnalytics, trajectories
 from arena.errors import DamagedFileError
 from arena.schema import TASK_NAMES
 from history.store import HistoryReader, _write_atomically  # the history's one atomic write
+from leaderboard.team_rows import TeamRows
 
 log = logging.getLogger(__name__)
 
@@ -87,21 +88,22 @@ class AnalyticsKeeper:
             except ValueError as exc:
                 log.warning("analytics cache %s unreadable (%s): the replays are read again", self.path, exc)
 
-    def update(self, rows: pd.DataFrame) -> int:
+    def update(self, rows: "TeamRows | pd.DataFrame") -> int:
         """Add the replays of the matches in `rows` (history rows with a `player` column)
         not added yet, oldest first; returns how many were added."""
         with self._updating:
             return self._update(rows)
 
-    def _update(self, rows: pd.DataFrame) -> int:
+    def _update(self, rows: "TeamRows | pd.DataFrame") -> int:
+        rows = TeamRows.of(rows)
         if rows.empty:
             return 0
         with self._lock:
-            new = [m for m in rows["match_id"].unique() if not self.book.knows(m)]
+            new = [m for ids in rows.match_ids() for m in ids if not self.book.knows(m)]
         if not new:
             self.backlog = 0
             return 0
-        fresh = rows[rows["match_id"].isin(new)].sort_values(["started_at", "match_id", "slot"])
+        fresh = rows.where(lambda c: c["match_id"].isin(new).to_numpy()).sort_values(["started_at", "match_id", "slot"])
         order = list(dict.fromkeys(fresh["match_id"]))
         self.backlog = max(0, len(order) - self.per_update)
         added = 0
@@ -171,11 +173,13 @@ class AnalyticsKeeper:
 
 # -- what the tab and the API show ----------------------------------------------------------
 
-def task_profile(rows: pd.DataFrame, player: str) -> dict[str, dict[str, float]]:
+def task_profile(rows: "TeamRows | pd.DataFrame", player: str) -> dict[str, dict[str, float]]:
     """Mean points per task of `player`'s teams, and of the field: every other team in the
     same matches (the opponents it actually met), all tracks."""
-    mine = rows[rows["player"] == player]
-    field = rows[rows["match_id"].isin(mine["match_id"]) & (rows["player"] != player)]
+    rows = TeamRows.of(rows)
+    mine = rows.of_player(player)
+    met = mine["match_id"] if len(mine) else []
+    field = rows.where(lambda c: (c["match_id"].isin(met) & (c["player"] != player)).to_numpy())
 
     def means(frame: pd.DataFrame) -> dict[str, float]:
         return {task: round(float(frame[f"{task}_points"].mean()), 3) if len(frame) else 0.0 for task in TASK_NAMES}
@@ -183,12 +187,13 @@ def task_profile(rows: pd.DataFrame, player: str) -> dict[str, dict[str, float]]
     return {"policy": means(mine), "field": means(field)}
 
 
-def slots_of(rows: pd.DataFrame, player: str, match_id: str) -> list[int]:
-    picked = rows[(rows["match_id"] == match_id) & (rows["player"] == player)]
+def slots_of(rows: "TeamRows | pd.DataFrame", player: str, match_id: str) -> list[int]:
+    match = TeamRows.of(rows).of_match(match_id)
+    picked = match[match["player"] == player] if len(match) else match
     return sorted(int(s) for s in picked["slot"])
 
 
-def analytics_json(keeper: AnalyticsKeeper, rows: pd.DataFrame, player: str, match_id: str = "") -> dict[str, Any]:
+def analytics_json(keeper: AnalyticsKeeper, rows: "TeamRows | pd.DataFrame", player: str, match_id: str = "") -> dict[str, Any]:
     """The `/analytics` answer for one player (keys: README, "Analytics")."""
     found = keeper.player(player or "")
     out: dict[str, Any] = {"player": player, "analysed": 0, "matches": [], "team_frames": 0,
@@ -325,7 +330,7 @@ def alive_figure(found: PolicyAnalytics) -> Any:
     return fig
 
 
-def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], pd.DataFrame], *, refresh_s: float) -> None:
+def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], TeamRows], *, refresh_s: float) -> None:
     """The Analytics tab (call inside `demo`'s `gr.Tabs`): its components, events and the `/analytics` API.
 
     Args:
@@ -364,7 +369,7 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
             tracks = keeper.trajectories(match_id, slots_of(table, player, match_id))
         except DamagedFileError:
             return None
-        map_ids = table.loc[table["match_id"] == match_id, "map_id"]
+        map_ids = table.of_match(match_id)["map_id"]
         return trajectories_figure(tracks, keeper.terrain(int(map_ids.iloc[0])) if len(map_ids) else None, match_id)
 
     def api(player: str, match_id: str = "") -> dict:

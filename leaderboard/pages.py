@@ -250,10 +250,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
     def started(match_id: str) -> str | None:
         """A rated match's start (its replay is then read from its day's bundles at once)."""
-        teams = data.standings().teams
-        if not len(teams):
+        summary = data.standings().match_summary
+        if not len(summary):
             return None
-        hit = teams.loc[teams["match_id"] == match_id, "started_at"]
+        hit = summary.loc[summary["Match"] == match_id, "Started"]
         return str(hit.iloc[0]) if len(hit) else None
 
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
@@ -278,11 +278,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
     def players() -> list[str]:
         """Every player, the PvP leaderboard's order first, then the rest by name."""
-        teams = data.standings().teams
-        if not len(teams):
-            return []
-        order = {p: i for i, p in enumerate(tables.ranked_players(data.standings()))}
-        return sorted(set(teams["player"]), key=lambda p: (order.get(p, len(order)), p))
+        standings = data.standings()
+        order = {p: i for i, p in enumerate(tables.ranked_players(standings))}
+        return sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
 
     def policy(player: str) -> tuple[Any, ...]:
         frames = tables.policy_frames(data.standings(), player or "")

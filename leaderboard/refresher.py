@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+import pandas as pd
+
 from arena.errors import NotEnoughMatchesError
 from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
@@ -169,7 +171,7 @@ class StandingsRefresher:
             return None
         try:
             if rows is None:
-                return update(previous, previous.teams.iloc[0:0], refresh_mle=refresh_mle, bootstrap=self.bootstrap,
+                return update(previous, pd.DataFrame(), refresh_mle=refresh_mle, bootstrap=self.bootstrap,
                               source=source)
             return update(previous, rows, refresh_mle=refresh_mle, bootstrap=self.bootstrap, source=source)
         except HistoryChangedError as exc:
@@ -197,7 +199,7 @@ class StandingsRefresher:
             return self._luck
         self._luck_at, self._luck_source = now, standings.source
         try:
-            self._luck = luck_report(standings.teams, horizon=self.luck_horizon, latest=LUCK_MATCHES,
+            self._luck = luck_report(standings.teams.frame(), horizon=self.luck_horizon, latest=LUCK_MATCHES,
                                      bootstrap=LUCK_BOOTSTRAP)
         except NotEnoughMatchesError as exc:
             self._luck = str(exc)

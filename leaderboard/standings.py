@@ -39,6 +39,7 @@ from arena.ratings import (
 )
 from arena.schema import BUILTIN_PREFIX, TASK_NAMES
 from arena.scoring import competition_ranks
+from leaderboard.team_rows import TeamRows
 
 POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
 
@@ -77,8 +78,8 @@ class Source:
 class Standings:
     """What the leaderboard shows, as of `matches` recorded matches (those of `source`)."""
 
-    teams: pd.DataFrame
-    """The history's team rows, with a `player` column (revision-level id)."""
+    teams: TeamRows
+    """The history's team rows, with a `player` column (revision-level id), in chunks."""
     trueskill: TrueSkillState
     elo: EloState
     mle: Mapping[str, MLERating]
@@ -115,6 +116,11 @@ class Standings:
     refreshes (`leaderboard.refresher`, `mle_every_s`)."""
     tallies: "Tallies | None" = None
     """The sums and counts behind `pvp_players` and `pve_stages` (what `update` merges)."""
+    rated: RatedTable = field(default_factory=RatedTable.empty)
+    """The rows' rated results (`rated_table`), kept so that the whole-history fits rerun
+    without reading every row again; extended by `update`."""
+    held_out_rated: RatedTable = field(default_factory=RatedTable.empty)
+    """The rated results of the matches on held-out maps."""
 
 
 def narrow(rows: pd.DataFrame) -> pd.DataFrame:
@@ -126,19 +132,6 @@ def narrow(rows: pd.DataFrame) -> pd.DataFrame:
         if rows[column].dtype == object:
             rows[column] = rows[column].astype("category")
     return rows
-
-
-def _concat(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """`old` then `new`, one frame; a column categorical in both stays categorical (its
-    categories the union), where `pd.concat` would widen it to Python objects."""
-    from pandas.api.types import union_categoricals
-
-    both = pd.concat([old, new], ignore_index=True, copy=False)
-    for column in both.columns:
-        if (column in old and column in new and isinstance(old[column].dtype, pd.CategoricalDtype)
-                and isinstance(new[column].dtype, pd.CategoricalDtype) and both[column].dtype == object):
-            both[column] = pd.Categorical(union_categoricals([old[column], new[column]], ignore_order=True))
-    return both
 
 
 def with_players(rows: pd.DataFrame) -> pd.DataFrame:
@@ -173,6 +166,23 @@ def _values(column: pd.Series):
     return column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy(dtype=object)
 
 
+def _codes(column: pd.Series, *, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A column's integer codes (-1 where missing) and its distinct values, in sorted order
+    if `sort` (as `pd.factorize` gives them). A categorical answers from its own codes,
+    renumbered if its categories are not sorted: no array of its strings is made, which at
+    16 million rows is 128 MB a column and its hash table."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return pd.factorize(column.to_numpy(), sort=sort)
+    codes = column.cat.codes.to_numpy()
+    values = np.asarray(column.cat.categories, dtype=object)
+    if sort and len(values) and not column.cat.categories.is_monotonic_increasing:
+        order = np.argsort(values, kind="stable")
+        rank = np.empty(len(values) + 1, dtype=np.int64)
+        rank[order], rank[-1] = np.arange(len(values)), -1  # code -1 (missing) stays -1
+        codes, values = rank[codes], values[order]
+    return codes, values
+
+
 def is_builtin_row(rows: pd.DataFrame) -> np.ndarray:
     """Per row, whether its policy is a built-in (computed once per distinct policy)."""
     code, policies = pd.factorize(_values(rows["policy_id"]))
@@ -203,23 +213,25 @@ def rated_table(rows: pd.DataFrame) -> RatedTable:
     in the same order, built from the rows' arrays without a Python object per match or row
     (a duplicate set, rare, still goes through `arena.ratings.rated`)."""
     pvp_mask = rows["track"].to_numpy() == "pvp"
-    empty = RatedTable((), np.empty(0, dtype=object), np.empty(0, dtype=object), np.zeros((0, 1), dtype=np.int64),
-                       np.zeros((0, 1)), np.zeros(0, dtype=np.int64))
     if not pvp_mask.any():
-        return empty
+        return RatedTable.empty()
     columns = [c for c in ("track", "started_at", "match_id", "slot", "player", "achievement", "set_id", "set_size") if c in rows]
     every = bool(pvp_mask.all())  # the usual case: read the columns in place, copy nothing
     in_set = rows["set_id"].fillna("").to_numpy(dtype=object) != "" if "set_id" in rows else np.zeros(len(rows), dtype=bool)
     in_set &= pvp_mask
     keep = pvp_mask & ~in_set
-    single = {c: rows[c].to_numpy() if every and not in_set.any() else rows[c].to_numpy()[keep]
-              for c in ("started_at", "match_id", "slot", "player", "achievement")}
+    everything = every and not in_set.any()
+
+    def pick(values: np.ndarray) -> np.ndarray:
+        return values if everything else values[keep]
+
     parts = []
-    if len(single["match_id"]):
+    if keep.any():
         # ALGO LOGIC: sort by (start, match id, slot) through sorted codes, then cut at each new key
-        start_code, start_values = pd.factorize(single["started_at"].astype(object, copy=False), sort=True)
-        id_code, id_values = pd.factorize(single["match_id"].astype(object, copy=False), sort=True)
-        order = np.lexsort((single["slot"], id_code, start_code))
+        start_code, start_values = _codes(rows["started_at"], sort=True)
+        id_code, id_values = _codes(rows["match_id"], sort=True)
+        start_code, id_code = pick(start_code), pick(id_code)
+        order = np.lexsort((pick(rows["slot"].to_numpy()), id_code, start_code))
         start_code, id_code = start_code[order], id_code[order]
         new = np.ones(len(order), dtype=bool)
         new[1:] = (start_code[1:] != start_code[:-1]) | (id_code[1:] != id_code[:-1])
@@ -227,36 +239,24 @@ def rated_table(rows: pd.DataFrame) -> RatedTable:
         group = np.cumsum(new) - 1
         widths = np.diff(np.append(first, len(order))).astype(np.int64)
         position = np.arange(len(order)) - first[group]
-        player_code, names = pd.factorize(single["player"].astype(object, copy=False)[order], sort=True)
+        player_code, names = _codes(rows["player"], sort=True)
+        player_code = pick(player_code)
+        # only the players of these results, still in sorted order (a PvE-only player has none)
+        present = np.bincount(player_code[player_code >= 0], minlength=len(names)) > 0
+        renumber = np.append(np.cumsum(present) - 1, -1)
+        player_code, names = renumber[player_code], names[present]
         seats = np.full((len(first), int(widths.max())), -1, dtype=np.int64)
         scores = np.zeros(seats.shape)
-        seats[group, position] = player_code
-        scores[group, position] = single["achievement"][order]
+        seats[group, position] = player_code[order]
+        scores[group, position] = pick(rows["achievement"].to_numpy())[order]
         parts.append(RatedTable(tuple(names), np.asarray(start_values, dtype=object)[start_code[first]],
                                 np.asarray(id_values, dtype=object)[id_code[first]], seats, scores, widths))
     if in_set.any():
         sets = pvp_outcomes(rows.loc[in_set, columns])
         if sets:
             parts.append(RatedTable.of(sets))
-    if not parts:
-        return empty
-    if len(parts) == 1:
-        return parts[0]
     # singles and sets together, in rating order (start, id)
-    names = tuple(sorted(set(parts[0].names) | set(parts[1].names)))
-    index = {p: i for i, p in enumerate(names)}
-    width = max(t.seats.shape[1] for t in parts)
-    seats, scores = [], []
-    for t in parts:
-        remap = np.array([index[p] for p in t.names] + [-1], dtype=np.int64)
-        pad = width - t.seats.shape[1]
-        seats.append(np.pad(remap[t.seats], ((0, 0), (0, pad)), constant_values=-1))
-        scores.append(np.pad(t.scores, ((0, 0), (0, pad))))
-    started = np.concatenate([t.started for t in parts])
-    ids = np.concatenate([t.ids for t in parts])
-    order = np.lexsort((pd.factorize(ids, sort=True)[0], pd.factorize(started, sort=True)[0]))
-    return RatedTable(names, started[order], ids[order], np.concatenate(seats)[order], np.concatenate(scores)[order],
-                      np.concatenate([t.widths for t in parts])[order])
+    return RatedTable.concat(parts, sort=True)
 
 
 def held_out_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -339,37 +339,47 @@ def _tally(rows: pd.DataFrame, keep: np.ndarray, keys: list[str]) -> pd.DataFram
     achievement and point sums, and the policy_id and revision of each group's first row."""
     names = ["policy_id", "revision", "matches", "rows", "won", "achievement", *POINT_COLUMNS]
     index = np.flatnonzero(keep)
+    if not len(index):
+        frame = pd.DataFrame(columns=names)
+        frame.index = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys) if len(keys) > 1 else pd.Index([], name=keys[0], dtype=object)
+        return frame
+    everything = len(index) == len(rows)  # the usual case in a PvP-only history: nothing copied
+
+    def pick(values: np.ndarray) -> np.ndarray:
+        return values if everything else values[index]
+
     columns: list[np.ndarray] = []
     levels: list[np.ndarray] = []
     for key in keys:
-        code, values = pd.factorize(rows[key].to_numpy()[index], sort=True)
-        columns.append(code)
+        code, values = _codes(rows[key], sort=True)
+        columns.append(pick(code))
         levels.append(np.asarray(values, dtype=object) if key == "player" else np.asarray(values))
     valid = np.all([c >= 0 for c in columns], axis=0) if columns else np.zeros(0, bool)
     if not len(index) or not valid.any():
         frame = pd.DataFrame(columns=names)
         frame.index = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys) if len(keys) > 1 else pd.Index([], name=keys[0], dtype=object)
         return frame
-    index = index[valid]
-    columns = [c[valid] for c in columns]
+    if not valid.all():
+        index, everything = index[valid], False
+        columns = [c[valid] for c in columns]
     group = columns[0].astype(np.int64)
     for code, values in zip(columns[1:], levels[1:]):
         group = group * len(values) + code
     group_code, group_values = pd.factorize(group, sort=True)
+    del group
     k = len(group_values)
-    match_code = pd.factorize(rows["match_id"].to_numpy()[index])[0].astype(np.int64)
-    distinct = pd.unique(match_code * k + group_code)
+    distinct = pd.unique(pick(_codes(rows["match_id"])[0]).astype(np.int64) * k + group_code)
     first = _first_rows(group_code)
     first = first[np.argsort(group_code[first])]  # per group code (sorted keys): its first row
     data: dict[str, np.ndarray] = {
-        "policy_id": rows["policy_id"].to_numpy()[index][first],
-        "revision": rows["revision"].to_numpy()[index][first],
+        "policy_id": rows["policy_id"].iloc[index[first]].to_numpy(),
+        "revision": rows["revision"].iloc[index[first]].to_numpy(),
         "matches": np.bincount(distinct % k, minlength=k).astype(np.int64),
         "rows": np.bincount(group_code, minlength=k).astype(np.int64),
-        "won": np.bincount(group_code, weights=rows["rank"].to_numpy()[index] == 1, minlength=k),
+        "won": np.bincount(group_code, weights=pick(rows["rank"].to_numpy()) == 1, minlength=k),
     }
     for column in ["achievement", *POINT_COLUMNS]:
-        data[column] = np.bincount(group_code, weights=rows[column].to_numpy(dtype=np.float64)[index], minlength=k)
+        data[column] = np.bincount(group_code, weights=pick(rows[column].to_numpy(dtype=np.float64)), minlength=k)
     key_values = [values[c[first]] for c, values in zip(columns, levels)]
     frame = pd.DataFrame(data)
     frame.index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 else pd.Index(key_values[0], name=keys[0])
@@ -424,25 +434,36 @@ def summarize_matches(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=_SUMMARY_COLUMNS)
     # ALGO LOGIC: one integer code per match (in order of first appearance), every column
     # read at each match's first row, the top score and team count as bincounts
-    code, match_ids = pd.factorize(rows["match_id"].to_numpy(), use_na_sentinel=False)
-    first = _first_rows(code)
-    k = len(match_ids)
+    id_code, id_values = _codes(rows["match_id"])
+    starts = np.ones(len(id_code), dtype=bool)
+    starts[1:] = id_code[1:] != id_code[:-1]
+    runs = np.flatnonzero(starts)
     achievement = rows["achievement"].to_numpy()
-    top = pd.Series(achievement).groupby(code).max().to_numpy()
+    if len(runs) == len(pd.unique(id_code[runs])):
+        # each match's rows together, as the store writes them: a match is a run of rows
+        code, seen, first = np.cumsum(starts) - 1, id_code[runs], runs
+        top = np.maximum.reduceat(achievement, first)
+    else:
+        code, seen = pd.factorize(id_code)  # renumbered in order of first appearance
+        first = _first_rows(code)
+        top = pd.Series(achievement).groupby(code).max().to_numpy()
+    match_ids = np.asarray(id_values, dtype=object)[seen]
+    match_ids[seen < 0] = np.nan  # a missing id: one match of its own, as factorize counted it
+    k = len(match_ids)
     slot = rows["slot"]
     teams = np.bincount(code[slot.notna().to_numpy()], minlength=k).astype(np.int64)
     meta = pd.DataFrame({
         "Match": np.asarray(match_ids, dtype=object),
-        "Started": rows["started_at"].to_numpy()[first],
-        "Track": rows["track"].to_numpy()[first],
-        "Stage": rows["stage"].to_numpy()[first],
-        "Map": rows["map_id"].to_numpy()[first],
-        "Ticks": rows["ticks"].to_numpy()[first],
+        "Started": rows["started_at"].iloc[first].to_numpy(),
+        "Track": rows["track"].iloc[first].to_numpy(),
+        "Stage": rows["stage"].iloc[first].to_numpy(),
+        "Map": rows["map_id"].iloc[first].to_numpy(),
+        "Ticks": rows["ticks"].iloc[first].to_numpy(),
         "Top score": top,
         "Teams": teams,
     })
     winning = rows["rank"].to_numpy() == 1
-    won = pd.DataFrame({"code": code[winning], "policy_id": rows["policy_id"].to_numpy()[winning]}).drop_duplicates()
+    won = pd.DataFrame({"code": code[winning], "policy_id": rows["policy_id"][winning].to_numpy()}).drop_duplicates()
     # most matches have one winner: taken as is; ties joined, in row order
     shared = won["code"].duplicated(keep=False).to_numpy()
     codes, policy_ids = won["code"].to_numpy(), won["policy_id"].to_numpy()
@@ -471,6 +492,10 @@ def _merge_summaries(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         return new
     if new.empty:
         return old
+    newest_old, oldest_new = old["Started"].iloc[0], new["Started"].iloc[-1]  # (a missing start sorts last)
+    if isinstance(newest_old, str) and isinstance(oldest_new, str) and oldest_new > newest_old:
+        # the usual refresh: every new match started after the newest old one
+        return pd.concat([new, old], ignore_index=True)
     # both newest first already: the stable sort of the old matches then the new ones keeps
     # each part's order among equal start times, as one sort of all the rows would
     both = pd.concat([old, new], ignore_index=True)
@@ -482,14 +507,14 @@ def _policy_matches(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per policy id, the ids of the matches it played (in row order)."""
     if not len(rows):
         return {}
-    code, policies = pd.factorize(rows["policy_id"].to_numpy(), sort=True)
+    code, policies = _codes(rows["policy_id"], sort=True)
     valid = code >= 0
     match_ids = rows["match_id"].to_numpy()[valid]
     code = code[valid]
     order = np.argsort(code, kind="stable")
     bounds = np.searchsorted(code[order], np.arange(len(policies) + 1))
     ordered = match_ids[order]
-    return {p: ordered[bounds[i]:bounds[i + 1]] for i, p in enumerate(policies)}
+    return {p: ordered[bounds[i]:bounds[i + 1]] for i, p in enumerate(policies) if bounds[i + 1] > bounds[i]}
 
 
 def _tallies(rows: pd.DataFrame) -> Tallies:
@@ -519,17 +544,18 @@ def compute(
     todo = history if fresh else history.take(history.after(start.last_key))
     ts = _extend_trajectory(todo, start, trajectory)
     elo = elo_ratings(history, state=previous.elo if previous is not None else None)
+    held_out = rated_table(held_out_rows(rows))
     if refresh_mle or previous is None:
-        mle, pairs, held_out_mle = _whole_history(rows, history, bootstrap=bootstrap,
+        mle, pairs, held_out_mle = _whole_history(history, held_out, bootstrap=bootstrap,
                                                   start=previous.mle if previous is not None else None)
         mle_source = source or Source()
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
         mle_source = previous.mle_source
     tallies = _tallies(rows)
-    return _standings(rows, tallies, summarize_matches(rows), _policy_matches(rows), ts=ts, elo=elo, mle=mle,
-                      pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated_results=len(history),
-                      source=source, mle_source=mle_source)
+    return _standings(TeamRows.of(rows), tallies, summarize_matches(rows), _policy_matches(rows), ts=ts, elo=elo,
+                      mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated=history,
+                      held_out_rated=held_out, source=source, mle_source=mle_source)
 
 
 def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict[str, deque]) -> TrueSkillState:
@@ -543,27 +569,26 @@ def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict
     return ts
 
 
-def _whole_history(rows: pd.DataFrame, history: RatedTable, *, bootstrap: int,
+def _whole_history(history: RatedTable, held_out: RatedTable, *, bootstrap: int,
                    start: Mapping[str, MLERating] | None = None) -> tuple[dict, HeadToHead, dict]:
     """The whole-history computations: the Plackett-Luce fit with its bootstrap, the head to
     head, and the held-out fit."""
     warm = {p: r.rating for p, r in start.items()} if start else None
     mle = plackett_luce(history, bootstrap=bootstrap, start=warm) if len(history) else {}
     pairs = head_to_head(history)
-    held_out = rated_table(held_out_rows(rows))
     held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
     return mle, pairs, held_out_mle
 
 
-def _standings(rows, tallies: Tallies, match_summary, policy_matches, *, ts, elo, mle, pairs, held_out_mle,
-               trajectory, rated_results, source, mle_source) -> Standings:
+def _standings(teams: TeamRows, tallies: Tallies, match_summary, policy_matches, *, ts, elo, mle, pairs, held_out_mle,
+               trajectory, rated: RatedTable, held_out_rated: RatedTable, source, mle_source) -> Standings:
     pve_stages = _pve_stages(tallies.pve)
     return Standings(
         pvp_players=_pvp_players(tallies.pvp),
         pve_stages=pve_stages,
         match_summary=match_summary,
         policy_matches=policy_matches,
-        teams=rows,
+        teams=teams,
         trueskill=ts,
         elo=elo,
         mle=mle,
@@ -573,10 +598,12 @@ def _standings(rows, tallies: Tallies, match_summary, policy_matches, *, ts, elo
         trajectory=trajectory,
         held_out_mle=held_out_mle,
         overfitting=overfitting(pve_stages, held_out_mle),
-        rated_results=rated_results,
+        rated_results=len(rated),
         source=source or Source(),
         mle_source=mle_source,
         tallies=tallies,
+        rated=rated,
+        held_out_rated=held_out_rated,
     )
 
 
@@ -609,8 +636,8 @@ def update(
     if not len(new):
         if not refresh_mle:
             return replace(previous, source=source)
-        teams = previous.teams
-        mle, pairs, held_out_mle = _whole_history(teams, rated_table(teams), bootstrap=bootstrap, start=previous.mle)
+        mle, pairs, held_out_mle = _whole_history(previous.rated, previous.held_out_rated, bootstrap=bootstrap,
+                                                  start=previous.mle)
         return replace(previous, source=source, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
                        overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source)
     if "set_id" in new and (new["set_id"].fillna("").to_numpy(dtype=object) != "").any():
@@ -624,18 +651,20 @@ def update(
     trajectory = {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
     ts = _extend_trajectory(history, previous.trueskill, trajectory) if len(history) else previous.trueskill
     elo = elo_ratings(history, state=previous.elo, extends=True) if len(history) else previous.elo
-    teams = _concat(previous.teams, new)
+    teams = previous.teams.append(new)
+    rated = RatedTable.concat([previous.rated, history])  # every new result after the last: the order kept
+    held_out = RatedTable.concat([previous.held_out_rated, rated_table(held_out_rows(new))])
     tallies = _tallies(new)
     tallies = Tallies(_merge_tally(previous.tallies.pvp, tallies.pvp), _merge_tally(previous.tallies.pve, tallies.pve))
     policy_matches = dict(previous.policy_matches)
     for policy, ids in _policy_matches(new).items():
         policy_matches[policy] = np.concatenate([policy_matches[policy], ids]) if policy in policy_matches else ids
     if refresh_mle:
-        mle, pairs, held_out_mle = _whole_history(teams, rated_table(teams), bootstrap=bootstrap, start=previous.mle)
+        mle, pairs, held_out_mle = _whole_history(rated, held_out, bootstrap=bootstrap, start=previous.mle)
         mle_source = source
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
         mle_source = previous.mle_source
     return _standings(teams, tallies, _merge_summaries(previous.match_summary, summary), policy_matches, ts=ts,
-                      elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory,
-                      rated_results=previous.rated_results + len(history), source=source, mle_source=mle_source)
+                      elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated=rated,
+                      held_out_rated=held_out, source=source, mle_source=mle_source)

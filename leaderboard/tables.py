@@ -317,8 +317,7 @@ def matches_table(
 
 def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
     """A policy's page: rating over time, per-task means, recent matches, head-to-head."""
-    rows = standings.teams
-    mine = rows[rows["player"] == player]
+    mine = standings.teams.of_player(player)
     trajectory = pd.DataFrame(list(standings.trajectory.get(player, [])), columns=["time", "mu", "sigma"])
     if not trajectory.empty:
         trajectory["time"] = pd.to_datetime(trajectory["time"])
@@ -337,7 +336,8 @@ def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
         .rename(columns={"match_id": "Match", "started_at": "Started", "track": "Track", "stage": "Stage", "rank": "Rank", "achievement": "Achievement",
                          **{f"{task}_points": task.capitalize() for task in TASK_NAMES}})
     )
-    together = rows[rows["match_id"].isin(mine["match_id"]) & (rows["player"] != player)]
+    met = mine["match_id"] if len(mine) else []
+    together = standings.teams.where(lambda c: (c["match_id"].isin(met) & (c["player"] != player)).to_numpy())
     mine_by_match = mine.drop_duplicates("match_id").set_index("match_id")["achievement"]
     pairs = together.assign(mine=together["match_id"].map(mine_by_match))
     pairs = pairs.assign(

@@ -7,7 +7,6 @@ import logging
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 import pytest
 from huggingface_hub import HfApi, metadata_load
 from huggingface_hub.community import DiscussionCommit
@@ -20,6 +19,7 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import Standings
+from leaderboard.team_rows import TeamRows
 from modelcards.card import eval_results, opted_out, with_results
 from modelcards.ledger import PublicationLedger
 from modelcards.publications import CardResults, Published, PublishRule, PvPFigures, due, results_for
@@ -33,7 +33,7 @@ STAGES = (StageFigures(1, 0.8, 31.25, 10), StageFigures(2, 0.4, 22.0, 10))
 # -- the decision, pure -------------------------------------------------------------------
 
 def _standings(ratings: dict[str, TrueSkillRating]) -> Standings:
-    return Standings(teams=pd.DataFrame(), trueskill=TrueSkillState(ratings=ratings), elo=EloState(), mle={},
+    return Standings(teams=TeamRows(), trueskill=TrueSkillState(ratings=ratings), elo=EloState(), mle={},
                      matches=0, pvp_matches=0)
 
 

@@ -70,8 +70,8 @@ def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api)
         standings = refresher.refresh()
         assert standings.source.shards == (name(store, first),) and standings.source.published
         assert standings.matches == standings.pvp_matches == standings.rated_results == 4
-        assert set(standings.teams["match_id"]) == {m.match_id for m in matches[:4]}
-        assert set(standings.trueskill.ratings) <= set(standings.teams["player"])
+        assert set(standings.teams.frame()["match_id"]) == {m.match_id for m in matches[:4]}
+        assert set(standings.trueskill.ratings) <= standings.teams.players()
         assert source_line(standings) == (f"Computed from 4 matches in the published shards through `{name(store, first)}` "
                                           "(4 PvP, 4 rated results: a duplicate set is one).")
         assert mirror.push_now()

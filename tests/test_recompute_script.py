@@ -162,7 +162,7 @@ def test_the_history_has_every_case(space):
     assert standings.matches == 70 - 5 + 4 * 4 + 2 + 2 + pve  # the WAL's 5 are not in
     assert standings.pvp_matches == standings.matches - pve
     assert standings.rated_results == 65 + 2 + 4  # four complete sets, one result each; the incomplete one waits
-    seats = standings.teams.groupby(["match_id", "player"]).size()
+    seats = standings.teams.frame().groupby(["match_id", "player"]).size()
     assert (seats.xs(f"{TWICE}@{revision(TWICE)}", level="player") == 2).any()  # a submission seated twice
     assert set(ANCHORS) <= set(standings.mle)
     table = space_table(standings)

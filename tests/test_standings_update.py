@@ -70,7 +70,7 @@ def assert_same(a, b, *, mle_tolerance=None):
     pd.testing.assert_frame_equal(a.pvp_players, b.pvp_players, rtol=1e-12)
     pd.testing.assert_frame_equal(a.pve_stages, b.pve_stages, rtol=1e-12)
     pd.testing.assert_frame_equal(a.match_summary.astype(object), b.match_summary.astype(object))
-    pd.testing.assert_frame_equal(a.teams.reset_index(drop=True).astype(object), b.teams.reset_index(drop=True).astype(object))
+    pd.testing.assert_frame_equal(a.teams.frame().reset_index(drop=True).astype(object), b.teams.frame().reset_index(drop=True).astype(object))
     assert a.policy_matches.keys() == b.policy_matches.keys()
     assert all((a.policy_matches[p] == b.policy_matches[p]).all() for p in a.policy_matches)
     assert a.trueskill == b.trueskill and a.elo.last_key == b.elo.last_key and a.elo.matches == b.elo.matches
@@ -78,6 +78,9 @@ def assert_same(a, b, *, mle_tolerance=None):
     assert max(abs(a.elo.ratings[p] - b.elo.ratings[p]) for p in a.elo.ratings) <= 1e-9
     assert {p: list(t) for p, t in a.trajectory.items()} == {p: list(t) for p, t in b.trajectory.items()}
     assert (a.matches, a.pvp_matches, a.rated_results) == (b.matches, b.pvp_matches, b.rated_results)
+    for x, y in ((a.rated, b.rated), (a.held_out_rated, b.held_out_rated)):  # what the fits rerun from
+        assert x.names == y.names and (x.started == y.started).all() and (x.ids == y.ids).all()
+        assert (x.seats == y.seats).all() and (x.scores == y.scores).all() and (x.widths == y.widths).all()
     if mle_tolerance is not None:
         assert a.mle.keys() == b.mle.keys()
         assert max(abs(a.mle[p].rating - b.mle[p].rating) for p in a.mle) <= mle_tolerance
@@ -98,6 +101,24 @@ def test_an_update_with_only_the_new_rows_equals_a_full_computation(mixed):
     twice = update(update(first, history.iloc[cut:middle], bootstrap=0), history.iloc[middle:], bootstrap=0,
                    refresh_mle=True)
     assert_same(twice, full, mle_tolerance=1e-4)
+
+
+def test_match_by_match_updates_equal_a_full_computation(mixed):
+    """The refresher's path over a day: one match at a time, the rows kept in chunks that
+    merge as they grow, the whole-history fits rerun from the kept rated results."""
+    history = frame(mixed)
+    match_ids = list(dict.fromkeys(history["match_id"]))
+    history["held_out"] = history["match_id"].isin(match_ids[::3])  # some on held-out maps
+    cuts = [int(history["match_id"].isin(match_ids[:k]).sum()) for k in range(10, len(match_ids) + 1)]
+    standings = compute(history.iloc[:cuts[0]], bootstrap=0)
+    for a, b in zip(cuts, cuts[1:]):
+        standings = update(standings, history.iloc[a:b], bootstrap=0)
+        # each chunk less than half the one before it: about log2(matches) chunks
+        assert len(standings.teams.chunks) <= np.log2(standings.matches + 1) + 1
+    refreshed = update(standings, history.iloc[0:0], bootstrap=0, refresh_mle=True)
+    full = compute(history, bootstrap=0)
+    assert_same(refreshed, full, mle_tolerance=1e-4)
+    assert len(full.held_out_rated) and refreshed.held_out_mle.keys() == full.held_out_mle.keys()
 
 
 def test_rows_already_counted_or_older_than_the_ratings_are_refused(mixed):
@@ -129,9 +150,15 @@ def test_dictionary_encoded_rows_give_the_same_standings(mixed):
     assert (narrow(history).dtypes == "category").sum() >= 5
     plain, narrowed = compute(history, bootstrap=0), compute(narrow(history), bootstrap=0)
     assert_same(narrowed, plain, mle_tolerance=0.0)
+    # categories in no sorted order (as merged chunks and Arrow's dictionaries hold them)
+    unsorted = narrow(history)
+    for column in unsorted.columns:
+        if unsorted[column].dtype == "category":
+            unsorted[column] = unsorted[column].cat.reorder_categories(unsorted[column].cat.categories[::-1])
+    assert_same(compute(unsorted, bootstrap=0), plain, mle_tolerance=0.0)
     cut = int((history["match_id"].isin(history["match_id"].unique()[:30])).sum())
     step = update(compute(narrow(history.iloc[:cut]), bootstrap=0), narrow(history.iloc[cut:]), bootstrap=0)
-    assert (step.teams.dtypes == "category").sum() >= 5  # still narrow after the update
+    assert (step.teams.frame().dtypes == "category").sum() >= 5  # still narrow after the update
     pd.testing.assert_frame_equal(step.pvp_players, plain.pvp_players, rtol=1e-12)
     pd.testing.assert_frame_equal(step.match_summary.astype(object), plain.match_summary.astype(object))
     assert step.trueskill == plain.trueskill

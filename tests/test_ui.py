@@ -292,7 +292,7 @@ def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
     store = app["data"].store
     report = HistoryStore(store.root).compact()
     assert report.plans and store.replay_path(app["real"].match_id) is None and store.bundles()
-    assert len(app["data"].refresh().teams["match_id"].unique()) == 121
+    assert len(app["data"].refresh().teams.frame()["match_id"].unique()) == 121
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     page = context.new_page()
     page.goto(app["url"])

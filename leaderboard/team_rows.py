@@ -1,0 +1,119 @@
+"""The history's team rows as the standings hold them: in chunks, appended without copying.
+
+A million matches are sixteen million rows (1.7 GB even with the strings dictionary-encoded).
+Copying them into one frame at every refresh, so that a few hundred new rows sit at the
+end, cost seconds and briefly twice the memory. The standings instead keep the rows as a
+short tuple of frames: a new batch is appended as its own chunk, and trailing chunks are
+merged only while the last is at least half the size of the one before it, so there are
+about log2(rows) chunks and each row is copied about log2 times over the history's life
+(the big merges come once per doubling of the history).
+
+The pages ask for what they show (one player's rows, one match's start, every player),
+which is read chunk by chunk; `frame()` is the whole table, a copy, for the few readers
+that need every row at once (the luck report).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+#: A trailing chunk is merged into the one before it when it is at least this share of it.
+MERGE_SHARE = 0.5
+
+
+def concat(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """`old` then `new`, one frame; a column categorical in both stays categorical (its
+    categories the union), where `pd.concat` would widen it to Python objects."""
+    from pandas.api.types import union_categoricals
+
+    if not len(old.columns):
+        return new
+    both = pd.concat([old, new], ignore_index=True, copy=False)
+    for column in both.columns:
+        if (column in old and column in new and isinstance(old[column].dtype, pd.CategoricalDtype)
+                and isinstance(new[column].dtype, pd.CategoricalDtype) and both[column].dtype == object):
+            both[column] = pd.Categorical(union_categoricals([old[column], new[column]], ignore_order=True))
+    return both
+
+
+class TeamRows:
+    """Team rows (one per team per match, with a `player` column) in order, as chunks."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, chunks: tuple[pd.DataFrame, ...] = ()) -> None:
+        self.chunks = tuple(c for c in chunks if len(c)) or tuple(chunks[:1])
+
+    @classmethod
+    def of(cls, rows: "pd.DataFrame | TeamRows") -> "TeamRows":
+        """`rows` as chunks (itself if it is already)."""
+        return rows if isinstance(rows, TeamRows) else cls((rows,))
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+    @property
+    def empty(self) -> bool:
+        return len(self) == 0
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        return iter(self.chunks)
+
+    def append(self, rows: pd.DataFrame) -> "TeamRows":
+        """These rows, then `rows` (a new object; this one is unchanged)."""
+        if not len(rows):
+            return self
+        chunks = [c for c in self.chunks if len(c)] + [rows]
+        while len(chunks) > 1 and len(chunks[-1]) >= MERGE_SHARE * len(chunks[-2]):
+            last = chunks.pop()
+            chunks[-1] = concat(chunks[-1], last)
+        return TeamRows(tuple(chunks))
+
+    def frame(self) -> pd.DataFrame:
+        """Every row in one frame: a copy when there is more than one chunk."""
+        if not self.chunks:
+            return pd.DataFrame()
+        whole = self.chunks[0]
+        for chunk in self.chunks[1:]:
+            whole = concat(whole, chunk)
+        return whole
+
+    def where(self, keep: Callable[[pd.DataFrame], np.ndarray]) -> pd.DataFrame:
+        """The rows where `keep(chunk)` is true, in one frame, strings as plain objects (a
+        selection is small, and sorts and groups by value, not by a category's code)."""
+        if not self.chunks:
+            return pd.DataFrame()
+        parts = [p for p in (c[keep(c)] for c in self.chunks) if len(p)] or [self.chunks[0].iloc[0:0]]
+        whole = pd.concat([_plain(p) for p in parts], ignore_index=True)
+        return whole
+
+    def of_player(self, player: str) -> pd.DataFrame:
+        """The rows of one player (revision-level id)."""
+        return self.where(lambda c: (c["player"] == player).to_numpy())
+
+    def of_match(self, match_id: str) -> pd.DataFrame:
+        """The rows of one match."""
+        return self.where(lambda c: (c["match_id"] == match_id).to_numpy())
+
+    def players(self) -> set[str]:
+        """Every player in the rows."""
+        return {p for c in self.chunks for p in pd.unique(c["player"]) if isinstance(p, str)}
+
+    def match_ids(self) -> Iterator[np.ndarray]:
+        """Per chunk, its distinct match ids (in order of first appearance)."""
+        for chunk in self.chunks:
+            yield np.asarray(pd.unique(chunk["match_id"]), dtype=object)
+
+
+def _plain(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with categorical columns as their values (a copy of those columns only)."""
+    categorical = [c for c in rows.columns if isinstance(rows[c].dtype, pd.CategoricalDtype)]
+    if not categorical:
+        return rows
+    rows = rows.copy(deep=False)
+    for column in categorical:
+        rows[column] = rows[column].astype(object)
+    return rows

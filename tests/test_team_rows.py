@@ -1,0 +1,42 @@
+"""The standings' rows in chunks read as the one frame they stand for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from leaderboard.team_rows import TeamRows
+
+
+def batch(start: int, matches: int) -> pd.DataFrame:
+    ids = [f"m{i:04d}" for i in range(start, start + matches) for _ in range(4)]
+    players = [f"p{(i * 7 + s) % 9}" for i in range(start, start + matches) for s in range(4)]
+    frame = pd.DataFrame({"match_id": ids, "player": players, "slot": list(range(4)) * matches,
+                          "achievement": np.arange(len(ids)) % 13})
+    return frame.astype({"match_id": "category", "player": "category"})
+
+
+def test_appended_batches_read_as_one_frame_in_few_chunks():
+    rows, whole = TeamRows(), []
+    for k in range(60):
+        part = batch(k * 3, 3)
+        rows, whole = rows.append(part), whole + [part]
+        assert len(rows.chunks) <= np.log2(3 * (k + 1) + 1) + 1  # each chunk under half the one before
+    expected = pd.concat([w.astype(object) for w in whole], ignore_index=True)
+    got = rows.frame()
+    assert (got.dtypes[["match_id", "player"]] == "category").all()  # still narrow
+    pd.testing.assert_frame_equal(got.astype(object), expected.astype(object))
+    assert len(rows) == len(expected) and rows.players() == set(expected["player"])
+    mine = rows.of_player("p3")
+    pd.testing.assert_frame_equal(mine, expected[expected["player"] == "p3"].reset_index(drop=True), check_dtype=False)
+    assert mine["match_id"].dtype == object  # a selection sorts by value, not by a category's code
+    assert list(rows.of_match("m0100")["slot"]) == [0, 1, 2, 3]
+    assert rows.of_player("nobody").empty and list(rows.of_player("nobody").columns) == list(expected.columns)
+    assert [m for ids in rows.match_ids() for m in ids] == list(dict.fromkeys(expected["match_id"]))
+
+
+def test_appending_leaves_the_earlier_rows_as_they_were():
+    first = TeamRows.of(batch(0, 8))
+    second = first.append(batch(8, 8))  # merged into one chunk: the first object still holds 8 matches
+    assert len(first) == 32 and len(second) == 64 and len(second.chunks) == 1
+    assert first.append(batch(0, 0)) is first
