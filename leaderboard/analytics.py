@@ -178,8 +178,7 @@ def task_profile(rows: "TeamRows | pd.DataFrame", player: str) -> dict[str, dict
     same matches (the opponents it actually met), all tracks."""
     rows = TeamRows.of(rows)
     mine = rows.of_player(player)
-    met = mine["match_id"] if len(mine) else []
-    field = rows.where(lambda c: (c["match_id"].isin(met) & (c["player"] != player)).to_numpy())
+    field = rows.opponents(player, mine)
 
     def means(frame: pd.DataFrame) -> dict[str, float]:
         return {task: round(float(frame[f"{task}_points"].mean()), 3) if len(frame) else 0.0 for task in TASK_NAMES}

@@ -340,9 +340,7 @@ def _tally(rows: pd.DataFrame, keep: np.ndarray, keys: list[str]) -> pd.DataFram
     names = ["policy_id", "revision", "matches", "rows", "won", "achievement", *POINT_COLUMNS]
     index = np.flatnonzero(keep)
     if not len(index):
-        frame = pd.DataFrame(columns=names)
-        frame.index = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys) if len(keys) > 1 else pd.Index([], name=keys[0], dtype=object)
-        return frame
+        return _empty_tally(names, keys)
     everything = len(index) == len(rows)  # the usual case in a PvP-only history: nothing copied
 
     def pick(values: np.ndarray) -> np.ndarray:
@@ -355,10 +353,8 @@ def _tally(rows: pd.DataFrame, keep: np.ndarray, keys: list[str]) -> pd.DataFram
         columns.append(pick(code))
         levels.append(np.asarray(values, dtype=object) if key == "player" else np.asarray(values))
     valid = np.all([c >= 0 for c in columns], axis=0) if columns else np.zeros(0, bool)
-    if not len(index) or not valid.any():
-        frame = pd.DataFrame(columns=names)
-        frame.index = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys) if len(keys) > 1 else pd.Index([], name=keys[0], dtype=object)
-        return frame
+    if not valid.any():
+        return _empty_tally(names, keys)
     if not valid.all():
         index, everything = index[valid], False
         columns = [c[valid] for c in columns]
@@ -383,6 +379,12 @@ def _tally(rows: pd.DataFrame, keep: np.ndarray, keys: list[str]) -> pd.DataFram
     key_values = [values[c[first]] for c, values in zip(columns, levels)]
     frame = pd.DataFrame(data)
     frame.index = pd.MultiIndex.from_arrays(key_values, names=keys) if len(keys) > 1 else pd.Index(key_values[0], name=keys[0])
+    return frame
+
+
+def _empty_tally(names: list[str], keys: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(columns=names)
+    frame.index = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys) if len(keys) > 1 else pd.Index([], name=keys[0], dtype=object)
     return frame
 
 

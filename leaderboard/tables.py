@@ -336,8 +336,7 @@ def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
         .rename(columns={"match_id": "Match", "started_at": "Started", "track": "Track", "stage": "Stage", "rank": "Rank", "achievement": "Achievement",
                          **{f"{task}_points": task.capitalize() for task in TASK_NAMES}})
     )
-    met = mine["match_id"] if len(mine) else []
-    together = standings.teams.where(lambda c: (c["match_id"].isin(met) & (c["player"] != player)).to_numpy())
+    together = standings.teams.opponents(player, mine)
     mine_by_match = mine.drop_duplicates("match_id").set_index("match_id")["achievement"]
     pairs = together.assign(mine=together["match_id"].map(mine_by_match))
     pairs = pairs.assign(

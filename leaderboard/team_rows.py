@@ -94,6 +94,11 @@ class TeamRows:
         """The rows of one player (revision-level id)."""
         return self.where(lambda c: (c["player"] == player).to_numpy())
 
+    def opponents(self, player: str, mine: pd.DataFrame) -> pd.DataFrame:
+        """The other teams' rows in the matches of `mine` (the player's own rows)."""
+        met = mine["match_id"] if len(mine) else []
+        return self.where(lambda c: (c["match_id"].isin(met) & (c["player"] != player)).to_numpy())
+
     def of_match(self, match_id: str) -> pd.DataFrame:
         """The rows of one match."""
         return self.where(lambda c: (c["match_id"] == match_id).to_numpy())
