@@ -349,10 +349,23 @@ class HistoryReader:
             self.quarantine(shard, f"{type(exc).__name__}: {str(exc)[:200]}")
             return None
 
-    def _read_all_shards(self) -> list[pa.Table]:
-        """Every shard's rows, each match at least once: a shard compacted away while it
-        was listed is made up for by listing again (compaction writes before it deletes)."""
-        parts: list[pa.Table] = []
+    def _shard_tables(self, names: Sequence[str] | None = None) -> Iterator[pa.Table]:
+        """Each shard's rows as stored (duplicates kept), in the shards' order: the shards
+        called `names` (a name with no shard behind it, quarantined or compacted away
+        meanwhile, reads as no rows), or with `names` None every shard, each match at least
+        once: a shard compacted away while it was listed is made up for by listing again
+        (compaction writes before it deletes)."""
+        if names is not None:
+            for name in names:
+                if not SHARD_NAME.fullmatch(name):
+                    continue
+                try:
+                    table = self._read_shard(self.data / name)
+                except FileNotFoundError:
+                    continue
+                if table is not None:
+                    yield table
+            return
         done: set[Path] = set()
         while True:
             vanished = False
@@ -366,9 +379,9 @@ class HistoryReader:
                     continue
                 done.add(shard)
                 if table is not None:
-                    parts.append(table)
+                    yield table
             if not vanished:
-                return parts
+                return
 
     def table(self) -> pa.Table:
         """Every recorded team row (the WAL's, then the shards'), one per (match, slot).
@@ -376,7 +389,7 @@ class HistoryReader:
         What the matchmaker plans from: it must see a match as soon as it is recorded. The
         leaderboard reads `shard_table` instead, never the WAL."""
         pending = [row for result in self._read_wal() for row in rows(result)]
-        parts = self._read_all_shards()
+        parts = list(self._shard_tables())
         if pending:
             parts.append(pa.Table.from_pylist(pending, schema=TEAM_SCHEMA))
         return _dedupe(pa.concat_tables(parts)) if parts else TEAM_SCHEMA.empty_table()
@@ -391,19 +404,28 @@ class HistoryReader:
         no rows: a caller holding names should check that they still name the shards
         (`leaderboard.refresher` asks for its names again and rereads when they changed).
         """
-        if names is None:
-            return _dedupe(pa.concat_tables(parts)) if (parts := self._read_all_shards()) else TEAM_SCHEMA.empty_table()
-        parts = []
-        for name in names:
-            if not SHARD_NAME.fullmatch(name):
-                continue
-            try:
-                table = self._read_shard(self.data / name)
-            except FileNotFoundError:
-                continue
-            if table is not None:
-                parts.append(table)
+        parts = list(self._shard_tables(names))
         return _dedupe(pa.concat_tables(parts)) if parts else TEAM_SCHEMA.empty_table()
+
+    def shard_batches(self, names: Sequence[str] | None = None) -> Iterator[pa.Table]:
+        """The rows of `shard_table(names)`, one shard at a time, in the shards' order: a
+        million matches are 16 million rows, and a reader that folds them shard by shard
+        (`leaderboard.standings.compute`) never holds them twice.
+
+        Each batch holds whole matches (a shard is written whole by `flush`, and compacted
+        whole): a match already read from an earlier shard is left out of a later one, as
+        `shard_table` keeps the first row of each (match, slot).
+        """
+        seen: set[str] = set()
+        for table in self._shard_tables(names):
+            table = _dedupe(table)
+            ids = pc.unique(table.column("match_id")).to_pylist()
+            repeated = [m for m in ids if m in seen]
+            if repeated:
+                table = table.filter(pc.invert(pc.is_in(table.column("match_id"), value_set=pa.array(repeated))))
+            seen.update(ids)
+            if table.num_rows:
+                yield table
 
     def results(self) -> list[MatchResult]:
         """Every recorded match, in the order ratings apply them (start time, then id)."""
