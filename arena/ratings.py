@@ -209,8 +209,8 @@ class RatedTable:
             scores.append(np.pad(t.scores, ((0, 0), (0, pad))))
         table = cls(names, np.concatenate([t.started for t in parts]), np.concatenate([t.ids for t in parts]),
                     np.concatenate(seats), np.concatenate(scores), np.concatenate([t.widths for t in parts]))
-        if not sort:
-            return table
+        if not sort or _in_rating_order(table.started, table.ids):
+            return table  # (parts read in order, a shard at a time: nothing to sort)
         # sorted codes of the object columns (np.lexsort takes no objects)
         order = np.lexsort((np.unique(table.ids, return_inverse=True)[1], np.unique(table.started, return_inverse=True)[1]))
         return table.take(order)
@@ -226,6 +226,15 @@ class RatedTable:
         started = np.array([o.key[0] for o in history], dtype=object)
         ids = np.array([o.key[1] for o in history], dtype=object)
         return cls(names, started, ids, seats, scores, widths)
+
+
+def _in_rating_order(started: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether the keys (start, id) never decrease from one result to the next (a stable
+    sort would leave them as they are)."""
+    if len(started) < 2:
+        return True
+    later, same = started[1:] > started[:-1], started[1:] == started[:-1]
+    return bool(np.all(later | (same & (ids[1:] >= ids[:-1]))))
 
 
 def _players_of(history: "Sequence[Outcome] | RatedTable") -> list[str]:
@@ -306,20 +315,32 @@ def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tu
         return [(float(team[0].mu), float(team[0].sigma)) for team in rated]
 
 
+#: Results sorted at a time where a whole history's seats are rearranged (`_seat_arrays`,
+#: `_design`): the sorts' temporaries stay a few MB however long the history (a million
+#: results at once took a gigabyte more than the arrays kept).
+DESIGN_BLOCK = 1 << 16
+
+
 def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_player: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The outcomes as padded arrays for the compiled kernels: player index and score of each
     seat, and seats per match; `by_player` puts each match's seats in (player id, seat)
-    order, as `trueskill_ratings` rates them (`index` must number players in id order)."""
+    order, as `trueskill_ratings` rates them (`index` must number players in id order).
+    Read only: without `by_player`, a table numbered as `index` gives its own arrays."""
     m = len(history)
     if isinstance(history, RatedTable):
         remap = np.array([index.get(p, -1) for p in history.names] + [-1], dtype=np.int64)  # -1 stays -1
-        seats, scores, widths = remap[history.seats], history.scores, history.widths
-        if by_player and m:
-            key = np.where(seats < 0, np.iinfo(np.int64).max, seats)
-            order = np.argsort(key, axis=1, kind="stable")
-            seats = np.take_along_axis(seats, order, axis=1)
-            scores = np.take_along_axis(scores, order, axis=1)
-        return seats, scores, widths
+        same = bool((remap[:-1] == np.arange(len(history.names))).all())  # the usual case: the table's own numbering
+        if not (by_player and m):
+            return history.seats if same else remap[history.seats], history.scores, history.widths
+        # a block of results at a time, into the two arrays returned: the sort's temporaries
+        # stay a few MB (a million results sorted at once took five times the arrays)
+        seats, scores = np.empty_like(history.seats), np.empty_like(history.scores)
+        for a in range(0, m, DESIGN_BLOCK):
+            block = history.seats[a:a + DESIGN_BLOCK] if same else remap[history.seats[a:a + DESIGN_BLOCK]]
+            order = np.argsort(np.where(block < 0, np.iinfo(np.int64).max, block), axis=1, kind="stable")
+            seats[a:a + DESIGN_BLOCK] = np.take_along_axis(block, order, axis=1)
+            scores[a:a + DESIGN_BLOCK] = np.take_along_axis(history.scores[a:a + DESIGN_BLOCK], order, axis=1)
+        return seats, scores, history.widths
     width = max((len(o.players) for o in history), default=1)
     widths = np.fromiter((len(o.players) for o in history), dtype=np.int64, count=m)
     seats = np.full((m, width), -1, dtype=np.int64)
@@ -553,13 +574,15 @@ def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs
 def _after(history: "Sequence[Outcome] | RatedTable", key: tuple[str, str]) -> "Sequence[Outcome] | RatedTable":
     """The results of `history` after `key`, in the same form."""
     if isinstance(history, RatedTable):
-        return history.take(history.after(key))
+        later = history.after(key)
+        return history if later.all() else history.take(later)  # (from scratch: no copy of every result)
     return [o for o in history if o.key > key]
 
 
 def recomputed(state: TrueSkillState, history: Sequence[Outcome]) -> bool:
     """Whether `extend_trueskill(state, history)` has to start from scratch."""
-    return len(history) - len(_after(history, state.last_key)) != state.matches
+    after = int(history.after(state.last_key).sum()) if isinstance(history, RatedTable) else len(_after(history, state.last_key))
+    return len(history) - after != state.matches
 
 
 # -- Elo ----------------------------------------------------------------------------------
@@ -669,28 +692,38 @@ class _Design:
     widths: np.ndarray  # [M] players in each match
 
 
-def _design(history: Sequence[Outcome]) -> _Design:
+def _design(history: "Sequence[Outcome] | RatedTable", rows: np.ndarray | None = None) -> _Design:
     """Each match's players sorted by (score descending, player id), with tie groups; in
-    whole-array steps (one Python pass only to read the outcomes)."""
+    whole-array steps over blocks of `DESIGN_BLOCK` results (one Python pass only to read
+    outcomes). `rows`: the results in this order (default: as given), without a copy of
+    the history in that order."""
     players = _players_of(history)
     index = {p: i for i, p in enumerate(players)}
-    seats, scores, widths = _seat_arrays(history, index, by_player=True)  # by player id first ...
-    m, width = seats.shape
-    valid_seat = seats >= 0
-    rank_key = np.where(valid_seat, -scores, np.inf)
-    by_score = np.argsort(rank_key, axis=1, kind="stable")  # ... then stably by score: (-score, id)
-    order = np.take_along_axis(seats, by_score, axis=1)
-    ranked = np.take_along_axis(rank_key, by_score, axis=1)
-    valid = order >= 0
-    positions = np.broadcast_to(np.arange(width), (m, width))
-    new_group = np.ones((m, width), dtype=bool)
-    new_group[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
-    group_start = np.maximum.accumulate(np.where(new_group, positions, 0), axis=1)
-    group_start = np.where(valid, group_start, 0)
+    if not isinstance(history, RatedTable):
+        history = RatedTable.of(history)
+    rows = np.arange(len(history)) if rows is None else rows
+    m, width = len(rows), history.seats.shape[1]
+    order = np.empty((m, width), dtype=np.int64)
+    valid = np.empty((m, width), dtype=bool)
+    group_start = np.empty((m, width), dtype=np.int64)
     group_size = np.zeros((m, width), dtype=np.float64)
-    rows = np.nonzero(valid)[0]
-    np.add.at(group_size, (rows, group_start[valid]), 1.0)
-    return _Design(players, order, valid, group_start.astype(np.int64), group_size, widths)
+    positions = np.arange(width)
+    for a in range(0, m, DESIGN_BLOCK):
+        b = min(a + DESIGN_BLOCK, m)
+        seats, scores, _ = _seat_arrays(history.take(rows[a:b]), index, by_player=True)  # by player id first ...
+        rank_key = np.where(seats >= 0, -scores, np.inf)
+        by_score = np.argsort(rank_key, axis=1, kind="stable")  # ... then stably by score: (-score, id)
+        block_order = order[a:b] = np.take_along_axis(seats, by_score, axis=1)
+        ranked = np.take_along_axis(rank_key, by_score, axis=1)
+        block_valid = valid[a:b] = block_order >= 0
+        new_group = np.ones((b - a, width), dtype=bool)
+        new_group[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+        start = np.maximum.accumulate(np.where(new_group, positions, 0), axis=1)
+        start = group_start[a:b] = np.where(block_valid, start, 0)
+        rows_valid = np.nonzero(block_valid)[0]
+        np.add.at(group_size[a:b], (rows_valid, start[block_valid]), 1.0)
+    widths = history.widths[rows]
+    return _Design(players, order, valid, group_start, group_size, widths)
 
 
 def _negative_log_likelihood(s: np.ndarray, design: _Design, weights: np.ndarray) -> tuple[float, np.ndarray]:
@@ -801,20 +834,22 @@ def plackett_luce(
     """
     if not len(history):
         return {}
+    rows = None
     if isinstance(history, RatedTable):
         by_id_order = np.argsort(history.ids, kind="stable")
         ids = history.ids[by_id_order]
         if (ids[1:] != ids[:-1]).all():  # unique ids (always, but in a malformed history): the id is the key
-            history = history.take(by_id_order)
+            rows = by_id_order
         else:
             history = history.outcomes()
+        del ids
     # ALGO LOGIC: order-free. The fit and the bootstrap see the results sorted by their id
     # (match id; set id for a duplicate set), never in start-time or input order: the
     # same set of results gives the same table bit for bit, however its start times or
     # its order change (floating-point sums included).
     if not isinstance(history, RatedTable):
         history = sorted(history, key=by_id)
-    design = _design(history)
+    design = _design(history, rows)
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
     m = len(history)
     initial = None

@@ -6,11 +6,15 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from arena import ratings
 from arena.ratings import Outcome, _design, _negative_log_likelihood, outcomes, plackett_luce, player_id
+from arena.schema import rows
 from arena.simulation import Population, random_history
+from leaderboard.standings import rated_table, with_players
 from tests_synthetic import arena_history, permute_start_times
 
 
@@ -105,3 +109,17 @@ def test_permuted_start_times_change_no_rating_interval_or_rank():
         assert (r.rating, r.low, r.high, r.rank, r.rank_low, r.rank_high) == (
             second[p].rating, second[p].low, second[p].high, second[p].rank, second[p].rank_low, second[p].rank_high)
     assert any(r.rank_low < r.rank_high for r in first.values())  # the intervals are not degenerate
+
+
+def test_the_design_built_in_blocks_equals_the_design_built_at_once(monkeypatch):
+    """`_design` arranges the results a block at a time (bounded temporaries) and in the
+    order asked for, without a reordered copy of the history: the same arrays."""
+    table = rated_table(with_players(pd.DataFrame([r for m in arena_history(matches=30, seed=2) for r in rows(m)])))
+    by_id = np.argsort(table.ids, kind="stable")
+    whole = _design(table.take(by_id))
+    monkeypatch.setattr(ratings, "DESIGN_BLOCK", 4)
+    blocks = _design(table, by_id)
+    assert blocks.players == whole.players
+    for name in ("order", "valid", "group_start", "group_size", "widths"):
+        assert np.array_equal(getattr(blocks, name), getattr(whole, name)), name
+    assert (whole.group_size.sum(axis=1) == whole.widths).all() and (whole.group_size > 1).any()  # ties, sizes counted
