@@ -31,13 +31,12 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-import pandas as pd
 
 from arena.errors import NotEnoughMatchesError
 from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
 from leaderboard.analytics import AnalyticsKeeper
-from leaderboard.standings import HistoryChangedError, Source, Standings, compute, update
+from leaderboard.standings import HistoryChangedError, Source, Standings, compute, frames, update
 
 log = logging.getLogger(__name__)
 
@@ -140,21 +139,17 @@ class StandingsRefresher:
                 log.exception("analytics update failed (retried at the next refresh)")
         return standings
 
-    def _read(self, source: Source) -> tuple[Source, "Any"]:
-        """Every row of `source`'s shards, read again by their new names if a compaction
-        replaced shards while they were read."""
-        rows = self.store.shard_table(source.shards).to_pandas()
+    def _recompute(self, source: Source, previous: Standings | None, *, refresh_mle: bool) -> Standings:
+        """Every shard of `source` read again, one at a time (never a frame of every row), and
+        again by their new names if a compaction replaced shards while they were read."""
         for _ in range(3):
+            standings = compute(frames(self.store.shard_batches(source.shards)), previous=previous,
+                                refresh_mle=refresh_mle or previous is None, bootstrap=self.bootstrap, source=source)
             again = self.source()
             if again == source:
                 break
-            source, rows = again, self.store.shard_table(again.shards).to_pandas()
-        return source, rows
-
-    def _recompute(self, source: Source, previous: Standings | None, *, refresh_mle: bool) -> Standings:
-        source, rows = self._read(source)
-        return compute(rows, previous=previous, refresh_mle=refresh_mle or previous is None, bootstrap=self.bootstrap,
-                       source=source)
+            source = again
+        return standings
 
     def _extend(self, previous: Standings, source: Source, *, refresh_mle: bool) -> Standings | None:
         """`update` with the rows of the shards added since `previous`, or None when the
@@ -164,16 +159,13 @@ class StandingsRefresher:
             return None
         added = source.shards[len(known):]
         try:
-            rows = self.store.shard_table(added).to_pandas() if added else None
+            batches = list(frames(self.store.shard_batches(added)))
         except (FileNotFoundError, OSError):  # compacted away while read: read every shard
             return None
         if self.source() != source:
             return None
         try:
-            if rows is None:
-                return update(previous, pd.DataFrame(), refresh_mle=refresh_mle, bootstrap=self.bootstrap,
-                              source=source)
-            return update(previous, rows, refresh_mle=refresh_mle, bootstrap=self.bootstrap, source=source)
+            return update(previous, batches, refresh_mle=refresh_mle, bootstrap=self.bootstrap, source=source)
         except HistoryChangedError as exc:
             log.info("standings recomputed from every shard: %s", exc)
             return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -37,11 +37,18 @@ from arena.ratings import (
     recomputed,
     trueskill_trail,
 )
-from arena.schema import BUILTIN_PREFIX, TASK_NAMES
+from arena.schema import BUILTIN_PREFIX, TASK_NAMES, TEAM_COLUMNS
 from arena.scoring import competition_ranks
 from leaderboard.team_rows import TeamRows
 
 POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
+
+#: The history's columns the standings keep per team row (`Standings.teams`, with `player`):
+#: what the pages, the analytics and the luck report read. The others (seed, versions,
+#: durations, task values, faults, ...) stay in the dataset: 16 million rows of the twenty
+#: kept take half the memory of all of them. A whole match is `HistoryReader.results()`.
+KEPT_COLUMNS = ("match_id", "started_at", "track", "stage", "map_id", "horizon", "held_out", "slot", "policy_id",
+                "revision", "achievement", "rank", *POINT_COLUMNS, "spawn_side", "spawn_index", "player")
 
 #: Ratings kept per player for the "rating over time" plot.
 TRAJECTORY_POINTS = 500
@@ -79,7 +86,8 @@ class Standings:
     """What the leaderboard shows, as of `matches` recorded matches (those of `source`)."""
 
     teams: TeamRows
-    """The history's team rows, with a `player` column (revision-level id), in chunks."""
+    """The history's team rows, their `KEPT_COLUMNS` with a `player` column (revision-level
+    id), in chunks."""
     trueskill: TrueSkillState
     elo: EloState
     mle: Mapping[str, MLERating]
@@ -157,7 +165,14 @@ def with_players(rows: pd.DataFrame) -> pd.DataFrame:
         return f"{policy}@{revision}"
 
     names = np.array([name(policies[k // width], revisions[k % width]) for k in pairs] + [None], dtype=object)[:-1]
-    rows["player"] = names[pair_code]
+    if isinstance(rows["policy_id"].dtype, pd.CategoricalDtype):  # narrow rows: a narrow player column too
+        missing = pd.isna(names)
+        distinct, code = np.unique(names[~missing].astype(object), return_inverse=True) if (~missing).any() else ([], [])
+        codes = np.full(len(names), -1, dtype=np.int64)
+        codes[~missing] = code
+        rows["player"] = pd.Categorical.from_codes(codes[pair_code], categories=pd.Index(distinct, dtype=object))
+    else:
+        rows["player"] = names[pair_code]
     return rows
 
 
@@ -212,58 +227,75 @@ def rated_table(rows: pd.DataFrame) -> RatedTable:
     """`pvp_outcomes(rows)` as columns (`arena.ratings.RatedTable`): the same rated results
     in the same order, built from the rows' arrays without a Python object per match or row
     (a duplicate set, rare, still goes through `arena.ratings.rated`)."""
-    pvp_mask = rows["track"].to_numpy() == "pvp"
-    if not pvp_mask.any():
+    in_set = _in_sets(rows)
+    return RatedTable.concat([_singles_table(rows, in_set), _sets_table(rows[in_set])], sort=True)
+
+
+def _in_sets(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, whether it is a PvP row of a duplicate set (rated as one result per set)."""
+    pvp = rows["track"].to_numpy() == "pvp"
+    if "set_id" not in rows or not pvp.any():
+        return np.zeros(len(rows), dtype=bool)
+    set_ids = rows["set_id"].to_numpy(dtype=object)
+    return pvp & pd.notna(set_ids) & (set_ids != "")
+
+
+def _sets_table(rows: pd.DataFrame) -> RatedTable:
+    """The complete duplicate sets among `rows` (PvP rows of sets) as rated results."""
+    if not len(rows):
         return RatedTable.empty()
     columns = [c for c in ("track", "started_at", "match_id", "slot", "player", "achievement", "set_id", "set_size") if c in rows]
-    every = bool(pvp_mask.all())  # the usual case: read the columns in place, copy nothing
-    in_set = rows["set_id"].fillna("").to_numpy(dtype=object) != "" if "set_id" in rows else np.zeros(len(rows), dtype=bool)
-    in_set &= pvp_mask
-    keep = pvp_mask & ~in_set
-    everything = every and not in_set.any()
+    sets = pvp_outcomes(rows[columns])
+    return RatedTable.of(sets) if sets else RatedTable.empty()
+
+
+def _singles_table(rows: pd.DataFrame, in_set: np.ndarray) -> RatedTable:
+    """The PvP matches of `rows` played on their own (not in a duplicate set: `in_set`
+    false), as rated results in rating order."""
+    keep = (rows["track"].to_numpy() == "pvp") & ~in_set
+    if not keep.any():
+        return RatedTable.empty()
+    everything = bool(keep.all())  # the usual case: read the columns in place, copy nothing
 
     def pick(values: np.ndarray) -> np.ndarray:
         return values if everything else values[keep]
 
-    parts = []
-    if keep.any():
-        # ALGO LOGIC: sort by (start, match id, slot) through sorted codes, then cut at each new key
-        start_code, start_values = _codes(rows["started_at"], sort=True)
-        id_code, id_values = _codes(rows["match_id"], sort=True)
-        start_code, id_code = pick(start_code), pick(id_code)
-        order = np.lexsort((pick(rows["slot"].to_numpy()), id_code, start_code))
-        start_code, id_code = start_code[order], id_code[order]
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (start_code[1:] != start_code[:-1]) | (id_code[1:] != id_code[:-1])
-        first = np.nonzero(new)[0]
-        group = np.cumsum(new) - 1
-        widths = np.diff(np.append(first, len(order))).astype(np.int64)
-        position = np.arange(len(order)) - first[group]
-        player_code, names = _codes(rows["player"], sort=True)
-        player_code = pick(player_code)
-        # only the players of these results, still in sorted order (a PvE-only player has none)
-        present = np.bincount(player_code[player_code >= 0], minlength=len(names)) > 0
-        renumber = np.append(np.cumsum(present) - 1, -1)
-        player_code, names = renumber[player_code], names[present]
-        seats = np.full((len(first), int(widths.max())), -1, dtype=np.int64)
-        scores = np.zeros(seats.shape)
-        seats[group, position] = player_code[order]
-        scores[group, position] = pick(rows["achievement"].to_numpy())[order]
-        parts.append(RatedTable(tuple(names), np.asarray(start_values, dtype=object)[start_code[first]],
-                                np.asarray(id_values, dtype=object)[id_code[first]], seats, scores, widths))
-    if in_set.any():
-        sets = pvp_outcomes(rows.loc[in_set, columns])
-        if sets:
-            parts.append(RatedTable.of(sets))
-    # singles and sets together, in rating order (start, id)
-    return RatedTable.concat(parts, sort=True)
+    # ALGO LOGIC: sort by (start, match id, slot) through sorted codes, then cut at each new key
+    start_code, start_values = _codes(rows["started_at"], sort=True)
+    id_code, id_values = _codes(rows["match_id"], sort=True)
+    start_code, id_code = pick(start_code), pick(id_code)
+    order = np.lexsort((pick(rows["slot"].to_numpy()), id_code, start_code))
+    start_code, id_code = start_code[order], id_code[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (start_code[1:] != start_code[:-1]) | (id_code[1:] != id_code[:-1])
+    first = np.nonzero(new)[0]
+    group = np.cumsum(new) - 1
+    widths = np.diff(np.append(first, len(order))).astype(np.int64)
+    position = np.arange(len(order)) - first[group]
+    player_code, names = _codes(rows["player"], sort=True)
+    player_code = pick(player_code)
+    # only the players of these results, still in sorted order (a PvE-only player has none)
+    present = np.bincount(player_code[player_code >= 0], minlength=len(names)) > 0
+    renumber = np.append(np.cumsum(present) - 1, -1)
+    player_code, names = renumber[player_code], names[present]
+    seats = np.full((len(first), int(widths.max())), -1, dtype=np.int64)
+    scores = np.zeros(seats.shape)
+    seats[group, position] = player_code[order]
+    scores[group, position] = pick(rows["achievement"].to_numpy())[order]
+    return RatedTable(tuple(names), np.asarray(start_values, dtype=object)[start_code[first]],
+                      np.asarray(id_values, dtype=object)[id_code[first]], seats, scores, widths)
 
 
 def held_out_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows of matches played on held-out maps (none in a history from before them)."""
+    return rows[_held_out_mask(rows)]
+
+
+def _held_out_mask(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, whether its match was played on a held-out map."""
     if "held_out" not in rows:
-        return rows.iloc[0:0]
-    return rows[rows["held_out"].fillna(False).astype(bool)]
+        return np.zeros(len(rows), dtype=bool)
+    return rows["held_out"].fillna(False).astype(bool).to_numpy()
 
 
 def far_threshold(field_size: int) -> int:
@@ -487,20 +519,20 @@ def _sort_rank(values: np.ndarray) -> np.ndarray:
     return pd.factorize(values, sort=True)[0].astype(np.int64)
 
 
-def _merge_summaries(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """The summary of old rows then new rows, from the two summaries (newest first, ties in
-    start time in order of first appearance: the old rows' matches first)."""
-    if old.empty:
-        return new
-    if new.empty:
-        return old
-    newest_old, oldest_new = old["Started"].iloc[0], new["Started"].iloc[-1]  # (a missing start sorts last)
-    if isinstance(newest_old, str) and isinstance(oldest_new, str) and oldest_new > newest_old:
-        # the usual refresh: every new match started after the newest old one
-        return pd.concat([new, old], ignore_index=True)
-    # both newest first already: the stable sort of the old matches then the new ones keeps
-    # each part's order among equal start times, as one sort of all the rows would
-    both = pd.concat([old, new], ignore_index=True)
+def _merge_summaries(parts: "list[pd.DataFrame]") -> pd.DataFrame:
+    """The summary of the rows of every part's matches, from the parts' summaries (each
+    newest first, ties in start time in order of first appearance), given in the order of
+    their rows: as `summarize_matches` of all the rows would give it."""
+    parts = [p for p in parts if len(p)]
+    if len(parts) <= 1:
+        return parts[0] if parts else pd.DataFrame(columns=_SUMMARY_COLUMNS)
+    edges = [(a["Started"].iloc[0], b["Started"].iloc[-1]) for a, b in zip(parts, parts[1:])]  # (a missing start sorts last)
+    if all(isinstance(newest, str) and isinstance(oldest, str) and oldest > newest for newest, oldest in edges):
+        # the usual case: every part's matches started after the newest of the part before
+        return pd.concat(parts[::-1], ignore_index=True)
+    # each part newest first already: the stable sort of the parts in row order keeps each
+    # part's order among equal start times, as one sort of all the rows would
+    both = pd.concat(parts, ignore_index=True)
     order = np.argsort(-_sort_rank(both["Started"].to_numpy()), kind="stable")
     return both.iloc[order].reset_index(drop=True)
 
@@ -526,18 +558,119 @@ def _tallies(rows: pd.DataFrame) -> Tallies:
     return Tallies(pvp, pve)
 
 
+@dataclass(frozen=True)
+class _Gathered:
+    """What the standings take from the rows of whole matches, batch by batch."""
+
+    teams: TeamRows
+    rated: RatedTable
+    held_out: RatedTable
+    tallies: Tallies
+    summary: pd.DataFrame
+    policy_matches: dict[str, np.ndarray]
+
+
+def _gather(batches: Iterable[pd.DataFrame], *, teams: TeamRows | None = None) -> _Gathered:
+    """Fold batches of rows, each of whole matches, into what the standings keep: per batch
+    its rated results, tallies, match summaries and per-policy match lists, merged (each
+    equal to its computation over all the rows, `tests/test_standings_update.py`), and the
+    rows appended to `teams` in chunks. A duplicate set may span batches: its rows wait, and
+    are rated once every batch is read.
+
+    Raises:
+        `ValueError`: a match's rows are in more than one batch.
+    """
+    teams = teams if teams is not None else TeamRows()
+    singles: list[RatedTable] = []
+    held_singles: list[RatedTable] = []
+    in_sets: list[pd.DataFrame] = []
+    summaries: list[pd.DataFrame] = []
+    tallies: Tallies | None = None
+    matches: dict[str, list[np.ndarray]] = {}
+    for batch in _with_rows(batches):
+        rows = with_players(batch)
+        in_set = _in_sets(rows)
+        singles.append(_singles_table(rows, in_set))
+        held = _held_out_mask(rows)
+        if held.any():
+            held_singles.append(_singles_table(rows[held], in_set[held]))
+        if in_set.any():
+            in_sets.append(rows[in_set])
+        tallies = _merge_tallies(tallies, _tallies(rows))
+        summaries.append(summarize_matches(rows))
+        for policy, ids in _policy_matches(rows).items():
+            matches.setdefault(policy, []).append(ids)
+        kept = rows[[c for c in KEPT_COLUMNS if c in rows]]
+        teams = teams.append(kept) if len(kept) or teams.chunks else TeamRows((kept,))  # (nothing: still the columns)
+    summary = _merge_summaries(summaries)
+    if len(summaries) > 1 and not summary["Match"].is_unique:
+        repeated = summary["Match"][summary["Match"].duplicated()].iloc[0]
+        raise ValueError(f"Match {repeated} has rows in more than one batch: give each match's rows in one batch "
+                         "(a shard holds whole matches: `HistoryReader.shard_batches`).")
+    sets = pd.concat(in_sets, ignore_index=True) if in_sets else None
+    rated = RatedTable.concat([*singles, _sets_table(sets)] if sets is not None else singles, sort=True)
+    held_out = RatedTable.concat([*held_singles, _sets_table(held_out_rows(sets))] if sets is not None else held_singles,
+                                 sort=True)
+    return _Gathered(teams, rated, held_out, tallies, summary,
+                     {p: ids[0] if len(ids) == 1 else np.concatenate(ids) for p, ids in matches.items()})
+
+
+def _with_rows(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The batches that hold rows; if none does, one empty frame (the first batch, else one
+    with the history's columns), so that the standings of no match still have columns."""
+    empty: pd.DataFrame | None = None
+    found = False
+    for batch in batches:
+        if len(batch):
+            found = True
+            yield batch
+        elif empty is None:
+            empty = batch
+    if not found:
+        yield empty if empty is not None and len(empty.columns) else _no_rows()
+
+
+def _no_rows() -> pd.DataFrame:
+    """No rows, with the history table's columns (`arena.schema.TEAM_COLUMNS`) and dtypes."""
+    dtypes = {"string": object, "bool_": bool}
+    return pd.DataFrame({name: np.empty(0, dtype=dtypes.get(kind, kind)) for name, kind in TEAM_COLUMNS})
+
+
+def _merge_tallies(old: "Tallies | None", new: Tallies) -> Tallies:
+    """The tallies of two batches of whole matches as one."""
+    return new if old is None else Tallies(_merge_tally(old.pvp, new.pvp), _merge_tally(old.pve, new.pve))
+
+
+def frames(tables: Iterable) -> Iterator[pd.DataFrame]:
+    """Arrow tables of history rows (`HistoryReader.shard_batches`) as the frames `compute`
+    folds, their strings dictionary-encoded (`narrow`): encoded in Arrow, so that no Python
+    string is made per row, only one per distinct value."""
+    for table in tables:
+        for i, column in enumerate(table.schema):
+            if column.type == "string":
+                table = table.set_column(i, column.name, table.column(i).dictionary_encode())
+        yield narrow(table.to_pandas())
+
+
 def compute(
-    rows: pd.DataFrame,
+    rows: "pd.DataFrame | Iterable[pd.DataFrame]",
     *,
     previous: Standings | None = None,
     refresh_mle: bool = True,
     bootstrap: int = 200,
     source: Source | None = None,
 ) -> Standings:
-    """Standings from the history rows (see the module docstring); `source` says which
-    shards the rows are (the PvP tab names them)."""
-    rows = with_players(rows)
-    history = rated_table(rows)
+    """Standings from the history rows (see the module docstring): one frame, or frames of
+    whole matches one after the other, such as the dataset's shards read one at a time
+    (`frames(store.shard_batches(names))`), so that no frame of every row is ever built; the
+    same standings either way. `source` says which shards the rows are (the PvP tab names
+    them).
+
+    Raises:
+        `ValueError`: a match's rows are in more than one of the frames.
+    """
+    gathered = _gather([rows] if isinstance(rows, pd.DataFrame) else rows)
+    history = gathered.rated
     fresh = previous is None or recomputed(previous.trueskill, history)
     trajectory: dict[str, deque] = {} if fresh else {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
     # TrueSkill carried forward (only the matches after the previous standings' last one), or
@@ -546,7 +679,7 @@ def compute(
     todo = history if fresh else history.take(history.after(start.last_key))
     ts = _extend_trajectory(todo, start, trajectory)
     elo = elo_ratings(history, state=previous.elo if previous is not None else None)
-    held_out = rated_table(held_out_rows(rows))
+    held_out = gathered.held_out
     if refresh_mle or previous is None:
         mle, pairs, held_out_mle = _whole_history(history, held_out, bootstrap=bootstrap,
                                                   start=previous.mle if previous is not None else None)
@@ -554,8 +687,7 @@ def compute(
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
         mle_source = previous.mle_source
-    tallies = _tallies(rows)
-    return _standings(TeamRows.of(rows), tallies, summarize_matches(rows), _policy_matches(rows), ts=ts, elo=elo,
+    return _standings(gathered.teams, gathered.tallies, gathered.summary, gathered.policy_matches, ts=ts, elo=elo,
                       mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated=history,
                       held_out_rated=held_out, source=source, mle_source=mle_source)
 
@@ -611,14 +743,14 @@ def _standings(teams: TeamRows, tallies: Tallies, match_summary, policy_matches,
 
 def update(
     previous: Standings,
-    new_rows: pd.DataFrame,
+    new_rows: "pd.DataFrame | Iterable[pd.DataFrame]",
     *,
     refresh_mle: bool = False,
     bootstrap: int = 200,
     source: Source | None = None,
 ) -> Standings:
-    """The standings after `new_rows` (whole matches after every match of `previous`), from
-    the new rows alone: TrueSkill and Elo carried forward, per-policy sums and counts merged
+    """The standings after `new_rows` (whole matches after every match of `previous`: one
+    frame, or frames of whole matches as `compute` takes them), from the new rows alone: TrueSkill and Elo carried forward, per-policy sums and counts merged
     (means derived), match summaries and per-policy match lists appended. Equal to
     `compute` on all the rows (tests/test_standings_update.py).
 
@@ -631,35 +763,36 @@ def update(
             before the last rated match, or a duplicate set (a set may span batches): call
             `compute` with all the rows.
     """
-    new = with_players(new_rows)
+    batches = [new_rows] if isinstance(new_rows, pd.DataFrame) else list(new_rows)
     if previous.tallies is None:
         raise HistoryChangedError("The previous standings keep no tallies: recompute with compute().")
     source = source or previous.source
-    if not len(new):
+    if not any(len(b) for b in batches):
         if not refresh_mle:
             return replace(previous, source=source)
         mle, pairs, held_out_mle = _whole_history(previous.rated, previous.held_out_rated, bootstrap=bootstrap,
                                                   start=previous.mle)
         return replace(previous, source=source, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
                        overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source)
-    if "set_id" in new and (new["set_id"].fillna("").to_numpy(dtype=object) != "").any():
+    if any(_in_sets(b).any() for b in batches if len(b)):
         raise HistoryChangedError("New rows hold a duplicate set (it may span batches): recompute with compute().")
-    summary = summarize_matches(new)
-    if len(previous.match_summary) and pd.Index(previous.match_summary["Match"]).isin(summary["Match"]).any():
+    try:
+        new = _gather(batches, teams=previous.teams)
+    except ValueError as exc:
+        raise HistoryChangedError(f"{exc} Or recompute with compute().") from exc
+    if len(previous.match_summary) and pd.Index(previous.match_summary["Match"]).isin(new.summary["Match"]).any():
         raise HistoryChangedError("New rows repeat a match already counted: recompute with compute().")
-    history = rated_table(new)
+    history = new.rated
     if len(history) and not history.after(previous.trueskill.last_key).all():
         raise HistoryChangedError("New rows hold a match started before the last rated one: recompute with compute().")
     trajectory = {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
     ts = _extend_trajectory(history, previous.trueskill, trajectory) if len(history) else previous.trueskill
     elo = elo_ratings(history, state=previous.elo, extends=True) if len(history) else previous.elo
-    teams = previous.teams.append(new)
     rated = RatedTable.concat([previous.rated, history])  # every new result after the last: the order kept
-    held_out = RatedTable.concat([previous.held_out_rated, rated_table(held_out_rows(new))])
-    tallies = _tallies(new)
-    tallies = Tallies(_merge_tally(previous.tallies.pvp, tallies.pvp), _merge_tally(previous.tallies.pve, tallies.pve))
+    held_out = RatedTable.concat([previous.held_out_rated, new.held_out])
+    tallies = _merge_tallies(previous.tallies, new.tallies)
     policy_matches = dict(previous.policy_matches)
-    for policy, ids in _policy_matches(new).items():
+    for policy, ids in new.policy_matches.items():
         policy_matches[policy] = np.concatenate([policy_matches[policy], ids]) if policy in policy_matches else ids
     if refresh_mle:
         mle, pairs, held_out_mle = _whole_history(rated, held_out, bootstrap=bootstrap, start=previous.mle)
@@ -667,6 +800,6 @@ def update(
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
         mle_source = previous.mle_source
-    return _standings(teams, tallies, _merge_summaries(previous.match_summary, summary), policy_matches, ts=ts,
-                      elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated=rated,
-                      held_out_rated=held_out, source=source, mle_source=mle_source)
+    return _standings(new.teams, tallies, _merge_summaries([previous.match_summary, new.summary]), policy_matches,
+                      ts=ts, elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory,
+                      rated=rated, held_out_rated=held_out, source=source, mle_source=mle_source)

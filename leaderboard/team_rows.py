@@ -4,9 +4,11 @@ A million matches are sixteen million rows (1.7 GB even with the strings diction
 Copying them into one frame at every refresh, so that a few hundred new rows sit at the
 end, cost seconds and briefly twice the memory. The standings instead keep the rows as a
 short tuple of frames: a new batch is appended as its own chunk, and trailing chunks are
-merged only while the last is at least half the size of the one before it, so there are
-about log2(rows) chunks and each row is copied about log2 times over the history's life
-(the big merges come once per doubling of the history).
+merged only while the last is at least half the size of the one before it and the two
+together stay within `MAX_CHUNK_ROWS`. So there are about log2 of the newest rows' count
+chunks plus one per `MAX_CHUNK_ROWS` rows (a dozen at a million matches), no merge ever
+copies more than `MAX_CHUNK_ROWS` rows at once (merging two halves of a whole history would
+briefly hold it twice), and each row is copied about log2(MAX_CHUNK_ROWS) times in all.
 
 The pages ask for what they show (one player's rows, one match's start, every player),
 which is read chunk by chunk; `frame()` is the whole table, a copy, for the few readers
@@ -20,8 +22,10 @@ from typing import Callable, Iterator
 import numpy as np
 import pandas as pd
 
-#: A trailing chunk is merged into the one before it when it is at least this share of it.
+#: A trailing chunk is merged into the one before it when it is at least this share of it ...
 MERGE_SHARE = 0.5
+#: ... and the merged chunk holds at most this many rows (about 230 MB of narrow rows).
+MAX_CHUNK_ROWS = 1 << 21
 
 
 def concat(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +71,8 @@ class TeamRows:
         if not len(rows):
             return self
         chunks = [c for c in self.chunks if len(c)] + [rows]
-        while len(chunks) > 1 and len(chunks[-1]) >= MERGE_SHARE * len(chunks[-2]):
+        while (len(chunks) > 1 and len(chunks[-1]) >= MERGE_SHARE * len(chunks[-2])
+               and len(chunks[-1]) + len(chunks[-2]) <= MAX_CHUNK_ROWS):
             last = chunks.pop()
             chunks[-1] = concat(chunks[-1], last)
         return TeamRows(tuple(chunks))

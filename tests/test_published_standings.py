@@ -113,11 +113,11 @@ def test_new_shards_move_the_ratings_at_once_and_the_fit_on_its_schedule(tmp_pat
         store.record(m)
     store.flush()
     read = []
-    table = store.shard_table
-    store.shard_table = lambda names=None: read.append(tuple(names or ())) or table(names)
+    batches = store.shard_batches
+    store.shard_batches = lambda names=None: read.append(tuple(names or ())) or batches(names)
     moved = refresher.refresh()
     assert read == [moved.source.shards[1:]]  # only the new shard read
-    full = compute(table().to_pandas(), bootstrap=5)
+    full = compute(store.shard_table().to_pandas(), bootstrap=5)
     assert moved.matches == 8 and moved.trueskill == full.trueskill and moved.trueskill != first.trueskill
     assert moved.pvp_players.equals(full.pvp_players) and moved.match_summary.equals(full.match_summary)
     assert moved.mle is first.mle and moved.mle_source.through == name(store, first_shard)

@@ -1,0 +1,119 @@
+"""The standings folded from the history's shards one at a time equal the standings of all
+the rows in one frame: the whole recomputation never holds every row twice."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arena.schema import rows
+from arena.simulation import Population, play, random_history
+from history.store import HistoryStore
+from leaderboard import team_rows
+from leaderboard.standings import compute, frames, narrow
+from tests_synthetic import arena_history
+
+from test_standings_update import assert_same
+
+
+def frame(results) -> pd.DataFrame:
+    return pd.DataFrame([row for r in results for row in rows(r)])
+
+
+@pytest.fixture(scope="module")
+def history() -> pd.DataFrame:
+    """Every case at once: duplicate sets (one incomplete), a submission seated twice,
+    held-out maps, PvE stages of a submission with two revisions, and ties."""
+    results = arena_history(matches=40, sets=4, seed=5)
+    rng = np.random.default_rng(5)
+    for i in range(6):
+        pve = play(["alice/strong", *["builtin:forage"] * 15], [float(i % 3)] + [0.0] * 15, rng=rng, index=3000 + i,
+                   track="pve")
+        revision = "a" * 40 if i % 2 else "b" * 40
+        results.append(replace(pve, stage=1 + i % 2, started_at=f"2026-03-0{1 + i}T12:00:00+00:00",
+                               teams=tuple(replace(t, revision=revision) if t.slot == 0 else t for t in pve.teams)))
+    results = sorted(results, key=lambda r: (r.started_at, r.match_id))
+    table = frame(results)
+    ids = list(dict.fromkeys(table["match_id"]))
+    table["held_out"] = table["match_id"].isin(ids[::3])
+    return table
+
+
+def batches_of(table: pd.DataFrame, sizes: list[int]) -> list[pd.DataFrame]:
+    """`table` cut into batches of `sizes[k]` whole matches, cycling through `sizes`."""
+    ids = list(dict.fromkeys(table["match_id"]))
+    cuts, at, k = [0], 0, 0
+    while at < len(ids):
+        at = min(at + sizes[k % len(sizes)], len(ids))
+        cuts.append(int(table["match_id"].isin(ids[:at]).sum()))
+        k += 1
+    return [table.iloc[a:b].reset_index(drop=True) for a, b in zip(cuts, cuts[1:])]
+
+
+@pytest.mark.parametrize("sizes", [[1], [3], [7, 2, 11], [1000]])
+def test_batches_of_whole_matches_give_the_standings_of_the_whole_frame(history, sizes):
+    """Cut every 3 matches, each duplicate set (4 matches) spans two batches."""
+    batches = batches_of(history, sizes)
+    whole = compute(history, bootstrap=0)
+    folded = compute(iter(batches), bootstrap=0)
+    assert_same(folded, whole, mle_tolerance=0.0)
+    assert folded.rated_results == whole.rated_results > 0 and len(folded.held_out_rated) > 0
+    assert_same(compute((narrow(b) for b in batches), bootstrap=0), whole, mle_tolerance=0.0)
+
+
+def test_batches_out_of_start_order_give_the_standings_of_their_rows(history):
+    """A shard may hold a match that started before matches of an earlier shard (two
+    workers finish out of order): the results are rated in start order all the same."""
+    batches = batches_of(history, [5])
+    shuffled = [batches[k] for k in np.random.default_rng(1).permutation(len(batches))]
+    folded = compute(shuffled, bootstrap=0)
+    assert_same(folded, compute(pd.concat(shuffled, ignore_index=True), bootstrap=0), mle_tolerance=0.0)
+    assert folded.trueskill == compute(history, bootstrap=0).trueskill  # the order of the batches does not matter
+
+
+def test_no_batch_or_empty_ones_give_empty_standings_with_columns(history):
+    for nothing in ([], [history.iloc[0:0]], iter([])):
+        standings = compute(nothing, bootstrap=0)
+        assert standings.matches == 0 and standings.rated_results == 0 and not standings.mle
+        assert "match_id" in standings.teams.of_player("nobody").columns
+    with_empty = compute([history.iloc[0:0], history, history.iloc[0:0]], bootstrap=0)
+    assert_same(with_empty, compute(history, bootstrap=0), mle_tolerance=0.0)
+
+
+def test_a_match_split_across_batches_is_refused_with_its_id(history):
+    first = history["match_id"].iloc[0]
+    with pytest.raises(ValueError, match=f"Match {first} has rows in more than one batch"):
+        compute([history.iloc[:8], history.iloc[8:]], bootstrap=0)
+
+
+def test_the_chunks_stay_within_their_cap_and_read_as_the_whole(history, monkeypatch):
+    monkeypatch.setattr(team_rows, "MAX_CHUNK_ROWS", 64)
+    standings = compute(batches_of(history, [1]), bootstrap=0)
+    assert max(len(c) for c in standings.teams.chunks) <= 64 and len(standings.teams.chunks) >= len(history) // 64
+    pd.testing.assert_frame_equal(standings.teams.frame().astype(object), compute(history, bootstrap=0).teams.frame().astype(object))
+
+
+def test_the_stores_shards_read_one_at_a_time_are_its_table_once(tmp_path):
+    """`shard_batches`: each shard's rows, a match read from an earlier shard left out of a
+    later one (a crash between a flush and the WAL's deletion can leave a match twice)."""
+    store = HistoryStore(tmp_path / "history")
+    matches = list(random_history(Population.random(20, seed=2), 9, seed=2))
+    for chunk in (matches[:4], matches[4:7], matches[7:]):
+        for m in chunk:
+            store.record(m)
+        store.flush()
+    again = tmp_path / "history" / "data" / "zz-again.parquet"  # the first shard's matches, once more
+    again.write_bytes(store.shards()[0].read_bytes())
+    names = store.shard_names()
+    batches = list(store.shard_batches(names))
+    assert [b.num_rows for b in batches] == [4 * 16, 3 * 16, 2 * 16]  # the copy adds nothing
+    assert pd.concat([b.to_pandas() for b in batches], ignore_index=True).equals(store.shard_table(names).to_pandas())
+    assert [b.num_rows for b in store.shard_batches()] == [4 * 16, 3 * 16, 2 * 16]
+    # a name outside `data/` or of no shard reads as nothing
+    assert [b.num_rows for b in store.shard_batches([*names[:1], "../outside.parquet", "2026/01/01/gone.parquet"])] == [64]
+    standings = compute(frames(store.shard_batches()), bootstrap=0)
+    assert standings.matches == 9
+    assert_same(standings, compute(store.shard_table().to_pandas(), bootstrap=0), mle_tolerance=0.0)
