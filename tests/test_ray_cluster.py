@@ -45,12 +45,22 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
+#: Ticks of the Space's matches here (`matchmaker_forever.py`'s argument) ...
+HORIZON = 24
+#: ... and the latest reported tick at which a match counts as in the middle: reports come
+#: about once a second (`matchmaking.live`), so a match seen at tick 8 may be some ticks
+#: further on, with more than a second of play still left (the probe sleeps 0.1 s a tick):
+#: it cannot finish between being seen and its node's loss (one seen near its end did, and
+#: was recorded before the kill).
+MIDDLE = HORIZON // 3
+
+
 def in_flight(node) -> set[str]:
-    """The matches `node` is playing now, past their first tick (its own live reports)."""
+    """The matches `node` is playing now, in their middle (its own live reports)."""
     from matchmaking.live import LiveBoard
 
     try:
-        return {m.match_id for m in LiveBoard(node.path("/tmp/node/cache/live")).matches() if m.tick >= 1}
+        return {m.match_id for m in LiveBoard(node.path("/tmp/node/cache/live")).matches() if 1 <= m.tick <= MIDDLE}
     except OSError:
         return set()
 
@@ -62,7 +72,7 @@ def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(clust
     data = tmp_path / "data"
     env = {**os.environ, **cluster.driver_env(), "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
     script = TESTS / "scripts" / "matchmaker_forever.py"
-    space = subprocess.Popen([sys.executable, str(script), str(data), "24", local_hub.endpoint, cluster.client_address],
+    space = subprocess.Popen([sys.executable, str(script), str(data), str(HORIZON), local_hub.endpoint, cluster.client_address],
                              stdout=subprocess.PIPE, stderr=(tmp_path / "space.log").open("w"), text=True, env=env,
                              start_new_session=True)
     recorded: list[str] = []
