@@ -46,9 +46,15 @@ Published = Callable[[], "Sequence[str] | None"]
 #: Seconds between luck reports (the fit and its bootstrap are the refresher's costliest work).
 LUCK_EVERY_S = 900.0
 
-#: The luck report reads at most this many of the latest matches: a bounded cost however
-#: long the history grows, and enough for seat effects of a tenth of a rating unit.
+#: The luck report reads at most this many of the latest usable matches: a bounded cost
+#: however long the history grows, and enough for seat effects of a tenth of a rating unit ...
 LUCK_MATCHES = 2000
+
+#: ... looked for among this many of the latest matches (by start): a bounded read of the
+#: rows however long the history grows (a copy of all of them, 16 million at a million
+#: matches, cost gigabytes); older matches, and those without spawn points or of another
+#: horizon, are not looked at.
+LUCK_CANDIDATES = 4 * LUCK_MATCHES
 
 #: Bootstrap resamples of the luck report (the bench's default is 50).
 LUCK_BOOTSTRAP = 20
@@ -191,7 +197,9 @@ class StandingsRefresher:
             return self._luck
         self._luck_at, self._luck_source = now, standings.source
         try:
-            self._luck = luck_report(standings.teams.frame(), horizon=self.luck_horizon, latest=LUCK_MATCHES,
+            recent = standings.match_summary["Match"].head(LUCK_CANDIDATES)  # newest first
+            rows = standings.teams.where(lambda chunk: chunk["match_id"].isin(recent).to_numpy())
+            self._luck = luck_report(rows, horizon=self.luck_horizon, latest=LUCK_MATCHES,
                                      bootstrap=LUCK_BOOTSTRAP)
         except NotEnoughMatchesError as exc:
             self._luck = str(exc)

@@ -229,3 +229,23 @@ def test_a_space_without_enough_matches_measures_luck_as_soon_as_it_has_them(tmp
     report = data.refresh_luck()  # well inside luck_every_s (15 minutes) of the first try
     assert isinstance(report, LuckReport) and report.matches == 24
     assert data.refresh_luck() is report  # a report stands for luck_every_s
+
+
+def test_the_refresher_reads_luck_from_the_latest_matches_only(tmp_path, monkeypatch):
+    """A bounded read however long the history: the latest `LUCK_CANDIDATES` matches by
+    start, the report of the latest `LUCK_MATCHES` usable ones among them, as a report of
+    the latest `LUCK_MATCHES` of the whole history is when they are all usable."""
+    from leaderboard import refresher as module
+
+    history = seated_history(Population.random(16, seed=20), 30, effects=planted(), seed=21)
+    data = refresher_over(tmp_path / "long", history)
+    monkeypatch.setattr(module, "LUCK_MATCHES", 12)
+    monkeypatch.setattr(module, "LUCK_CANDIDATES", 15)
+    read = []
+    monkeypatch.setattr(module, "luck_report", lambda rows, **kw: read.append(rows) or luck_report(rows, **kw))
+    report = data.refresh_luck(force=True)
+    assert read[0]["match_id"].nunique() == 15 and report.matches == 12
+    latest = sorted(history, key=lambda r: (r.started_at, r.match_id))[-15:]
+    assert set(read[0]["match_id"]) == {r.match_id for r in latest}
+    whole = luck_report(data.standings().teams.frame(), horizon=1024, latest=12, bootstrap=module.LUCK_BOOTSTRAP)
+    assert report.effects.spreads["side"].sd == pytest.approx(whole.effects.spreads["side"].sd, abs=1e-12)
