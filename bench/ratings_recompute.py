@@ -25,10 +25,12 @@ reads them). In one run the bench times:
   previous standings, rerun on the refresher's `mle_every_s` schedule);
 - `ratings_update_1pct_s`: the part of that update which is the ratings (the new rows read
   as rated results, TrueSkill and Elo extended from the previous standings);
-- `peak_rss_mb`: the peak resident memory of the whole recomputation as anyone would run it
-  from the published history: a fresh process reads the N matches' rows from one Parquet
-  file (written by this run, the string columns dictionary-encoded as the dataset's shards
-  hold them) and computes the standings; `recompute_s` its time, reading included.
+- `peak_rss_mb`: the peak resident memory of the whole recomputation as the Space runs it
+  from the published history: a fresh process reads the N matches' rows from a history
+  folder written by this run as the dataset holds it after compaction (one shard a day of
+  `--shard-matches` matches, 6,000: a day at 250 matches an hour), one shard at a time
+  (`HistoryReader.shard_batches`), and folds them into the standings (`compute`, as the
+  refresher does); `recompute_s` its time, reading included.
   `peak_rss_run_mb` is that of this whole run (the generator's arrays, the timed engines,
   the previous standings of 99% and the updated ones held besides);
 - `compile_s`: numba's compilation of the kernels, or loading them from its cache.
@@ -46,9 +48,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import trueskill
 
@@ -64,7 +68,8 @@ from arena.ratings import (
     trueskill_ratings,
 )
 from arena.simulation import Population, random_history_columns
-from leaderboard.standings import compute, narrow, rated_table, update, with_players
+from history.store import TEAM_SCHEMA, HistoryReader
+from leaderboard.standings import compute, frames, narrow, rated_table, update, with_players
 
 #: Targets of issue 12 at 100,000 matches (seconds) and at 1,000,000 (update, memory).
 TARGETS = {"trueskill_full_s": 10.0, "trueskill_max_abs_diff": 1e-6, "bootstrap_200_s": 60.0, "standings_s": 20.0}
@@ -101,24 +106,38 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def recompute_from(path: Path, bootstrap: int) -> dict[str, float]:
-    """In this (fresh) process: the rows read from `path`, the standings computed; the peak
-    resident memory and the time."""
+def write_history(frame: pd.DataFrame, folder: Path, *, shard_matches: int) -> int:
+    """`frame` (whole matches in order, 16 rows each) as a history folder after compaction:
+    one shard a day (`data/YYYY/MM/DD/day-*.parquet`) of `shard_matches` matches, strings
+    dictionary-encoded in the file as pyarrow writes them. Returns the shards written."""
+    rows = shard_matches * 16
+    day = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    shards = 0
+    for start in range(0, len(frame), rows):
+        table = pa.Table.from_pandas(frame.iloc[start:start + rows], preserve_index=False).cast(TEAM_SCHEMA)
+        path = folder / "data" / (day + timedelta(days=shards)).strftime("%Y/%m/%d") / f"day-{shards:08d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+        shards += 1
+    return shards
+
+
+def recompute_from(folder: Path, bootstrap: int) -> dict[str, float]:
+    """In this (fresh) process: the history folder's shards read one at a time and folded
+    into the standings, as the Space's refresher recomputes them; the peak resident memory
+    and the time."""
     started = time.perf_counter()
-    # categorical columns come back categorical (pandas' metadata); each column's Arrow
-    # buffers freed once converted, the blocks left apart (no consolidating copy)
-    rows = pq.read_table(path).to_pandas(self_destruct=True, split_blocks=True)
-    standings = compute(rows, bootstrap=bootstrap)
+    standings = compute(frames(HistoryReader(folder).shard_batches()), bootstrap=bootstrap)
     return {"recompute_s": round(time.perf_counter() - started, 1), "peak_rss_mb": round(peak_rss_mb(), 0),
-            "matches": standings.matches}
+            "matches": standings.matches, "chunks": len(standings.teams.chunks)}
 
 
-def recompute_in_child(frame: pd.DataFrame, bootstrap: int) -> dict[str, float]:
-    """`recompute_from` in a new Python process, on `frame` written to a Parquet file."""
+def recompute_in_child(frame: pd.DataFrame, bootstrap: int, *, shard_matches: int) -> dict[str, float]:
+    """`recompute_from` in a new Python process, on `frame` written as a history folder."""
     with tempfile.TemporaryDirectory(prefix="ratings-recompute-") as folder:
-        path = Path(folder) / "history.parquet"
-        frame.to_parquet(path, index=False)
-        done = subprocess.run([sys.executable, "-m", "bench.ratings_recompute", "--recompute-from", str(path),
+        shards = write_history(frame, Path(folder), shard_matches=shard_matches)
+        say(f"the history written as {shards} day shards of {shard_matches} matches for the recomputation")
+        done = subprocess.run([sys.executable, "-m", "bench.ratings_recompute", "--recompute-from", str(folder),
                                "--standings-bootstrap", str(bootstrap)], capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"the recomputation in a fresh process failed:\n{done.stderr[-4000:]}")
@@ -134,6 +153,8 @@ def main() -> int:
     parser.add_argument("--standings-bootstrap", type=int, default=20, help="resamples inside the timed standings")
     parser.add_argument("--workers", type=int, default=None, help="bootstrap threads (default: one per core)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on the last line")
+    parser.add_argument("--shard-matches", type=int, default=6000,
+                        help="matches a shard of the history the recomputation reads (a day at 250 an hour)")
     parser.add_argument("--recompute-from", type=Path, default=None, help=argparse.SUPPRESS)  # the child's part
     args = parser.parse_args()
     if args.recompute_from is not None:
@@ -196,7 +217,7 @@ def main() -> int:
 
     # -- standings --------------------------------------------------------------------------
     standings_s = timed(lambda: compute(frame, bootstrap=args.standings_bootstrap))[1]  # not kept: memory
-    child = recompute_in_child(frame, args.standings_bootstrap)
+    child = recompute_in_child(frame, args.standings_bootstrap, shard_matches=args.shard_matches)
     assert child["matches"] == args.matches, child
     matches = frame["match_id"].to_numpy()
     first = matches[int(args.matches * 0.99) * 16] if args.matches >= 100 else matches[-1]
@@ -214,10 +235,11 @@ def main() -> int:
     report["ratings_update_1pct_s"] = round(ratings_update_s, 2)
     report.update(standings_s=round(standings_s, 1), standings_bootstrap=args.standings_bootstrap,
                   standings_update_1pct_s=round(update_s, 2), peak_rss_mb=child["peak_rss_mb"],
-                  recompute_s=child["recompute_s"], peak_rss_run_mb=round(peak_rss_mb(), 0))
+                  recompute_s=child["recompute_s"], recompute_chunks=child["chunks"],
+                  peak_rss_run_mb=round(peak_rss_mb(), 0))
     say(f"standings (bootstrap {args.standings_bootstrap}) {standings_s:.1f} s; after 1% more matches "
         f"(previous standings, refresh_mle=False) {update_s:.2f} s, of which the ratings {ratings_update_s:.2f} s; "
-        f"the whole recomputation in a fresh process (rows read from Parquet, standings computed) "
+        f"the whole recomputation in a fresh process (the day shards read one at a time, folded into the standings) "
         f"{report['recompute_s']} s, peak RSS {report['peak_rss_mb']:.0f} MB; {report['peak_rss_run_mb']:.0f} MB "
         f"for this run (the generator, the engines, the previous standings and the updated ones)")
 
