@@ -99,6 +99,16 @@ def timed(fn):
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory since it started its program. Linux's `VmHWM`,
+    not `ru_maxrss`: a child keeps the larger of its own peak and its parent's resident
+    memory when it was forked (this bench's child read 4.5 GB, the bench's own size, for a
+    recomputation that peaked at 3.2 GB when started from a shell)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
@@ -129,7 +139,8 @@ def recompute_from(folder: Path, bootstrap: int) -> dict[str, float]:
     started = time.perf_counter()
     standings = compute(frames(HistoryReader(folder).shard_batches()), bootstrap=bootstrap)
     return {"recompute_s": round(time.perf_counter() - started, 1), "peak_rss_mb": round(peak_rss_mb(), 0),
-            "matches": standings.matches, "chunks": len(standings.teams.chunks)}
+            "matches": standings.matches, "chunks": len(standings.teams.chunks),
+            "shards": len(HistoryReader(folder).shard_names())}
 
 
 def recompute_in_child(frame: pd.DataFrame, bootstrap: int, *, shard_matches: int) -> dict[str, float]:
@@ -235,7 +246,7 @@ def main() -> int:
     report["ratings_update_1pct_s"] = round(ratings_update_s, 2)
     report.update(standings_s=round(standings_s, 1), standings_bootstrap=args.standings_bootstrap,
                   standings_update_1pct_s=round(update_s, 2), peak_rss_mb=child["peak_rss_mb"],
-                  recompute_s=child["recompute_s"], recompute_chunks=child["chunks"],
+                  recompute_s=child["recompute_s"], recompute_shards=child["shards"], recompute_chunks=child["chunks"],
                   peak_rss_run_mb=round(peak_rss_mb(), 0))
     say(f"standings (bootstrap {args.standings_bootstrap}) {standings_s:.1f} s; after 1% more matches "
         f"(previous standings, refresh_mle=False) {update_s:.2f} s, of which the ratings {ratings_update_s:.2f} s; "

@@ -1,10 +1,10 @@
 """Everything the leaderboard shows, computed from the history table alone.
 
-`compute()` takes the history's team rows (one per team per match, as stored), the
-submission statuses, and optionally the previous `Standings`, and returns new `Standings`:
-ratings in the three views, per-policy aggregates, PvE figures, and the head to head of
-every PvP pair with its Nash average. It is pure: the same rows
-give the same standings. TrueSkill and Elo are carried forward from the previous
+`compute()` takes the history's team rows (one per team per match, as stored: one frame,
+or the shards' frames one at a time, folded so that a million matches are recomputed within
+4 GB), and optionally the previous `Standings`, and returns new `Standings`: ratings in the
+three views, per-policy aggregates, PvE figures, and the head to head of every PvP pair with
+its Nash average. It is pure: the same rows give the same standings. TrueSkill and Elo are carried forward from the previous
 standings when only new matches were added (they are online, applied in order), and
 recomputed when the history changed otherwise. The Plackett-Luce fit with its bootstrap
 is the expensive part; `refresh_mle=False` reuses the previous fit (and the previous head
@@ -750,9 +750,10 @@ def update(
     source: Source | None = None,
 ) -> Standings:
     """The standings after `new_rows` (whole matches after every match of `previous`: one
-    frame, or frames of whole matches as `compute` takes them), from the new rows alone: TrueSkill and Elo carried forward, per-policy sums and counts merged
-    (means derived), match summaries and per-policy match lists appended. Equal to
-    `compute` on all the rows (tests/test_standings_update.py).
+    frame, or frames of whole matches as `compute` takes them), from the new rows alone:
+    TrueSkill and Elo carried forward, per-policy sums and counts merged (means derived),
+    match summaries and per-policy match lists appended. Equal to `compute` on all the rows
+    (tests/test_standings_update.py).
 
     The Plackett-Luce fit, its bootstrap, the head to head and the held-out fit keep the
     previous standings' unless `refresh_mle`: they are whole-history computations (the

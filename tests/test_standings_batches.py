@@ -3,12 +3,16 @@ the rows in one frame: the whole recomputation never holds every row twice."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from arena import PROJECT_ROOT
 from arena.schema import rows
 from arena.simulation import Population, play, random_history
 from history.store import HistoryStore
@@ -117,3 +121,17 @@ def test_the_stores_shards_read_one_at_a_time_are_its_table_once(tmp_path):
     standings = compute(frames(store.shard_batches()), bootstrap=0)
     assert standings.matches == 9
     assert_same(standings, compute(store.shard_table().to_pandas(), bootstrap=0), mle_tolerance=0.0)
+
+
+def test_the_ratings_bench_recomputes_from_day_shards_and_prints_the_issues_keys(tmp_path):
+    """`python -m bench.ratings_recompute --json`: the figures issue 12 names, on the last
+    line; the whole recomputation in a fresh process from the history written as shards."""
+    done = subprocess.run([sys.executable, "-m", "bench.ratings_recompute", "--matches", "300", "--bootstrap", "2",
+                           "--package-sample", "40", "--standings-bootstrap", "2", "--shard-matches", "100", "--json"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    for key in ("trueskill_full_s", "trueskill_max_abs_diff", "mle_fit_s", "bootstrap_200_s", "standings_s", "peak_rss_mb"):
+        assert isinstance(report[key], (int, float)), key
+    assert report["trueskill_max_abs_diff"] <= 1e-6 and report["recompute_shards"] == 3
+    assert report["peak_rss_mb"] > 50 and report["recompute_chunks"] >= 1
