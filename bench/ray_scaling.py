@@ -1,26 +1,29 @@
 """Matches per hour on the local pool and on a real Ray cluster of one and two worker nodes.
 
-    python -m bench.ray_scaling [--matches 4] [--horizon 1024]
+    python -m bench.ray_scaling [--matches 4] [--rounds 3] [--horizon 1024]
 
 The same full matches (a sandboxed submission from the embedded Hub against PvE stage 1's
-15 built-in teams, the same seeds) are played four ways, each from cold caches:
+15 built-in teams, the same seeds) are played four ways:
 
-1. the local pool (`LocalExecutor`) with 1 worker process, then with 2;
+1. the local pool (`LocalExecutor`) with 1 worker process, and with 2;
 2. Ray (`RayExecutor` through the Ray Client, as `NMMO_ARENA_RAY=ray://...` makes the Space
-   do) on a cluster of a head with no CPU and 1 worker node of 1 CPU, then on a fresh
-   cluster with 2 such nodes (`matchmaking.local_cluster`: separate `ray start` processes,
-   each worker node in its own mount and PID namespaces, fetching the submission from the
-   Hub into its own cache and generating its own maps).
+   do) on one cluster of a head with no CPU and 2 worker nodes of 1 CPU each
+   (`matchmaking.local_cluster`: separate `ray start` processes, each worker node in its own
+   mount and PID namespaces, fetching the submission from the Hub into its own cache and
+   generating its own maps): on 1 node (the matches ask for that node's own resource) and
+   on both.
 
-Each executor is warmed first, as the Space's long-lived pool and cluster are: one short
-match per worker (other seeds), so that process start-up, Ray's shipping of the code and
-the nodes' fetch of the submission are not timed. Then each run's wall time is from the
-first match sent to the last result back; the timed matches' maps are in no cache yet, so
-each way generates the same maps once. Targets: two nodes at least
-1.8x one node; Ray within 1.1x of the local pool with as many workers. Beside them, the
-machine's own ceiling before and after the runs (`bench.match_speed.machine_scaling`: two
-copies of a pure CPU loop on 2 processes against 1): on a shared machine no executor
-scales past it. The JSON line last holds every figure.
+The four executors live for the whole run, as the Space's pool and cluster do, and are
+warmed first: every timed seed played short (8 ticks) by every worker and every node, so
+that process start-up, Ray's shipping of the code, the nodes' fetch of the submission and
+the maps are not what is timed. Then `--rounds` rounds, each timing all four ways, the
+order reversed every other round: a shared machine's load drifts over minutes, and a ratio
+of two runs minutes apart measures the drift as much as the executors. Each figure is the
+median over the rounds (matches per hour: the median run; ratios: the median of the
+rounds' ratios). Targets: two nodes at least 1.8x one node; Ray within 1.1x of the local
+pool with as many workers. Beside them, the machine's own ceiling before and after
+(`bench.match_speed.machine_scaling`: two copies of a pure CPU loop on 2 processes against
+1): on a shared machine no executor scales past it. The JSON line last holds every figure.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import dataclasses
 import json
 import os
 import secrets
+import statistics
 import sys
 import tempfile
 import time
@@ -50,9 +54,10 @@ SUBMISSION = PROJECT_ROOT / "examples" / "policies" / "gatherer"
 
 
 def warm(executor, specs: list[MatchSpec], workers: int) -> None:
-    """One short match per worker, on seeds the timed matches do not use."""
-    short = [dataclasses.replace(specs[0], seed=900 + i, match_id="",
-                                 config=dataclasses.replace(specs[0].config, horizon=8)) for i in range(workers)]
+    """Each timed seed played short by each of `workers` (their maps generated, the
+    processes and the submission ready)."""
+    short = [dataclasses.replace(spec, match_id="", config=dataclasses.replace(spec.config, horizon=8))
+             for spec in specs for _ in range(workers)]
     timed(executor, short)
 
 
@@ -70,6 +75,7 @@ def timed(executor, specs: list[MatchSpec]) -> tuple[float, list]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=4, help="matches per run (even: two run at once)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the four runs (the figures are medians)")
     parser.add_argument("--horizon", type=int, default=1024)
     args = parser.parse_args()
 
@@ -95,39 +101,42 @@ def main() -> int:
 
         ceiling_before = machine_scaling()
         print(f"this machine's 2-process scaling of a pure CPU loop, before: {ceiling_before:.2f}x", flush=True)
-        seconds: dict[str, float] = {}
-        results: dict[str, list] = {}
-        for workers in (1, 2):
-            name = f"local_{workers}"
-            pool = LocalExecutor(workers, host_factory=sandboxed_host)
-            try:
-                warm(pool, specs(work / f"maps-{name}-warm"), workers)
-                seconds[name], outcomes = timed(pool, specs(work / f"maps-{name}"))
-            finally:
-                pool.close()
-            results[name] = sorted((o.spec.seed, o.result.outcome()) for o in outcomes)
-            print(f"local pool, {workers} worker(s): {args.matches} matches in {seconds[name]:.1f} s", flush=True)
-
-            name = f"ray_{workers}"
-            cluster = LocalCluster(work / f"cluster-{workers}", token=token)
-            try:
-                cluster.start_head()
-                for _ in range(workers):
-                    cluster.add_worker(cpus=1)
-                ray_executor = RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host)
-                try:
-                    warm(ray_executor, specs(work / f"maps-{name}-warm"), workers)
-                    seconds[name], outcomes = timed(ray_executor, specs(work / f"maps-{name}"))
-                finally:
-                    ray_executor.close()
-                nodes = {o.node for o in outcomes}
-                if not nodes <= {w.node_id for w in cluster.workers}:
-                    raise RuntimeError(f"matches ran outside the worker nodes: {nodes}")
-            finally:
-                cluster.stop()
-            results[name] = sorted((o.spec.seed, o.result.outcome()) for o in outcomes)
-            print(f"Ray, {workers} worker node(s) of 1 CPU: {args.matches} matches in {seconds[name]:.1f} s "
-                  f"on {len(nodes)} node(s)", flush=True)
+        cluster = LocalCluster(work / "cluster", token=token)
+        executors: dict[str, object] = {}
+        try:
+            cluster.start_head()
+            nodes = [cluster.add_worker(cpus=1) for _ in range(2)]
+            for workers in (1, 2):
+                executors[f"local_{workers}"] = LocalExecutor(workers, host_factory=sandboxed_host)
+            # one Ray Client connection: both executors share it (the first initialises Ray)
+            executors["ray_1"] = RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host,
+                                             resources={nodes[0].name: 0.01})
+            executors["ray_2"] = RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host)
+            for name, executor in executors.items():
+                maps = work / f"maps-{name}"  # the local pools' cache (the nodes keep theirs)
+                warm(executor, specs(maps), 2 if name.endswith("2") else 1)
+            # the second node's cache too (ray_2 may have warmed the first node only); not
+            # closed: closing an executor ends the connection the others share
+            warm(RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host,
+                             resources={nodes[1].name: 0.01}), specs(work / "maps-node1"), 1)
+            seconds: dict[str, list[float]] = {name: [] for name in executors}
+            results: dict[str, list] = {}
+            for round_ in range(args.rounds):
+                names = list(executors) if round_ % 2 == 0 else list(reversed(executors))
+                for name in names:
+                    took, outcomes = timed(executors[name], specs(work / f"maps-{name}"))
+                    seconds[name].append(took)
+                    results[f"{name}/{round_}"] = sorted((o.spec.seed, o.result.outcome()) for o in outcomes)
+                    if name.startswith("ray"):
+                        used = {o.node for o in outcomes}
+                        expected = {nodes[0].node_id} if name == "ray_1" else {w.node_id for w in nodes}
+                        if used != expected:
+                            raise RuntimeError(f"{name} played on nodes {used}, not on {expected}")
+                    print(f"round {round_ + 1}, {name}: {args.matches} matches in {took:.1f} s", flush=True)
+        finally:
+            for executor in executors.values():
+                executor.close()
+            cluster.stop()
         ceiling_after = machine_scaling()
         print(f"this machine's 2-process scaling of a pure CPU loop, after: {ceiling_after:.2f}x", flush=True)
     finally:
@@ -138,18 +147,23 @@ def main() -> int:
     timeouts = {name: sum(t["fault_counts"].get(FaultKind.TIMEOUT.value, 0) for _, o in r for t in o["teams"]) for name, r in results.items()}
     print(f"same results on every executor: {same}; TIMEOUT faults per run: {timeouts}", flush=True)
 
-    per_hour = {name: args.matches / s * 3600 for name, s in seconds.items()}
+    def ratio(slow: str, fast: str) -> float:  # the median over the rounds of time(slow) / time(fast)
+        return round(statistics.median(a / b for a, b in zip(seconds[slow], seconds[fast])), 3)
+
+    per_hour = {name: args.matches / statistics.median(runs) * 3600 for name, runs in seconds.items()}
     report = {
         "matches": args.matches,
+        "rounds": args.rounds,
         "horizon": args.horizon,
+        "seconds": seconds,
         "local_1_worker_per_hour": round(per_hour["local_1"], 1),
         "local_2_workers_per_hour": round(per_hour["local_2"], 1),
         "ray_1_node_per_hour": round(per_hour["ray_1"], 1),
         "ray_2_nodes_per_hour": round(per_hour["ray_2"], 1),
-        "two_nodes_vs_one": round(per_hour["ray_2"] / per_hour["ray_1"], 3),
-        "local_vs_ray_1": round(per_hour["local_1"] / per_hour["ray_1"], 3),
-        "local_vs_ray_2": round(per_hour["local_2"] / per_hour["ray_2"], 3),
-        "local_2_vs_1": round(per_hour["local_2"] / per_hour["local_1"], 3),
+        "two_nodes_vs_one": ratio("ray_1", "ray_2"),
+        "local_vs_ray_1": ratio("ray_1", "local_1"),
+        "local_vs_ray_2": ratio("ray_2", "local_2"),
+        "local_2_vs_1": ratio("local_1", "local_2"),
         "machine_scaling_before": round(ceiling_before, 3),
         "machine_scaling_after": round(ceiling_after, 3),
         "same_results": same,

@@ -184,6 +184,8 @@ class RayExecutor:
         hub (`str`): the endpoint nodes fetch submissions from (the Space's Hub).
         num_cpus (`int`, *optional*): CPUs of a local runtime.
         max_retries (`int`): how many times Ray plays a match again whose node or worker died.
+        resources (`dict`, *optional*): custom resources each match asks for, on top of its
+            CPU (`ray start --resources`): to play only on the nodes that declare them.
     """
 
     def __init__(
@@ -196,6 +198,7 @@ class RayExecutor:
         record_replays: bool = True,
         live: Path | None = None,
         max_retries: int = 3,
+        resources: dict[str, float] | None = None,
     ):
         import ray  # optional: only needed when Ray is configured
 
@@ -214,7 +217,8 @@ class RayExecutor:
                 ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
             else:
                 ray.init(address=address, **options)
-        self._play = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(_play_on_node)
+        self._play = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False,
+                                resources=resources or {})(_play_on_node)
 
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
         """Play `specs` on the cluster, yielding outcomes as they finish.
