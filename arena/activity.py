@@ -26,6 +26,8 @@ class LiveMatch:
     """Unix time the match started."""
     updated: float
     """Unix time of the last report."""
+    node: str = ""
+    """The Ray node playing it ("" on the Space's own machine)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "lineup": list(self.lineup)}
@@ -36,7 +38,7 @@ class LiveMatch:
         stage = data.get("stage")
         return cls(str(data["match_id"]), str(data["track"]), None if stage is None else int(stage),
                    tuple(str(p) for p in data["lineup"]), int(data["tick"]), int(data["horizon"]),
-                   float(data["started"]), float(data["updated"]))
+                   float(data["started"]), float(data["updated"]), str(data.get("node") or ""))
 
 
 @dataclass(frozen=True)

@@ -268,7 +268,7 @@ def submissions_table(statuses: Iterable, *, hub_url: str, queue: Mapping[tuple[
 
 def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:
     """The matches in flight, in markdown: track, the submissions in the line-up (linked),
-    how many built-ins, the tick."""
+    how many built-ins, the tick, and the Ray node playing it if any."""
     if not live:
         return ("**Now playing:** nothing at the moment. Matches start as soon as a submission is validated "
                 "(PvE) or qualified (PvP).")
@@ -280,8 +280,9 @@ def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:
         what = f"PvE stage {m.stage}" if m.track == "pve" else m.track.upper()
         crowd = f"{builtins} built-in team{'s' if builtins != 1 else ''}"
         who = f"{named} against {crowd}" if named else crowd
+        where = f" on node `{m.node[:8]}`" if m.node else ""
         lines.append(f"- {what}: {who}; tick {m.tick} of {m.horizon} ({100 * m.tick // max(1, m.horizon)}%), "
-                     f"{_minutes(max(0.0, now - m.started))} in · `{m.match_id}`")
+                     f"{_minutes(max(0.0, now - m.started))} in{where} · `{m.match_id}`")
     return "\n".join(lines)
 
 

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from arena.activity import LiveMatch
 from arena.logs import MatchLogs
 from arena.replay import ReplayRecorder
 from arena.schema import MatchResult
-from matchmaking.live import LiveBoard
+from matchmaking.live import Board, ClusterBoard, LiveBoard
 from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 
 
@@ -45,9 +46,10 @@ class MatchOutcome:
     node: str = ""
 
 
-def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, live: Path | None = None) -> MatchOutcome:
+def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, board: Board | None = None,
+          node: str = "") -> MatchOutcome:
     recorder, logs = (ReplayRecorder(), MatchLogs()) if record else (None, None)
-    report, done = LiveBoard(live).reporter(spec) if live is not None else (None, lambda: None)
+    report, done = board.reporter(spec, node=node) if board is not None else (None, lambda: None)
     try:
         result = run_match(spec, host_factory=host_factory, recorder=recorder, logs=logs, progress=report)
     except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
@@ -57,7 +59,7 @@ def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, live
     return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
 
 
-def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, live: Path | None) -> MatchOutcome:
+def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, board: ClusterBoard | None) -> MatchOutcome:
     """A Ray task: play a portable spec on whatever node Ray chose, from that node's cache."""
     import ray
 
@@ -71,9 +73,7 @@ def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, live
         playable = cache.localize(spec)
     except Exception as exc:  # noqa: BLE001 - a fetch that fails loses this match only
         return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node)
-    # a node that shares the Space's disk reports to the Space; any other, to its own cache
-    board = live if live is not None and live.parent.is_dir() else cache.live
-    return dataclasses.replace(_play(playable, host_factory, record, board), spec=spec, node=node)
+    return dataclasses.replace(_play(playable, host_factory, record, board, node), spec=spec, node=node)
 
 
 def default_workers() -> int:
@@ -141,7 +141,8 @@ class LocalExecutor:
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
         """Play `specs`, yielding outcomes as they finish."""
         pool = self._ensure()
-        spec_of = {pool.submit(_play, spec, self.host_factory, self.record_replays, self.live): spec for spec in specs}
+        board = LiveBoard(self.live) if self.live is not None else None
+        spec_of = {pool.submit(_play, spec, self.host_factory, self.record_replays, board): spec for spec in specs}
         pending = set(spec_of)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -151,6 +152,10 @@ class LocalExecutor:
                 except Exception as exc:  # noqa: BLE001 - a worker died: the pool is rebuilt
                     self.close()
                     yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
+
+    def in_flight(self) -> list[LiveMatch]:
+        """The matches being played now, with their ticks (none without a `live` folder)."""
+        return LiveBoard(self.live).matches() if self.live is not None else []
 
     def worker_pids(self) -> list[int]:
         """Process ids of the pool's workers (none before the first match)."""
@@ -184,6 +189,8 @@ class RayExecutor:
         hub (`str`): the endpoint nodes fetch submissions from (the Space's Hub).
         num_cpus (`int`, *optional*): CPUs of a local runtime.
         max_retries (`int`): how many times Ray plays a match again whose node or worker died.
+        live (`bool`): matches report their tick while they play, to an actor of the cluster
+            (`matchmaking.live.ClusterBoard`), for `in_flight()`.
         resources (`dict`, *optional*): custom resources each match asks for, on top of its
             CPU (`ray start --resources`): to play only on the nodes that declare them.
     """
@@ -196,7 +203,7 @@ class RayExecutor:
         num_cpus: int | None = None,
         host_factory: HostFactory = in_process_host,
         record_replays: bool = True,
-        live: Path | None = None,
+        live: bool = True,
         max_retries: int = 3,
         resources: dict[str, float] | None = None,
     ):
@@ -209,16 +216,19 @@ class RayExecutor:
         self.hub = hub
         self.host_factory = host_factory
         self.record_replays = record_replays
-        self.live = live
-        """Folder for tick reports: only written by nodes that share the Space's disk."""
         if not ray.is_initialized():
             options: dict = {"runtime_env": runtime_env(PROJECT_ROOT), "log_to_driver": False}
-            if address in (None, "local"):
-                ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
+            if address in (None, "local"):  # "local": never a cluster a `ray start` left on this machine
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
             else:
                 ray.init(address=address, **options)
         self._play = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False,
                                 resources=resources or {})(_play_on_node)
+        self.board = ClusterBoard.start() if live else None
+
+    def in_flight(self) -> list[LiveMatch]:
+        """The matches being played on the cluster now, with their nodes and ticks."""
+        return self.board.matches() if self.board is not None else []
 
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
         """Play `specs` on the cluster, yielding outcomes as they finish.
@@ -230,7 +240,7 @@ class RayExecutor:
 
         specs = list(specs)
         sent = [portable(spec, self.hub) for spec in specs]
-        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.live): spec
+        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board): spec
                    for p, spec in zip(sent, specs)}
         pending = list(spec_of)
         while pending:

@@ -48,7 +48,6 @@ from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
 from matchmaking.hub import HubHealth
-from matchmaking.live import LiveBoard
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.pairing import make_pool
 from matchmaking.policy import PolicyRef, builtin
@@ -285,8 +284,8 @@ class Matchmaker:
     def live(self) -> list[LiveMatch]:
         """The matches in flight, with their line-ups and ticks (empty if the executor
         reports none)."""
-        folder = getattr(self.executor, "live", None)
-        return LiveBoard(folder).matches() if folder is not None else []
+        in_flight = getattr(self.executor, "in_flight", None)
+        return in_flight() if in_flight is not None else []
 
     def stage1_pending(self) -> bool:
         """Whether any revision still owes stage-1 PvE matches (PvP waits for them)."""

@@ -106,14 +106,11 @@ def integrity_problem(folder: Path, files: list[RepoFile]) -> str:
 
 class NodeCache:
     """The revisions and maps one node has fetched, under `root`: `submissions/OWNER/NAME/SHA`
-    (each checked once, then marked), `maps/` (`MatchConfig.cache_dir`), and `live/`: the
-    tick reports of the matches in flight on this node (`matchmaking.live`), when the
-    node does not share the Space's disk."""
+    (each checked once, then marked) and `maps/` (`MatchConfig.cache_dir`)."""
 
     def __init__(self, root: Path | None = None):
         self.root = Path(root) if root is not None else node_cache_root()
         self.submissions = self.root / "submissions"
-        self.live = self.root / "live"
 
     def fetch(self, ref: PolicyRef) -> Path:
         """The checked folder of `ref`'s commit, fetched from `ref.hub` if not yet here.

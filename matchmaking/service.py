@@ -175,7 +175,7 @@ class Arena:
         live = settings.data_dir / "live"
         LiveBoard(live).clear()  # reports a killed Space left: no match is in flight yet
         if settings.ray_address:
-            executor: Any = RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host, live=live)
+            executor: Any = RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host)
         else:
             executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live)
         matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,

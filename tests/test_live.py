@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from arena.rules import stage_opponents
 from matchmaking.config import MatchConfig
 from matchmaking.executor import LocalExecutor
@@ -50,3 +52,46 @@ def test_stale_and_damaged_reports_are_skipped_and_cleared(tmp_path):
     assert board.matches(now=time.time() + STALE_S + 1) == []  # its process died: skipped
     assert board.clear() == 2 and board.matches() == []
     done()  # a match ending after a clear is fine
+
+
+def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
+    """On Ray the nodes share no disk with the Space: a match reports to the cluster's
+    actor (`ClusterBoard`), which `in_flight()` asks; here on a local Ray runtime."""
+    pytest.importorskip("ray")
+    from matchmaking.executor import RayExecutor
+
+    spec = MatchSpec(seed=6, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
+                     config=MatchConfig(horizon=300), track="pvp")
+    executor = RayExecutor(num_cpus=1, record_replays=False)
+    outcomes = []
+    player = threading.Thread(target=lambda: outcomes.extend(executor.run([spec])))
+    try:
+        assert executor.in_flight() == []
+        player.start()
+        seen = []
+        deadline = time.time() + 240
+        while player.is_alive() and time.time() < deadline:
+            seen += [m for m in executor.in_flight() if m.tick > 0]
+            time.sleep(0.2)
+        player.join()
+        after = executor.in_flight()
+    finally:
+        executor.close()
+    assert outcomes and outcomes[0].result is not None, outcomes
+    assert seen, "no report reached the board while the match played"
+    assert [m.tick for m in seen] == sorted(m.tick for m in seen) and 0 < seen[0].tick < 300
+    assert {(m.match_id, m.track, m.horizon, len(m.lineup)) for m in seen} == {(spec.match_id, "pvp", 300, 16)}
+    assert {m.node for m in seen} == {outcomes[0].node} and outcomes[0].node  # the node that played it
+    assert after == []  # gone once the match ended
+
+
+def test_now_playing_names_the_node_of_a_match_on_a_cluster():
+    from arena.activity import LiveMatch
+    from leaderboard.tables import now_playing
+
+    lineup = ("you/team@" + "a" * 40, *["builtin:forage"] * 15)
+    here = LiveMatch("m1", "pvp", None, lineup, 10, 1024, 0.0, 5.0)
+    there = LiveMatch.from_dict({**here.to_dict(), "match_id": "m2", "node": "0123456789abcdef"})
+    text = now_playing([here, there], hub_url="http://hub", now=60.0)
+    first, second = text.splitlines()[1:]
+    assert "node" not in first and "on node `01234567`" in second and "`m2`" in second

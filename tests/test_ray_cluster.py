@@ -15,12 +15,14 @@ match runs on a worker node.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
@@ -48,21 +50,23 @@ def cluster(tmp_path_factory):
 #: Ticks of the Space's matches here (`matchmaker_forever.py`'s argument) ...
 HORIZON = 24
 #: ... and the latest reported tick at which a match counts as in the middle: reports come
-#: about once a second (`matchmaking.live`), so a match seen at tick 8 may be some ticks
+#: about once a second (`matchmaking.live`), so a match shown at tick 8 may be some ticks
 #: further on, with more than a second of play still left (the probe sleeps 0.1 s a tick):
 #: it cannot finish between being seen and its node's loss (one seen near its end did, and
 #: was recorded before the kill).
 MIDDLE = HORIZON // 3
 
 
-def in_flight(node) -> set[str]:
-    """The matches `node` is playing now, in their middle (its own live reports)."""
-    from matchmaking.live import LiveBoard
+def in_flight(data: Path) -> dict[str, str]:
+    """The matches the Space shows as playing now ("Now playing"), in their middle: match id
+    -> the node playing it."""
+    from arena.activity import LiveMatch
 
     try:
-        return {m.match_id for m in LiveBoard(node.path("/tmp/node/cache/live")).matches() if 1 <= m.tick <= MIDDLE}
-    except OSError:
-        return set()
+        shown = [LiveMatch.from_dict(m) for m in json.loads((data / "live.json").read_text())]
+    except (OSError, ValueError):
+        return {}
+    return {m.match_id: m.node for m in shown if 1 <= m.tick <= MIDDLE}
 
 
 def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(cluster, local_hub, tmp_path):
@@ -88,13 +92,15 @@ def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(clust
         assert fetched
         for w in cluster.workers:  # and no node sees the Space's data or the project's checkout
             assert not w.path(str(data)).exists() and not w.path(str(PROJECT_ROOT / "arena")).exists()
-        # lose a node in the middle of a match
+        # lose a node in the middle of a match, as the Space's "Now playing" shows it (the
+        # nodes report to the cluster's board, `matchmaking.live.ClusterBoard`)
         victim, lost = None, set()
         while not lost and time.monotonic() < deadline:
-            victim = next((w for w in cluster.workers if w.alive and in_flight(w)), None)
-            lost = in_flight(victim) if victim else set()
+            playing = in_flight(data)
+            victim = next((w for w in cluster.workers if w.alive and w.node_id in playing.values()), None)
+            lost = {m for m, node in playing.items() if victim and node == victim.node_id}
             time.sleep(0.1)
-        assert lost, "no match was in flight to lose"
+        assert lost, "no match was shown in flight on a worker node"
         victim.kill()  # the other node plays the lost match again
         assert not lost & set(recorded)
         while not lost <= set(recorded) and time.monotonic() < deadline + 240:

@@ -1,11 +1,16 @@
 """Runs the matchmaker's rounds in a loop on a data folder until killed; prints the id of
-every match right after it is recorded. Tests kill -9 it mid-match and mid-write.
+every match right after it is recorded, and keeps DATA/live.json holding what the Space's
+"Now playing" shows (`Matchmaker.live()`). Tests kill -9 it mid-match and mid-write.
 
     matchmaker_forever.py DATA HORIZON HUB [RAY_ADDRESS]
 
 With RAY_ADDRESS the matches run on that Ray cluster, as `NMMO_ARENA_RAY` makes the Space do."""
 
+import json
+import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 from arena.settings import ArenaSettings
@@ -30,6 +35,15 @@ if __name__ == "__main__":
     HistoryStore.record = record
     arena = Arena.start(settings, schedule=False)
     m = arena.matchmaker
+
+    def show_live() -> None:
+        while True:
+            tmp = data / "live.json.tmp"
+            tmp.write_text(json.dumps([match.to_dict() for match in m.live()]))
+            os.replace(tmp, data / "live.json")
+            time.sleep(0.3)
+
+    threading.Thread(target=show_live, daemon=True).start()
     while True:
         m.sync()
         m.validate()
