@@ -15,21 +15,27 @@ from matchmaking.match import MatchSpec, policies_for
 from matchmaking.policy import builtin
 
 
+def play_watching(executor, spec, in_flight) -> tuple[list, list]:
+    """Play `spec` on `executor` in a thread; its outcomes, and every report past tick 0
+    that `in_flight()` showed meanwhile."""
+    outcomes, seen = [], []
+    player = threading.Thread(target=lambda: outcomes.extend(executor.run([spec])))
+    player.start()
+    deadline = time.time() + 240
+    while player.is_alive() and time.time() < deadline:
+        seen += [m for m in in_flight() if m.tick > 0]
+        time.sleep(0.2)
+    player.join()
+    return outcomes, seen
+
+
 def test_a_match_in_flight_reports_its_tick_and_vanishes_when_it_ends(tmp_path):
     board = LiveBoard(tmp_path / "live")
     spec = MatchSpec(seed=5, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
                      config=MatchConfig(horizon=400), track="pve", stage=1)
     executor = LocalExecutor(1, live=board.folder)
-    outcomes = []
-    player = threading.Thread(target=lambda: outcomes.extend(executor.run([spec])))
-    player.start()
     try:
-        seen = []
-        deadline = time.time() + 240
-        while player.is_alive() and time.time() < deadline:
-            seen += [m for m in board.matches() if m.tick > 0]
-            time.sleep(0.2)
-        player.join()
+        outcomes, seen = play_watching(executor, spec, board.matches)
     finally:
         executor.close()
     assert outcomes and outcomes[0].result is not None, outcomes
@@ -63,17 +69,9 @@ def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
     spec = MatchSpec(seed=6, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
                      config=MatchConfig(horizon=300), track="pvp")
     executor = RayExecutor(num_cpus=1, record_replays=False)
-    outcomes = []
-    player = threading.Thread(target=lambda: outcomes.extend(executor.run([spec])))
     try:
         assert executor.in_flight() == []
-        player.start()
-        seen = []
-        deadline = time.time() + 240
-        while player.is_alive() and time.time() < deadline:
-            seen += [m for m in executor.in_flight() if m.tick > 0]
-            time.sleep(0.2)
-        player.join()
+        outcomes, seen = play_watching(executor, spec, executor.in_flight)
         after = executor.in_flight()
     finally:
         executor.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -14,13 +13,13 @@ import pytest
 
 from arena import PROJECT_ROOT
 from arena.schema import rows
-from arena.simulation import Population, play, random_history
+from arena.simulation import Population, random_history
 from history.store import HistoryStore
 from leaderboard import team_rows
 from leaderboard.standings import compute, frames, narrow
 from tests_synthetic import arena_history
 
-from test_standings_update import assert_same
+from test_standings_update import assert_same, pve_matches
 
 
 def frame(results) -> pd.DataFrame:
@@ -31,14 +30,7 @@ def frame(results) -> pd.DataFrame:
 def history() -> pd.DataFrame:
     """Every case at once: duplicate sets (one incomplete), a submission seated twice,
     held-out maps, PvE stages of a submission with two revisions, and ties."""
-    results = arena_history(matches=40, sets=4, seed=5)
-    rng = np.random.default_rng(5)
-    for i in range(6):
-        pve = play(["alice/strong", *["builtin:forage"] * 15], [float(i % 3)] + [0.0] * 15, rng=rng, index=3000 + i,
-                   track="pve")
-        revision = "a" * 40 if i % 2 else "b" * 40
-        results.append(replace(pve, stage=1 + i % 2, started_at=f"2026-03-0{1 + i}T12:00:00+00:00",
-                               teams=tuple(replace(t, revision=revision) if t.slot == 0 else t for t in pve.teams)))
+    results = arena_history(matches=40, sets=4, seed=5) + pve_matches(np.random.default_rng(5), first_index=3000, hour=12)
     results = sorted(results, key=lambda r: (r.started_at, r.match_id))
     table = frame(results)
     ids = list(dict.fromkeys(table["match_id"]))

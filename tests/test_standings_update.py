@@ -20,17 +20,23 @@ def frame(results) -> pd.DataFrame:
     return pd.DataFrame([row for r in results for row in rows(r)])
 
 
+def pve_matches(rng: np.random.Generator, *, first_index: int, hour: int = 0) -> list:
+    """Six PvE matches of one submission (two revisions, stages 1 and 2) against built-ins."""
+    results = []
+    for i in range(6):
+        pve = play(["alice/strong", *["builtin:forage"] * 15], [float(i % 3)] + [0.0] * 15, rng=rng,
+                   index=first_index + i, track="pve")
+        revision = "a" * 40 if i % 2 else "b" * 40
+        results.append(replace(pve, stage=1 + i % 2, started_at=f"2026-03-0{1 + i}T{hour:02d}:00:00+00:00",
+                               teams=tuple(replace(t, revision=revision) if t.slot == 0 else t for t in pve.teams)))
+    return results
+
+
 @pytest.fixture(scope="module")
 def mixed():
     """PvP matches with ties, a submission with two revisions, built-ins, and PvE stages."""
-    rng = np.random.default_rng(3)
     results = list(random_history(Population.random(24, seed=3), 40, seed=3))
-    for i in range(6):
-        pve = play(["alice/strong", *["builtin:forage"] * 15], [float(i % 3)] + [0.0] * 15, rng=rng, index=2000 + i,
-                   track="pve")
-        revision = "a" * 40 if i % 2 else "b" * 40
-        results.append(replace(pve, stage=1 + i % 2, started_at=f"2026-03-0{1 + i}T00:00:00+00:00",
-                               teams=tuple(replace(t, revision=revision) if t.slot == 0 else t for t in pve.teams)))
+    results += pve_matches(np.random.default_rng(3), first_index=2000)
     return sorted(results, key=lambda r: (r.started_at, r.match_id))
 
 
