@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -25,9 +26,12 @@ from arena.errors import SettingsError
 from arena.settings import ArenaSettings
 
 
-def model_card_publisher(settings: ArenaSettings, api: Any, refresher: Any, statuses: Any) -> Any:
+def model_card_publisher(settings: ArenaSettings, api: Any, refresher: Any, statuses: Any, *, writer: str | None = None,
+                         leads: Any = None) -> Any:
     """The model-card publisher over the Space's standings and statuses (None when
-    `NMMO_ARENA_MODEL_CARDS` is off). It writes with the Space's own Hub client and token."""
+    `NMMO_ARENA_MODEL_CARDS` is off). It writes with the Space's own Hub client and token,
+    its ledger in the history dataset (this writer's file), and publishes only while this
+    Space leads the dataset's writers (`leads`)."""
     if not settings.model_cards:
         return None
     from modelcards.ledger import PublicationLedger
@@ -36,9 +40,13 @@ def model_card_publisher(settings: ArenaSettings, api: Any, refresher: Any, stat
 
     return ModelCardPublisher(
         api=api, standings=refresher.standings, statuses=statuses.states,
-        ledger=PublicationLedger(settings.model_card_ledger), dataset=settings.history_repo,
-        rule=PublishRule(min_interval_s=60.0 * settings.model_cards_minutes),
+        ledger=PublicationLedger(settings.model_card_ledger, writer=writer), dataset=settings.history_repo,
+        rule=PublishRule(min_interval_s=60.0 * settings.model_cards_minutes), leads=leads,
     )
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main() -> int:
@@ -69,11 +77,15 @@ def main() -> int:
                               luck_horizon=settings.match_horizon)
     data.refresh()
     data.run_in_background()
-    publisher = model_card_publisher(settings, arena.api, data, arena.statuses)
+    publisher = model_card_publisher(settings, arena.api, data, arena.statuses, writer=arena.writers.writer,
+                                     leads=arena.writers.leads)
     if publisher is not None:
         publisher.run_in_background(settings.model_cards_every_s)
     demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue,
-                 audits=arena.matchmaker.audit_summary)
+                 audits=arena.matchmaker.audit_summary, restoring=arena.restoring)
+    # A Space is stopped with SIGTERM on every restart and rebuild: stop as on Ctrl-C, so the
+    # last matches are pushed and the heartbeat says this writer stopped (the next one leads at once).
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         launch(demo, arena.webhooks, server_name=host, server_port=port, css=CSS)
     finally:

@@ -312,8 +312,20 @@ class ArenaSettings:
 
     @property
     def model_card_ledger(self) -> Path:
-        """What was published on model cards (see `modelcards.ledger`); not part of the dataset."""
+        """What was published on model cards (see `modelcards.ledger`), inside the history
+        dataset (one file per writer beside this name)."""
+        return self.history_dir / "modelcards" / "publications.jsonl"
+
+    @property
+    def legacy_model_card_ledger(self) -> Path:
+        """Where the ledger lived before it joined the dataset (migrated by `history.writers.identity`)."""
         return self.data_dir / "model_cards.jsonl"
+
+    @property
+    def writer_ttl_s(self) -> float:
+        """Seconds after its last heartbeat that a writer of the dataset counts as gone
+        (`history.writers`): three pushes and a minute."""
+        return 3 * 60.0 * self.push_every_minutes + 60.0
 
     @property
     def audit_log(self) -> Path:

@@ -2,7 +2,8 @@
 
 The matchmaker reruns a few recorded matches in idle time (`Matchmaker.audit`, with the
 code of `python -m matchmaking.rerun`) and appends each verdict here, one JSON line per
-audit, in `audits/audits.jsonl` of the history folder: it is pushed with the dataset, so
+audit, in `audits/audits-<writer>.jsonl` of the history folder (`history.journal`: one
+file per writer of the dataset, read as one log): it is pushed with the dataset, so
 anyone can see which matches the Space checked and what it found. The file is only ever
 appended to, each line in one `write` of an `O_APPEND` descriptor then fsynced, so a line
 is never interleaved with another; a line torn by a crash is skipped when read (and
@@ -17,13 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from arena.schema import MatchResult
+from history.journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -69,49 +69,35 @@ class Audit:
 
 
 class AuditLog:
-    """The audits, in the append-only JSON-lines file at `path`."""
+    """The audits, in every writer's append-only JSON-lines file beside `path`
+    (`audits/audits-<writer>.jsonl`, `history.journal`; the single `audits.jsonl` of the
+    layout before writers is read too).
 
-    def __init__(self, path: Path):
+    Args:
+        path (`Path`): the log's single-file name (`.../audits/audits.jsonl`).
+        writer (`str`, *optional*): this writer's id (None: append to `path` itself).
+    """
+
+    def __init__(self, path: Path, *, writer: str | None = None):
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._reported: set[int] = set()
+        self.journal = Journal(self.path, writer=writer, order=lambda a: str(a.get("audited_at", "")))
+        self._reported: set[str] = set()
 
     def append(self, audit: Audit) -> None:
         """Add one audit durably: one write of a whole line, then fsync."""
-        line = (json.dumps(audit.to_dict(), sort_keys=True) + "\n").encode()
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                # a line glued to a torn one would be lost with it: start on a line of its own
-                if os.fstat(fd).st_size and not self._ends_with_newline():
-                    line = b"\n" + line
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-    def _ends_with_newline(self) -> bool:
-        with open(self.path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            return f.read(1) == b"\n"
+        self.journal.append(audit.to_dict())
 
     def read(self) -> list[Audit]:
-        """Every audit, oldest first; damaged lines skipped (each named once in the log)."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
+        """Every audit of every writer, oldest first; damaged lines skipped (each named once in the log)."""
         audits = []
-        for number, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
+        for record in self.journal.read():
             try:
-                audits.append(Audit.from_dict(json.loads(line)))
+                audits.append(Audit.from_dict(record))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                if number not in self._reported:
-                    self._reported.add(number)
-                    log.warning("audit log %s: line %d is damaged (%s: %s); skipped", self.path, number, type(exc).__name__, exc)
+                key = json.dumps(record, sort_keys=True)[:200]
+                if key not in self._reported:
+                    self._reported.add(key)
+                    log.warning("audit log %s: a record is damaged (%s: %s); skipped", self.path.parent, type(exc).__name__, exc)
         return audits
 
 

@@ -19,8 +19,16 @@ the compaction's own commit does. So the dataset holds every match once after ev
 While the Hub is unreachable nothing is lost: files stay on disk and the next push sends
 them (compaction waits for the Hub too: it deletes nothing before its commit). `HubMirror.published()` names the shards the dataset holds, so the leaderboard
 can rate exactly what anyone can download. Only the dataset's own files are pushed: the
-card, the shards, the replays, the teams' logs and the status log and the audit log; never the write-ahead
-log, temporary files or the quarantine.
+card, the shards, the replays, the teams' logs, the status, audit and publication journals
+and the heartbeat; never the write-ahead log, temporary files or the quarantine.
+
+Several writers may push to one dataset (`history.writers`): each pushes only the files
+that carry its own id (`own_patterns`), so no push can replace another writer's file, and
+compacts and deletes only its own. Before each push it writes its heartbeat; after each
+push it pulls what the other writers pushed (`history.restore.DatasetPull`), so its
+tables, its statuses and its view of who leads follow theirs. A compaction's commit names
+the head it listed the dataset at (`parent_commit`): if another writer committed
+meanwhile, it is listed again on the new head and retried.
 """
 
 from __future__ import annotations
@@ -32,17 +40,43 @@ from pathlib import Path
 from typing import Any, Callable
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler
+from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import filter_repo_objects
 
+from history.restore import DatasetPull
 from history.store import CompactionPlan, CompactionReport, HistoryReader, HistoryStore
+from history.writers import Writers
 
 log = logging.getLogger(__name__)
 
 #: What of the history folder is the dataset.
 #: (`fnmatch` patterns: `*` matches `/` too, so `data/*.parquet` is every shard of every day.)
 PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "replays/*.bundle", "logs/*.json.gz", "logs/*.bundle",
-          "submissions/statuses.jsonl", "audits/audits.jsonl"]
-NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**", "compaction/**"]
+          "submissions/*.jsonl", "audits/*.jsonl", "modelcards/*.jsonl", "writers/*.json"]
+NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**", "compaction/**", "*.damaged.jsonl"]
+
+#: A file named before writers: its tag, 8 hex digits (fnmatch has no repetition).
+_LEGACY = "-" + "[0-9a-f]" * 8
+
+#: Times a compaction's commit is retried on a new head when another writer committed meanwhile.
+COMMIT_RETRIES = 5
+
+
+def own_patterns(writer: str | None, *, legacy: bool = False) -> list[str]:
+    """The files of the dataset that `writer` pushes: those its id names, the card, and its
+    loose replays and logs (named by match: a match is recorded by the one writer that
+    played it). With `legacy`, also the files this folder made before writers. With no
+    writer, everything (`PUSHED`)."""
+    if writer is None:
+        return list(PUSHED)
+    mine = [f"data/*-{writer}.parquet", f"replays/*-{writer}.bundle", f"logs/*-{writer}.bundle",
+            "replays/loose/*.replay", "logs/loose/*.json.gz",
+            f"submissions/*-{writer}.jsonl", f"audits/*-{writer}.jsonl", f"modelcards/*-{writer}.jsonl",
+            f"writers/{writer}.json", "README.md"]
+    if legacy:
+        mine += [f"data/*{_LEGACY}.parquet", f"replays/*{_LEGACY}.bundle", f"logs/*{_LEGACY}.bundle",
+                 "replays/*.replay", "logs/*.json.gz"]
+    return mine
 
 #: Paths asked about in one `get_paths_info` request.
 _PATHS_PER_REQUEST = 500
@@ -64,9 +98,12 @@ class HistoryPusher(CommitScheduler):
     """
 
     def __init__(self, *args: Any, report: PushReport | None = None, store: HistoryStore | None = None,
-                 compact_every_minutes: float | None = None, **kwargs: Any):
+                 compact_every_minutes: float | None = None, writers: Writers | None = None,
+                 pull: DatasetPull | None = None, **kwargs: Any):
         self.report = report
         self.store = store
+        self.writers = writers
+        self.pull = pull
         self.compact_every_minutes = compact_every_minutes
         self.compactions: list[CompactionReport] = []
         """What each compaction did (the latest last)."""
@@ -82,6 +119,8 @@ class HistoryPusher(CommitScheduler):
     def push_to_hub(self) -> Any:
         with self.exclusive:
             try:
+                if self.writers is not None:
+                    self.writers.beat()
                 if self.store is not None and (self.store.journal_plans() or self._compaction_due()):
                     self.compact()
                 unpublished = self.store.unpublished() if self.store is not None else []
@@ -98,16 +137,35 @@ class HistoryPusher(CommitScheduler):
             # The push worked (or had nothing new to send): every file in `last_uploaded` is in
             # the dataset. This runs on the pushing thread, right after the commit updated it.
             self._note_published()
+            if self.pull is not None:
+                try:
+                    self.pull.run()
+                except Exception as exc:
+                    if self.report is not None:
+                        self.report(exc)
+                    raise
+                self._note_published()
             if self.report is not None:
                 self.report(None)
             return info
 
+    def mark_pushed(self, paths: list[Path]) -> None:
+        """Take `paths` as pushed as they are now (the dataset holds them: `DatasetPull`)."""
+        with self.lock:
+            for path in paths:
+                try:
+                    self.last_uploaded[path] = path.stat().st_mtime
+                except FileNotFoundError:
+                    continue
+        self._note_published()
+
     def _note_published(self) -> None:
         data = Path(self.folder_path) / "data"
-        self.published = tuple(sorted(
-            path.relative_to(data).as_posix() for path in self.last_uploaded
-            if data in path.parents and path.suffix == ".parquet" and not path.name.startswith(".")
-        ))
+        with self.lock:
+            own = {path.relative_to(data).as_posix() for path in self.last_uploaded
+                   if data in path.parents and path.suffix == ".parquet" and not path.name.startswith(".")}
+        foreign = self.pull.foreign if self.pull is not None else frozenset()
+        self.published = tuple(sorted(own | foreign))
 
     def pending(self) -> int:
         """Files of the dataset changed since they were last pushed."""
@@ -157,20 +215,30 @@ class HistoryPusher(CommitScheduler):
 
     def _publish(self, plan: CompactionPlan) -> None:
         """ONE commit: the compaction's new files, and the deletion of the replaced files the
-        dataset holds (asked of the Hub: after a restart `last_uploaded` knows none)."""
+        dataset holds (asked of the Hub: after a restart `last_uploaded` knows none), made on
+        the head they were asked at; retried on the new head when another writer committed."""
         folder = Path(self.folder_path)
-        on_hub: set[str] = set()
-        for start in range(0, len(plan.inputs), _PATHS_PER_REQUEST):
-            chunk = list(plan.inputs[start : start + _PATHS_PER_REQUEST])
-            on_hub.update(info.path for info in self.api.get_paths_info(
-                self.repo_id, chunk, repo_type=self.repo_type, revision=self.revision))
-        operations: list[Any] = [CommitOperationAdd(path_in_repo=output, path_or_fileobj=folder / output)
-                                 for output in plan.outputs]
-        operations += [CommitOperationDelete(path_in_repo=path) for path in plan.inputs if path in on_hub]
-        self.api.create_commit(
-            repo_id=self.repo_id, repo_type=self.repo_type, revision=self.revision, operations=operations,
-            commit_message=f"Compact {len(plan.inputs)} files ({plan.matches} matches) into {len(plan.outputs)}",
-        )
+        for attempt in range(COMMIT_RETRIES + 1):
+            head = self.api.repo_info(self.repo_id, repo_type=self.repo_type, revision=self.revision).sha
+            on_hub: set[str] = set()
+            for start in range(0, len(plan.inputs), _PATHS_PER_REQUEST):
+                chunk = list(plan.inputs[start : start + _PATHS_PER_REQUEST])
+                on_hub.update(info.path for info in self.api.get_paths_info(
+                    self.repo_id, chunk, repo_type=self.repo_type, revision=head))
+            operations: list[Any] = [CommitOperationAdd(path_in_repo=output, path_or_fileobj=folder / output)
+                                     for output in plan.outputs]
+            operations += [CommitOperationDelete(path_in_repo=path) for path in plan.inputs if path in on_hub]
+            try:
+                self.api.create_commit(
+                    repo_id=self.repo_id, repo_type=self.repo_type, revision=self.revision, operations=operations,
+                    commit_message=f"Compact {len(plan.inputs)} files ({plan.matches} matches) into {len(plan.outputs)}",
+                    parent_commit=head,
+                )
+                break
+            except HfHubHTTPError as exc:
+                if getattr(exc.response, "status_code", None) not in (409, 412) or attempt == COMMIT_RETRIES:
+                    raise
+                log.info("compaction %s lost a race with another writer's commit: retried on the new head", plan.name)
         with self.lock:
             for output in plan.outputs:
                 self.last_uploaded[folder / output] = (folder / output).stat().st_mtime
@@ -184,8 +252,14 @@ class HubMirror:
     it is cheap once started, and starts the pusher as soon as the Hub answers."""
 
     def __init__(self, store: HistoryReader, *, api: Any, repo_id: str, every_minutes: float = 5.0,
-                 report: PushReport | None = None, compact_every_minutes: float | None = None):
+                 report: PushReport | None = None, compact_every_minutes: float | None = None,
+                 writers: Writers | None = None, pull: DatasetPull | None = None):
         self.store = store
+        self.writers = writers
+        self.pull = pull
+        writer = getattr(store, "writer", None)
+        self.allow_patterns = own_patterns(writer, legacy=getattr(store, "legacy", False))
+        """What this writer pushes: its own files only."""
         self.compact_every_minutes = compact_every_minutes
         self.root = Path(store.root)
         self.api = api
@@ -193,6 +267,14 @@ class HubMirror:
         self.every_minutes = every_minutes
         self.report = report
         self.scheduler: HistoryPusher | None = None
+        self._marked: list[Path] = []
+
+    def mark_pushed(self, paths: list[Path]) -> None:
+        """Take `paths` as pushed as they are now (the dataset holds them: `DatasetPull`),
+        now or when the pusher starts."""
+        self._marked.extend(paths)
+        if self.scheduler is not None:
+            self.scheduler.mark_pushed(paths)
 
     def ensure(self) -> bool:
         """Start the pusher if it is not running; False while the Hub is unreachable."""
@@ -204,12 +286,14 @@ class HubMirror:
                 repo_type="dataset",
                 folder_path=self.root,
                 every=self.every_minutes,
-                allow_patterns=PUSHED,
+                allow_patterns=self.allow_patterns,
                 ignore_patterns=NOT_PUSHED,
                 hf_api=self.api,
                 report=self.report,
                 store=self.store if isinstance(self.store, HistoryStore) else None,
                 compact_every_minutes=self.compact_every_minutes,
+                writers=self.writers,
+                pull=self.pull,
             )
         except Exception as exc:  # noqa: BLE001 - the Hub is away: try again at the next call
             if self.report is not None:
@@ -217,6 +301,8 @@ class HubMirror:
             else:
                 log.warning("history push not started: %s: %s", type(exc).__name__, exc)
             return False
+        if self._marked:  # (its first push may send some of them again: the Hub keeps an identical file as it is)
+            self.scheduler.mark_pushed(self._marked)
         return True
 
     def published(self) -> tuple[str, ...] | None:
@@ -237,7 +323,7 @@ class HubMirror:
             return self.scheduler.pending()
         return sum(1 for _ in filter_repo_objects(
             [p.relative_to(self.root).as_posix() for p in self.root.glob("**/*") if p.is_file()],
-            allow_patterns=PUSHED, ignore_patterns=NOT_PUSHED,
+            allow_patterns=self.allow_patterns, ignore_patterns=NOT_PUSHED,
         ))
 
     def push_now(self) -> bool:
@@ -264,7 +350,19 @@ class HubMirror:
                 log.warning("history compaction failed: %s: %s", type(exc).__name__, exc)
             return None
 
-    def stop(self) -> None:
+    def stop(self, *, final: bool = False) -> bool:
+        """Stop pushing. With `final` (a clean stop of the Space): first compact this writer's
+        files (so that no small file of it is left for ever), say in its heartbeat that it
+        stopped (another writer may lead at once) and push; returns whether that push worked
+        (what it could not send is lost with the disk, unless the disk is kept)."""
+        pushed = True
+        if final and self.scheduler is not None:
+            if self.writers is not None:
+                self.writers.beat(stopped=True)
+            if self.compact_every_minutes and isinstance(self.store, HistoryStore):
+                self.compact_now()
+            pushed = self.push_now()
         if self.scheduler is not None:
             self.scheduler.stop()
             self.scheduler = None
+        return pushed

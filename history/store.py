@@ -92,6 +92,9 @@ MATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: never anything else. Names sort by day, then in the order the day's shards were written.
 SHARD_NAME = re.compile(r"(\d{4}/\d{2}/\d{2}/)?[A-Za-z0-9_-][A-Za-z0-9_.-]*\.parquet")
 
+#: The tag that ended the names of files made before writers (`history.writers`).
+_LEGACY_TAG = re.compile(r"[0-9a-f]{8}")
+
 #: A day, as the folders name it and as `started_at` begins.
 _DAY = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
@@ -262,6 +265,10 @@ class HistoryReader:
         self._damage_lock = threading.Lock()
         self._indexes: OrderedDict[tuple[str, int], bundle.BundleIndex] = OrderedDict()
         self._index_lock = threading.Lock()
+        self.remote: Any = None
+        """Where replays and logs not in this folder are read from, by range (a
+        `history.remote.HubFiles` of the dataset): a Space restored on an empty disk copies
+        no replay (`history.restore`). None: this folder only."""
 
     # -- damage --------------------------------------------------------------------------
     def quarantine(self, path: Path, why: str) -> None:
@@ -497,7 +504,7 @@ class HistoryReader:
                 pass  # bundled meanwhile: the bundle was written before the loose file went
         found = self._bundled(kind, match_id, started_at)
         if found is None:
-            return None
+            return self._remote_file(kind, match_id, started_at)
         path, (start, end) = found
         with path.open("rb") as f:
             f.seek(start)
@@ -505,6 +512,20 @@ class HistoryReader:
         if len(data) != end - start:
             raise DamagedFileError(f"bundle {path.relative_to(self.root)} is cut short at match {match_id}")
         return data, path, False
+
+    def _remote_file(self, kind: FileKind, match_id: str, started_at: str | None) -> tuple[bytes, Path, bool] | None:
+        """A match's file read from the dataset on the Hub (None without `remote`, without
+        the match's start, or when the dataset has none either)."""
+        if self.remote is None or not started_at:
+            return None
+        read = self.remote.replay if kind is REPLAYS else self.remote.logs
+        try:
+            data = read(match_id, started_at=started_at)
+        except Exception as exc:  # noqa: BLE001 - the Hub away: the file reads as absent, and the log says why
+            log.warning("the %s of match %s could not be read from the Hub dataset: %s: %s", kind.folder[:-1], match_id,
+                        type(exc).__name__, exc)
+            return None
+        return None if data is None else (data, self.root / kind.loose(match_id), False)
 
     def _checked(self, kind: FileKind, match_id: str, check: Callable[[bytes], Any],
                  started_at: str | None = None) -> tuple[bytes, Any] | None:
@@ -609,10 +630,16 @@ class HistoryStore(HistoryReader):
             measured: the benchmark of the folder's growth).
     """
 
-    def __init__(self, root: Path, *, clock: Callable[[], float] = time.time, durable: bool = True):
+    def __init__(self, root: Path, *, clock: Callable[[], float] = time.time, durable: bool = True,
+                 writer: str | None = None, legacy: bool = True):
         super().__init__(root)
         self.clock = clock
         self.durable = durable
+        self.writer = writer
+        """The writer whose id the new files carry (`history.writers`); None: a random tag,
+        and every file counts as this store's own (one writer, as tests and tools use it)."""
+        self.legacy = legacy
+        """Files named before writers (a random 8-hex tag) are this store's own to compact."""
         for folder in (self.data, self.wal, self.replays, self.logs_dir):
             folder.mkdir(parents=True, exist_ok=True)
         card = self.root / "README.md"
@@ -627,9 +654,27 @@ class HistoryStore(HistoryReader):
         _write_atomically(path, data, durable=self.durable)
 
     def _stamp(self) -> tuple[str, str]:
-        """(day folder, a name stamp sorting in the order written) for a new file, now."""
+        """(day folder, a name stamp sorting in the order written, ending in this writer's id)
+        for a new file, now."""
         now = datetime.fromtimestamp(self.clock(), timezone.utc)
-        return now.strftime("%Y/%m/%d"), f"{now.strftime('%Y%m%dT%H%M%S%f')}-{secrets.token_hex(4)}"
+        return now.strftime("%Y/%m/%d"), f"{now.strftime('%Y%m%dT%H%M%S%f')}-{self.writer or secrets.token_hex(4)}"
+
+    def owns(self, name: str) -> bool:
+        """Whether the file called `name` (any path whose last part is a shard's or a
+        bundle's name) is this writer's: only those does it push, compact or delete."""
+        if self.writer is None:
+            return True
+        tag = name.rsplit("/", 1)[-1].split(".", 1)[0].rsplit("-", 1)[-1]
+        return tag == self.writer or (self.legacy and _LEGACY_TAG.fullmatch(tag) is not None)
+
+    def note_shard(self, path: Path) -> int:
+        """Take in a shard another writer made (`history.restore` put it in place): its
+        matches count as recorded from now on. Returns how many were new."""
+        ids = set(pq.read_table(path, columns=["match_id"]).column("match_id").to_pylist())
+        with self._lock:
+            new = ids - self._sharded
+            self._sharded.update(ids)
+        return len(new)
 
     def recover(self) -> None:
         """Start-up repair after a crash: drop temporary files and WAL entries already
@@ -782,7 +827,7 @@ class HistoryStore(HistoryReader):
     def _plan(self, max_shards: int) -> tuple[CompactionPlan, dict[str, Callable[[Any], None]]] | None:
         """The next compaction (its plan, and a writer for each new file); None if no
         flushed shard is left."""
-        flushed = [p for p in self.shards() if p.name.startswith("teams-")][:max_shards]
+        flushed = [p for p in self.shards() if p.name.startswith("teams-") and self.owns(p.name)][:max_shards]
         tables = []
         inputs: list[Path] = []
         for shard in flushed:
@@ -809,7 +854,7 @@ class HistoryStore(HistoryReader):
             rows_of_day = new.take(pa.array(picked))
             day_ids = sorted(set(ids[k] for k in picked))
             matches += len(day_ids)
-            earlier = [p for p in self._walk(self.data / day, ".parquet") if p.name.startswith("day-")]
+            earlier = [p for p in self._walk(self.data / day, ".parquet") if p.name.startswith("day-") and self.owns(p.name)]
             parts = [rows_of_day]
             for shard in earlier:
                 try:

@@ -113,7 +113,7 @@ class AnalyticsKeeper:
             # Read as a bystander: a damaged replay is skipped and logged here, and left in place
             # for the history's checked reads (the viewer quarantines it when it is opened, and
             # tells the visitor and the operator that it is damaged rather than missing).
-            data = self.store.replay_bytes(match_id)
+            data = self.store.replay_bytes(match_id, started_at=str(first["started_at"]))
             self.reads += data is not None
             try:
                 decoded = None if data is None else replay_format.read(data)

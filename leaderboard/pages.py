@@ -152,6 +152,10 @@ EMPTY = {
 }
 
 
+#: The note under every table while the Space restores its state from the history dataset.
+RESTORING = ("**Restoring this table from the history dataset**: {line}. The Space was restarted on an empty disk; "
+             "everything the dataset holds comes back, and nothing is played again meanwhile.")
+
 #: The overfitting plot labels every point up to this many policies, beyond only the far ones.
 LABEL_ALL_UP_TO = 25
 
@@ -230,7 +234,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
           operator: Callable[[], list[str]] = list,
           live: Callable[[], list[LiveMatch]] = list,
           queue: Callable[[], Mapping[tuple[str, str], QueueEntry]] = dict,
-          audits: Callable[[], AuditSummary | None] = lambda: None) -> gr.Blocks:
+          audits: Callable[[], AuditSummary | None] = lambda: None,
+          restoring: Callable[[], str | None] = lambda: None) -> gr.Blocks:
     """The Blocks app over `data`, describing the rules as `settings` run them.
 
     Args:
@@ -240,10 +245,21 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         live: the matches in flight (`matchmaking.live`).
         queue: each revision's place in the PvE queue and its forecast (`Matchmaker.queue`).
         audits: what the audits of recorded matches found (`Matchmaker.audit_summary`).
+        restoring: while the Space restores its state from the history dataset, how far it
+            has got (`Arena.restoring`); None once done. Meanwhile the tables say they are
+            restoring rather than empty.
     """
     settings = settings or ArenaSettings()
     hub_url = data.hub_url
     empty = {k: v.format(qualify=settings.qualify_achievement, tag=settings.submission_tag) for k, v in EMPTY.items()}
+
+    def note(kind: str, frame: pd.DataFrame, *, filtered: bool = False) -> Any:
+        """The note under a table: while restoring, how far the restore has got; otherwise
+        the empty note, shown only while the table is empty and unfiltered."""
+        line = restoring()
+        if line is not None:
+            return gr.Markdown(RESTORING.format(line=line), visible=True)
+        return gr.Markdown(empty[kind], visible=frame.empty and not filtered)
 
     def latest_players() -> set[str]:
         return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
@@ -369,11 +385,11 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         def pvp_view(*args: Any) -> tuple[pd.DataFrame, Any]:
             table = pvp_table(*args)
-            return table, gr.Markdown(visible=table.empty and not any(args[:1]) and not (len(args) > 2 and args[2]))
+            return table, note("pvp", table, filtered=bool(any(args[:1]) or (len(args) > 2 and args[2])))
 
         def matches_view(*values: str) -> tuple[pd.DataFrame, Any]:
             table = matches(*values)
-            return table, gr.Markdown(visible=table.empty and not any(values))
+            return table, note("matches", table, filtered=any(values))
 
         search.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name="pvp_table")
         older.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
@@ -404,19 +420,19 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             """What each visitor's page starts with (values are computed per page load, never
             frozen at build time): which empty notes show, and the policy to open on."""
             choices = players()
-            return (gr.Markdown(visible=pvp_table().empty), gr.Markdown(visible=pve_table().empty),
-                    gr.Markdown(visible=submissions().empty), gr.Markdown(visible=matches().empty),
+            return (note("pvp", pvp_table()), note("pve", pve_table()),
+                    note("submissions", submissions()), note("matches", matches()),
                     gr.Dropdown(choices=choices, value=(choices or [None])[0]))
 
         demo.load(on_load, outputs=[pvp_empty, pve_empty, subs_empty, matches_empty, chooser], api_name=False).then(
             policy, inputs=chooser, outputs=policy_outputs, api_name=False)
 
         def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
-            table, note = pvp_view(search_text, show_older, at_least)
+            table, note_ = pvp_view(search_text, show_older, at_least)
             pve_now = pve_table()
             found, found_note = matches_view(*values)
             choices = players()
-            return (table, note, tables.source_line(data.standings()), pve_now, gr.Markdown(visible=pve_now.empty),
+            return (table, note_, tables.source_line(data.standings()), pve_now, note("pve", pve_now),
                     found, found_note, gr.Dropdown(choices=choices, value=chosen or (choices or [None])[0]))
 
         timer.tick(refresh, inputs=[*pvp_inputs, chooser, *filters],
@@ -424,7 +440,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         def refresh_live():
             table = submissions()
-            return table, gr.Markdown(visible=table.empty), now_playing(), operator_markdown(operator())
+            return table, note("submissions", table), now_playing(), operator_markdown(operator())
 
         fast.tick(refresh_live, outputs=[subs, subs_empty, playing, status], api_name=False)
 

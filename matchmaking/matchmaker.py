@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -89,8 +89,14 @@ class Matchmaker:
         mirror: HubMirror | None = None,
         health: HubHealth | None = None,
         workers: int = 1,
+        writer: str | None = None,
+        leads: Callable[[], bool] | None = None,
     ):
         self.settings = settings
+        self.leads = leads or (lambda: True)
+        """Whether this Space leads the dataset's writers (`history.writers`): discovery,
+        validation, PvE and audits are the leader's work alone (two writers never play the
+        same owed PvE match); every writer plays PvP."""
         self.api = api
         self.store = store
         self.statuses = statuses
@@ -118,7 +124,7 @@ class Matchmaker:
         self._queue_signature: Any = None
         self._sync_lock = threading.Lock()
         """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
-        self.audits = AuditLog(settings.audit_log)
+        self.audits = AuditLog(settings.audit_log, writer=writer)
         self._playing = 0
         """PvE and PvP batches being played now (the audit waits for none)."""
         self._playing_lock = threading.Lock()
@@ -205,6 +211,8 @@ class Matchmaker:
         """Look at the Hub for new revisions (of every tagged repo, or of `repo_ids` only: the
         repos a webhook said were pushed); returns how many were queued (0 while the Hub is
         unreachable: the Hub status says so, and the next round looks again)."""
+        if not self.leads():
+            return 0
         try:
             with self._sync_lock:
                 queued = sync(self.api, self.statuses, tag=self.settings.submission_tag, repo_ids=repo_ids)
@@ -219,6 +227,8 @@ class Matchmaker:
     def validate(self) -> int:
         """Validation rounds until nothing queued can start (see `Validator.round`: each
         revision in its own thread, under its time limit); returns how many were decided."""
+        if not self.leads():
+            return 0
         return self.validator.run_until_idle()
 
     def _plans(self, history: list[MatchResult]) -> list[tuple[Any, pve.PvePlan]]:
@@ -255,6 +265,8 @@ class Matchmaker:
     def play_pve(self) -> int:
         """Play the next PvE matches, in `pve_queue`'s order (earliest stage, fewest played,
         earliest pushed), one per worker; record the verdicts they settle."""
+        if not self.leads():
+            return 0
         history = self.history.get()
         budget = self.settings.pve_matches_per_round or self.workers
         work = self._work(self._pve_work(history))
@@ -418,7 +430,7 @@ class Matchmaker:
         played by this matchmaker's executor (its sandboxes, its workers).
         """
         minutes = self.settings.audit_minutes
-        if not minutes or not self.idle():
+        if not minutes or not self.idle() or not self.leads():
             return None
         now = time.time() if now is None else now
         done = self.audits.read()

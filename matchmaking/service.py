@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,11 @@ from arena import PROJECT_ROOT
 from arena.rules import builtin_team
 from arena.settings import ArenaSettings
 from history.mirror import HubMirror
+from history.remote import HubFiles
+from history.restore import DatasetPull
 from history.statuses import StatusLog
 from history.store import HistoryStore
+from history.writers import Writers, identity
 from matchmaking import embedded_hub
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
 from matchmaking.hub import HubHealth
@@ -118,6 +122,14 @@ class Arena:
     webhooks: WebhookReceiver | None = None
     """The webhook handler to mount on the Space (`matchmaking.webhooks.launch`); None: polling only."""
     reactor: PushReactor | None = None
+    writers: Writers | None = None
+    """This Space as one writer of the dataset, and who leads (`history.writers`)."""
+    pull: DatasetPull | None = None
+    """Brings the data folder up to the dataset (`history.restore`): at start, then after every push."""
+    restorer: threading.Thread | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _tried: threading.Event = field(default_factory=threading.Event)
+    """Set once the first catch-up has been tried, whatever came of it."""
 
     @classmethod
     def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True, space_url: str | None = None) -> "Arena":
@@ -158,8 +170,12 @@ class Arena:
         else:
             api = HfApi(endpoint=settings.hub_endpoint, token=os.environ.get("HF_TOKEN"))
             setting = "NMMO_ARENA_HUB"
-        store = HistoryStore(settings.history_dir)
-        statuses = StatusLog(settings.status_log)
+        me = identity(settings.data_dir, settings.history_dir, ledger=settings.legacy_model_card_ledger)
+        store = HistoryStore(settings.history_dir, writer=me.writer, legacy=me.legacy)
+        # replays and logs this folder does not hold (restored on an empty disk) are read from the dataset by range
+        store.remote = HubFiles(settings.history_repo, endpoint=api.endpoint, token=api.token)
+        statuses = StatusLog(settings.status_log, writer=me.writer)
+        writers = Writers(settings.history_dir, me.writer, ttl_s=settings.writer_ttl_s)
         health = HubHealth(api.endpoint, setting=setting)
 
         def pushed(error: BaseException | None) -> None:
@@ -168,8 +184,10 @@ class Arena:
             else:
                 health.failed(error, doing="history push")
 
+        pull = DatasetPull(store, api=api, repo_id=settings.history_repo, writers=writers, reload=[statuses.reload])
         mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes, report=pushed,
-                           compact_every_minutes=settings.compact_minutes)
+                           compact_every_minutes=settings.compact_minutes, writers=writers, pull=pull)
+        pull.mark_pushed = mirror.mark_pushed
         health.pending = mirror.pending
         workers = settings.workers or default_workers()
         live = settings.data_dir / "live"
@@ -179,9 +197,7 @@ class Arena:
         else:
             executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live)
         matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,
-                                health=health, workers=workers)
-        if schedule:
-            matchmaker.start()
+                                health=health, workers=workers, writer=me.writer, leads=writers.leads)
         receiver = reactor = None
         if secret:
             reactor = PushReactor(matchmaker.sync, then=lambda: matchmaker.wake("validate"))
@@ -189,18 +205,64 @@ class Arena:
         else:
             log.info("webhooks off (a real Hub and no NMMO_ARENA_WEBHOOK_SECRET): new pushes are found by polling "
                      "every %.0f s (NMMO_ARENA_SYNC_S)", settings.sync_every_s)
-        return cls(settings, api, store, statuses, matchmaker, mirror, health, hub, receiver, reactor)
+        arena = cls(settings, api, store, statuses, matchmaker, mirror, health, hub, receiver, reactor, writers, pull)
+        arena.restorer = threading.Thread(target=arena._restore, args=(schedule,), daemon=True, name="restore")
+        arena.restorer.start()
+        if not schedule:  # the caller plays the rounds itself: on what the dataset holds, if it can be reached
+            arena._tried.wait()
+        return arena
+
+    def _restore(self, schedule: bool) -> None:
+        """Catch up with the dataset (retried while the Hub is away), then start the rounds:
+        nothing is played before the Space knows what the dataset already holds."""
+        wait = 2.0
+        while not self._stopping.is_set():
+            try:
+                self.pull.run()
+            except Exception as exc:  # noqa: BLE001 - an outage is reported on the operator line; retried
+                if not self.health.failed(exc, doing="restoring the history"):
+                    log.exception("restoring the history from %s failed; retried in %.0f s", self.settings.history_repo, wait)
+                self._tried.set()
+                self._stopping.wait(wait)
+                wait = min(30.0, wait * 2)
+                continue
+            self.health.ok()
+            self._tried.set()
+            break
+        if schedule and not self._stopping.is_set():
+            self.matchmaker.start()
+
+    def wait_restored(self, timeout: float | None = None) -> bool:
+        """Wait for the first catch-up with the dataset; whether it is done."""
+        return self.pull.done.wait(timeout)
+
+    def restoring(self) -> str | None:
+        """While the first catch-up runs, how far it has got (None once done)."""
+        return None if self.pull is None or self.pull.done.is_set() else self.pull.progress.line()
 
     def operator_lines(self) -> list[str]:
-        """What an operator should know now: the Hub's state, and any damaged state set aside."""
-        return [self.health.state().line(), *self.statuses.damaged, *self.store.damaged]
+        """What an operator should know now: the Hub's state, the restore while it runs,
+        this Space's role among the dataset's writers, and any damaged state set aside."""
+        lines = [self.health.state().line()]
+        restoring = self.restoring()
+        if restoring is not None:
+            lines.append(restoring.capitalize())
+        elif self.writers is not None and self.writers.leader() != self.writers.writer:
+            lines.append(f"This Space is writer {self.writers.writer} of {self.settings.history_repo}, a "
+                         f"{self.writers.role()}.")
+        return [*lines, *self.statuses.damaged, *self.store.damaged]
 
     def stop(self) -> None:
+        """Stop cleanly: rounds, matches, then a last compaction and push of this writer's
+        files with a heartbeat saying it stopped (the next writer leads at once)."""
+        self._stopping.set()
         if self.reactor is not None:
             self.reactor.stop()
         self.matchmaker.stop()
         self.matchmaker.executor.close()
-        self.mirror.stop()
+        if self.restorer is not None:
+            self.restorer.join(timeout=30)
+        self.mirror.stop(final=self.pull is not None and self.pull.done.is_set())
         if self.hub is not None:
             embedded_hub.withdraw(self.settings)
             self.hub.stop()

@@ -1,4 +1,6 @@
-"""What the Arena published on model cards, durably: a JSON-lines file in the data folder.
+"""What the Arena published on model cards, durably: JSON lines in the history dataset
+(`modelcards/publications-<writer>.jsonl`, one file per writer, `history.journal`), so a
+Space restarted on an empty disk knows its pull requests and opens no second one.
 
 The publisher's memory across restarts: the figures and time of each revision's last
 publication (so a restart never republishes what is already there), the pull request
@@ -20,13 +22,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from history.journal import Journal
 from modelcards.publications import CardResults, Published
 
 log = logging.getLogger(__name__)
@@ -69,40 +71,51 @@ class LedgerState:
 
 
 class PublicationLedger:
-    """The ledger file at `path` and its current state."""
+    """The ledger, in every writer's JSON-lines file beside `path`, and its current state.
 
-    def __init__(self, path: Path):
+    Args:
+        path (`Path`): the ledger's single-file name (`history/modelcards/publications.jsonl`
+            in the dataset; the Arena's data folder held `model_cards.jsonl` before writers).
+        writer (`str`, *optional*): this writer's id: its lines go to
+            `publications-<writer>.jsonl` (None: to `path` itself).
+    """
+
+    def __init__(self, path: Path, *, writer: str | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.path, writer=writer, order=lambda e: float(e.get("at", 0.0)))
         self._lock = threading.Lock()
         self._state = LedgerState()
-        if self.path.exists():
-            for number, line in enumerate(self.path.read_bytes().split(b"\n"), start=1):
-                if not line.strip():
-                    continue
+        self._signature: tuple = ()
+        self.reload()
+
+    def reload(self) -> bool:
+        """Read every writer's lines again if any file changed (another writer's pulled
+        from the Hub); True if they had."""
+        with self._lock:
+            signature = self.journal.signature()
+            if signature == self._signature:
+                return False
+            state = LedgerState()
+            for entry in self.journal.read():
                 try:
-                    self._state.apply(json.loads(line))
+                    state.apply(entry)
                 except (ValueError, KeyError, TypeError) as exc:
-                    log.warning("model-card ledger %s: line %d skipped (%s: %s)", self.path, number, type(exc).__name__, exc)
+                    log.warning("model-card ledger %s: an entry was skipped (%s: %s)", self.path.parent, type(exc).__name__, exc)
+            self._state, self._signature = state, signature
+            return True
 
     @property
     def state(self) -> LedgerState:
+        self.reload()
         return self._state
 
     def _append(self, entry: dict[str, Any]) -> None:
+        self.reload()
         with self._lock:
-            with open(self.path, "ab") as f:
-                if f.tell() and not self._ends_with_newline():
-                    f.write(b"\n")  # never glue a new line to a torn one
-                f.write(json.dumps(entry, sort_keys=True).encode() + b"\n")
-                f.flush()
-                os.fsync(f.fileno())
+            self.journal.append(entry)
             self._state.apply(entry)
-
-    def _ends_with_newline(self) -> bool:
-        with open(self.path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            return f.read(1) == b"\n"
+            self._signature = self.journal.signature()
 
     def published(self, results: CardResults, *, pr: PullRequest, reason: str, at: float | None = None) -> None:
         self._append({"event": "published", "repo_id": results.repo_id, "revision": results.revision,

@@ -89,6 +89,7 @@ class ModelCardPublisher:
         dataset: str,
         rule: PublishRule = PublishRule(),
         clock: Callable[[], float] = time.time,
+        leads: Callable[[], bool] | None = None,
     ):
         self.api = api
         self.standings = standings
@@ -98,6 +99,9 @@ class ModelCardPublisher:
         self.dataset_url = f"{api.endpoint.rstrip('/')}/datasets/{dataset}"
         self.rule = rule
         self.clock = clock
+        self.leads = leads
+        """Whether this Space leads the dataset's writers (`history.writers`): the scheduled
+        rounds publish only then, so two Spaces never open two pull requests."""
         self._failing: dict[str, tuple[str, float, float]] = {}
         """repo -> (message logged, retry not before (monotonic), current wait)"""
         self._me: str | None = None
@@ -229,6 +233,8 @@ class ModelCardPublisher:
         """Run `run_once` every `every_s` seconds in a daemon thread until `stop()`."""
         def loop() -> None:
             while not self._stop.wait(every_s):
+                if self.leads is not None and not self.leads():
+                    continue
                 try:
                     self.run_once()
                 except Exception:  # noqa: BLE001 - e.g. standings not computable yet; the next round tries again

@@ -42,6 +42,7 @@ def test_an_unreachable_hub_is_reported_once_and_its_return_too(tmp_path, caplog
 
         back = LocalHub(tmp_path / "hub", port=port).start()  # the Hub returns on the same address
         try:
+            assert arena.wait_restored(60)  # nothing is played before the Space has caught up with the dataset
             assert m.sync() == 1
             m.flush()
             assert arena.mirror.push_now()

@@ -340,7 +340,8 @@ def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monke
             stage1 = next(s for s in state.pve if s.stage == 1)
             assert read[("pve-stage-1", "top1_ratio")] == round(stage1.top1_ratio, 2)
             assert {r.source_name for r in info.card_data.eval_results} == {settings.history_repo}
-            assert (tmp_path / "data" / "model_cards.jsonl").exists()
+            # the ledger is part of the history dataset: a Space restarted on an empty disk reads it back
+            assert (tmp_path / "data" / "history" / "modelcards" / "publications.jsonl").exists()
             assert model_card_publisher(settings, arena.api, refresher, arena.statuses).run_once() == []  # restart: nothing
         finally:
             arena.stop()

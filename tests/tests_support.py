@@ -90,3 +90,78 @@ def serve_app(data, **build_kwargs) -> tuple:
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
     return demo, f"http://127.0.0.1:{port}/"
+
+
+class ServedHub:
+    """`python -m localhub` in its own process on a free port: the Hub as an operator
+    serves it beside a Space (standing in for huggingface.co), reached only over HTTP."""
+
+    def __init__(self, root: Path, *, token: str = "hub-token"):
+        import subprocess
+        import sys
+        import time
+        import urllib.request
+
+        self.token = token
+        port = free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "localhub", "--root", str(root), "--port", str(port), "--token", token],
+            cwd=TESTS.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/api/whoami-v2", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except OSError:
+                if time.time() > deadline or self.process.poll() is not None:
+                    raise RuntimeError("python -m localhub did not start")
+                time.sleep(0.1)
+
+    def api(self):
+        from huggingface_hub import HfApi
+
+        return HfApi(endpoint=self.endpoint, token=self.token)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def hub_dataset_files(api, repo_id: str, folder: str) -> dict[str, bytes]:
+    """Every file of a Hub dataset under `folder` (path -> bytes), read over HTTP."""
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        paths = [f.path for f in api.list_repo_tree(repo_id, path_in_repo=folder, recursive=True, repo_type="dataset")
+                 if hasattr(f, "blob_id")]
+    except EntryNotFoundError:
+        return {}
+    out = {}
+    for path in paths:
+        with open(api.hf_hub_download(repo_id, path, repo_type="dataset", cache_dir=tempfile.mkdtemp()), "rb") as f:
+            out[path] = f.read()
+    return out
+
+
+def hub_match_ids_by_shard(api, repo_id: str) -> dict[str, list[str]]:
+    """Each shard of a Hub dataset and the match ids it holds."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    return {path: sorted(set(pq.read_table(io.BytesIO(data), columns=["match_id"]).column("match_id").to_pylist()))
+            for path, data in hub_dataset_files(api, repo_id, "data").items() if path.endswith(".parquet")}
+
+
+def hub_status_events(api, repo_id: str) -> list[str]:
+    """Every status event line in every writer's status file of a Hub dataset, canonical JSON."""
+    import json
+
+    events = []
+    for path, data in hub_dataset_files(api, repo_id, "submissions").items():
+        if path.endswith(".jsonl") and ".damaged" not in path:
+            events += [json.dumps(json.loads(line), sort_keys=True) for line in data.decode().splitlines() if line.strip()]
+    return events

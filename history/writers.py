@@ -1,0 +1,211 @@
+"""Who writes the history dataset: each writer's id, its heartbeat, and which writer leads.
+
+A Space's disk is wiped on every restart and, during a rebuild, the old and the new
+container run side by side; a second Space or a Ray head may push to the same dataset.
+So the dataset has writers, and three rules keep them from harming one another:
+
+1. **Every file a writer creates carries its id** (`w` and 12 hex digits, made once per
+   data folder and kept in `DATA/writer.json`): shards, bundles, its journals
+   (`history.journal`) and its heartbeat. A writer pushes only files of its own, so no
+   push can replace another writer's file. A wiped disk is a new writer: an id is never
+   reused, so a restarted Space can never push a shorter copy of a file it wrote before.
+2. **One leader decides the lifecycle.** Each writer keeps a heartbeat in the dataset,
+   `writers/<id>.json` (when it started, when it last pushed, whether it stopped), written
+   before each push. The leader is the live writer that started first: discovery,
+   validation, PvE, audits and model cards are its work alone, so two writers never play
+   the same owed PvE match nor record the same verdict twice. Every writer plays PvP
+   (random line-ups: no two writers draw the same match). When the leader stops cleanly
+   its last heartbeat says so and the next writer leads at its next pull; when it is
+   killed, once its heartbeat is older than `ttl_s` (three pushes and a minute).
+3. **Readers take the union**: every writer's shards and journals, each match and each
+   event once (`history.store` and `history.journal` drop duplicates).
+
+A writer does not lead before it has read the dataset's heartbeats (`history.restore`
+marks `caught_up`), so a new container never takes the lead from a live old one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+#: A writer's id, as every file it creates carries it.
+WRITER_ID = re.compile(r"w[0-9a-f]{12}")
+
+#: Where a data folder keeps its writer's identity (outside the dataset folder).
+IDENTITY_FILE = "writer.json"
+
+#: The journals of the layout before writers: (single file in the history folder, its writer's file name stem).
+LEGACY_JOURNALS = ("submissions/statuses.jsonl", "audits/audits.jsonl")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """This data folder's writer."""
+
+    writer: str
+    created_at: float
+    legacy: bool = False
+    """The folder held history from before writer ids: its files without a writer id in
+    their names (flushed before the upgrade) are this writer's to compact."""
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    with open(tmp, "w") as f:
+        json.dump(data, f, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def identity(data_dir: Path, history_dir: Path, *, ledger: Path | None = None) -> Identity:
+    """This data folder's writer, made on its first start with writers.
+
+    On that first start, a folder that already holds a history from before writers is
+    migrated without losing an event: its single status and audit logs (and the model-card
+    ledger `ledger`, which lived outside the dataset) are copied into this writer's own
+    files; the single files are never written again (the dataset keeps its copy, and
+    readers drop the events the two hold in common).
+    """
+    path = Path(data_dir) / IDENTITY_FILE
+    if path.exists():
+        data = json.loads(path.read_text())
+        found = Identity(str(data["writer"]), float(data["created_at"]), bool(data.get("legacy", False)))
+        if not WRITER_ID.fullmatch(found.writer):
+            raise ValueError(f"{path} names writer {found.writer!r}, not an id like w0123456789ab: delete the file "
+                             "for a new one (a new writer loses nothing: its files are new)")
+        return found
+    history_dir = Path(history_dir)
+    legacy = any((history_dir / folder).is_dir() and any((history_dir / folder).rglob("*.*"))
+                 for folder in ("data", "replays", "logs", "wal"))
+    made = Identity(f"w{secrets.token_hex(6)}", time.time(), legacy)
+    for relative in LEGACY_JOURNALS:
+        single = history_dir / relative
+        if single.exists():
+            _copy_into(single, single.with_name(f"{single.stem}-{made.writer}{single.suffix}"))
+            legacy = True
+    if ledger is not None and Path(ledger).exists():
+        _copy_into(Path(ledger), history_dir / "modelcards" / f"publications-{made.writer}.jsonl")
+    made = Identity(made.writer, made.created_at, legacy)
+    _write_json(path, asdict(made))
+    if legacy:
+        log.info("history in %s migrated to writer %s: the single status and audit logs are read, never written again",
+                 history_dir, made.writer)
+    return made
+
+
+def _copy_into(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.copy")
+    shutil.copyfile(source, tmp)
+    with open(tmp, "rb+") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell():
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """A writer's last word in the dataset (`writers/<id>.json`)."""
+
+    writer: str
+    started_at: float
+    """When this run of the writer started (Unix time): the earliest live one leads."""
+    at: float
+    """When it last wrote this heartbeat (before a push)."""
+    stopped: bool = False
+    """It stopped cleanly: another writer may lead at once."""
+    host: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Heartbeat":
+        return cls(str(data["writer"]), float(data["started_at"]), float(data["at"]), bool(data.get("stopped", False)),
+                   str(data.get("host", "")))
+
+
+class Writers:
+    """The dataset's writers as this writer knows them, and this writer's heartbeat.
+
+    Args:
+        history_dir (`Path`): the history folder (its `writers/` holds the heartbeats).
+        writer (`str`): this writer's id.
+        ttl_s (`float`): a heartbeat older than this is a dead writer's.
+        clock (`Callable`, *optional*): now, in Unix seconds.
+    """
+
+    def __init__(self, history_dir: Path, writer: str, *, ttl_s: float, clock: Callable[[], float] = time.time):
+        self.folder = Path(history_dir) / "writers"
+        self.writer = writer
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self.started_at = clock()
+        self.caught_up = threading.Event()
+        """Set once the dataset's heartbeats have been read (`history.restore`): no lead before."""
+        self._stopped = False
+
+    @property
+    def own(self) -> Path:
+        return self.folder / f"{self.writer}.json"
+
+    def beat(self, *, stopped: bool = False) -> Heartbeat:
+        """Write this writer's heartbeat (before a push: the push publishes it)."""
+        self._stopped = self._stopped or stopped
+        beat = Heartbeat(self.writer, self.started_at, self.clock(), self._stopped, socket.gethostname())
+        _write_json(self.own, asdict(beat))
+        return beat
+
+    def heartbeats(self) -> list[Heartbeat]:
+        """Every writer's last heartbeat in the folder (unreadable ones skipped)."""
+        found = []
+        for path in sorted(self.folder.glob("w*.json")) if self.folder.is_dir() else []:
+            if not WRITER_ID.fullmatch(path.stem):
+                continue
+            try:
+                found.append(Heartbeat.from_dict(json.loads(path.read_text())))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("writer heartbeat %s unreadable (%s): that writer counts as gone", path.name, exc)
+        return found
+
+    def live(self, now: float | None = None) -> list[Heartbeat]:
+        """The writers alive now (this one while it runs), earliest started first."""
+        now = self.clock() if now is None else now
+        alive = [b for b in self.heartbeats() if b.writer != self.writer and not b.stopped and now - b.at <= self.ttl_s]
+        if not self._stopped:
+            alive.append(Heartbeat(self.writer, self.started_at, now, False))
+        return sorted(alive, key=lambda b: (b.started_at, b.writer))
+
+    def leader(self, now: float | None = None) -> str | None:
+        """The id of the writer that leads now (None once this one stopped and no other lives)."""
+        alive = self.live(now)
+        return alive[0].writer if alive else None
+
+    def leads(self, now: float | None = None) -> bool:
+        """Whether this writer leads: it has read the dataset's heartbeats and is the live
+        writer that started first."""
+        return self.caught_up.is_set() and self.leader(now) == self.writer
+
+    def role(self) -> str:
+        """`leader`, `follower (w... leads)` or `catching up`, for the operator line."""
+        if not self.caught_up.is_set():
+            return "catching up with the dataset"
+        leader = self.leader()
+        return "leader" if leader == self.writer else f"follower ({leader} leads: it plays PvE and validates; this one plays PvP)"
