@@ -116,16 +116,17 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def write_history(frame: pd.DataFrame, folder: Path, *, shard_matches: int) -> int:
+def write_history(frame: pd.DataFrame, folder: Path, *, shard_matches: int, writer: str = "") -> int:
     """`frame` (whole matches in order, 16 rows each) as a history folder after compaction:
-    one shard a day (`data/YYYY/MM/DD/day-*.parquet`) of `shard_matches` matches, strings
-    dictionary-encoded in the file as pyarrow writes them. Returns the shards written."""
+    one shard a day (`data/YYYY/MM/DD/day-*.parquet`, the names ending in `-writer` when one
+    is given) of `shard_matches` matches, strings dictionary-encoded in the file as pyarrow
+    writes them. Returns the shards written."""
     rows = shard_matches * 16
     day = datetime(2026, 1, 1, tzinfo=timezone.utc)
     shards = 0
     for start in range(0, len(frame), rows):
         table = pa.Table.from_pandas(frame.iloc[start:start + rows], preserve_index=False).cast(TEAM_SCHEMA)
-        path = folder / "data" / (day + timedelta(days=shards)).strftime("%Y/%m/%d") / f"day-{shards:08d}.parquet"
+        path = folder / "data" / (day + timedelta(days=shards)).strftime("%Y/%m/%d") / f"day-{shards:08d}{'-' + writer if writer else ''}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path)
         shards += 1

@@ -109,6 +109,13 @@ PvE opponents: {"; ".join(f"stage {s}: {PVE.describe(s)} ({PVE.kinds(s)})" for s
 Every match is in the dataset [`{history_repo}`]({hub_url.rstrip('/')}/datasets/{history_repo}),
 one row per team per match; every rating here is computed from it alone:
 `datasets.load_dataset("{history_repo}")`.
+
+The dataset is this Space's state; its disk is only a cache. A Space restarted on an empty
+disk (a restart, a rebuild, waking from sleep) takes back from the dataset every match,
+status, audit and model-card publication before it plays, and plays no match the dataset
+holds. What a wiped disk loses is what had not been pushed yet: at most the last
+{settings.push_every_minutes:g} minutes of play (`NMMO_ARENA_PUSH_MINUTES`); a clean stop pushes
+it first. A Space with persistent storage keeps even that with `NMMO_ARENA_DATA=/data`.
 """
 
 

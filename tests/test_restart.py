@@ -219,3 +219,72 @@ def test_a_dataset_with_the_single_status_file_is_migrated_without_losing_an_eve
         assert len(events) == len({json.dumps(e, sort_keys=True) for e in events}) == 3 * 4 + 1  # each once
     finally:
         fresh.stop()
+
+
+def _space(data: Path, served: ServedHub, seconds: float) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)]), "HF_TOKEN": served.token}
+    return subprocess.Popen([sys.executable, str(TESTS / "scripts" / "space_writer.py"), str(data), served.endpoint,
+                             str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                            start_new_session=True)
+
+
+def _wait_for(proc: subprocess.Popen, word: str) -> str:
+    for line in proc.stdout:
+        if line.startswith(word):
+            return line
+    raise AssertionError(f"the Space ended before it said {word!r}")
+
+
+def test_two_spaces_on_one_dataset_play_every_match_once_and_record_every_event_once(served, tmp_path):
+    """The old and the new container of a rebuild, side by side: the old one leads (PvE,
+    validation); the new one plays PvP meanwhile and leads once the old one stops, taking
+    up the revisions pushed after."""
+    api = served.api()
+    push_policy(api, "alice/gatherer", EXAMPLES / "gatherer")
+    push_policy(api, "bob/wanderer", EXAMPLES / "wanderer")
+    old = _space(tmp_path / "old", served, 45)
+    old_writer = _wait_for(old, "ready").split()[1]
+    new = _space(tmp_path / "new", served, 200)
+    new_writer = _wait_for(new, "ready").split()[1]
+    push_policy(api, "carol/explorer", EXAMPLES / "explorer")  # while both run: the leader takes it
+    old_out, _ = old.communicate(timeout=180)
+    stopped_at = float(next(line for line in old_out.splitlines() if line.startswith("stopped")).split()[2])
+    push_policy(api, "dave/late", EXAMPLES / "wanderer")  # after the old one stopped: the new one leads
+    deadline = time.time() + 150
+    while time.time() < deadline:
+        events = [json.loads(e) for e in hub_status_events(api, REPO)]
+        if any(e["repo_id"] == "dave/late" and e["status"] in ("evaluated", "qualified") for e in events):
+            break
+        time.sleep(3)
+    new.terminate()  # SIGTERM, as a Space is stopped: a clean stop
+    try:
+        new_out, _ = new.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(new.pid, signal.SIGKILL)
+        new_out, _ = new.communicate()
+
+    def matches(out: str) -> dict[str, tuple[str, str]]:
+        return {p[1]: (p[2], p[3]) for p in (line.split() for line in out.splitlines()) if p and p[0] == "match"}
+
+    by_old, by_new = matches(old_out), matches(new_out)
+    assert by_old and by_new and not set(by_old) & set(by_new)  # no match played by both
+    shards = hub_match_ids_by_shard(api, REPO)
+    counts = Counter(m for ids in shards.values() for m in ids)
+    assert set(counts.values()) == {1}  # every match once in the dataset ...
+    assert set(by_old) <= set(counts)  # ... and every match the old one played (its last push on its clean stop)
+    # the new one played no PvE while the old one led
+    from datetime import datetime
+
+    early = [m for m, (track, started) in by_new.items()
+             if track == "pve" and datetime.fromisoformat(started).timestamp() < stopped_at - 1]
+    assert not early, early
+    events = hub_status_events(api, REPO)
+    assert len(events) == len(set(events))  # every event once
+    decoded = [json.loads(e) for e in events]
+    for repo in ("alice/gatherer", "bob/wanderer", "carol/explorer", "dave/late"):
+        mine = [e for e in decoded if e["repo_id"] == repo]
+        assert [e["status"] for e in mine].count("queued") == 1, (repo, mine)  # discovered by one writer, once
+        assert [e["status"] for e in mine].count("evaluating") == 1, (repo, mine)  # validated once
+    assert any(e["repo_id"] == "dave/late" and e["status"] in ("evaluated", "qualified") for e in decoded)
+    writers = {p.rsplit("-", 1)[-1].split(".")[0] for p in shards}
+    assert writers <= {old_writer, new_writer}
