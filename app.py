@@ -81,8 +81,15 @@ def main() -> int:
                                      leads=arena.writers.leads)
     if publisher is not None:
         publisher.run_in_background(settings.model_cards_every_s)
+    def restoring() -> str | None:
+        """How far the restore has got, until the tables include every shard it brought."""
+        line = arena.restoring()
+        if line is None and not data.covers(arena.pull.foreign):
+            line = f"computing the tables from the {arena.pull.progress.matches_done:,} matches restored"
+        return line
+
     demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue,
-                 audits=arena.matchmaker.audit_summary, restoring=arena.restoring)
+                 audits=arena.matchmaker.audit_summary, restoring=restoring)
     # A Space is stopped with SIGTERM on every restart and rebuild: stop as on Ctrl-C, so the
     # last matches are pushed and the heartbeat says this writer stopped (the next one leads at once).
     signal.signal(signal.SIGTERM, _interrupt)

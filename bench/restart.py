@@ -35,12 +35,10 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +53,7 @@ from history.store import HistoryReader
 from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import narrow
+from localhub.process import HubProcess
 
 TARGETS = {10_000: 60.0, 1_000_000: 300.0}
 TOKEN = "bench-restart-token"
@@ -63,30 +62,6 @@ EXAMPLE = PROJECT_ROOT / "examples" / "policies" / "gatherer"
 
 def say(text: str) -> None:
     print(text, flush=True)
-
-
-def serve_hub(root: Path) -> tuple[subprocess.Popen, str]:
-    """`python -m localhub` on a free port; (its process, its endpoint) once it answers."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "localhub", "--root", str(root), "--port", str(port), "--token", TOKEN],
-                               cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{endpoint}/api/whoami-v2", timeout=2)
-            break
-        except urllib.error.HTTPError:
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise RuntimeError("python -m localhub did not start")
-            time.sleep(0.1)
-    return process, endpoint
 
 
 def settings(data: Path, endpoint: str, **changes: Any) -> ArenaSettings:
@@ -135,7 +110,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-restart-") as tmp:
         root = Path(tmp)
-        hub, endpoint = serve_hub(root / "hub")
+        hub = HubProcess(root / "hub", token=TOKEN)
+        endpoint = hub.endpoint
         try:
             api = HfApi(endpoint=endpoint, token=TOKEN)
             # -- 1. the writer ----------------------------------------------------------------
@@ -226,8 +202,7 @@ def main() -> int:
             finally:
                 b.stop()
         finally:
-            hub.terminate()
-            hub.wait(timeout=30)
+            hub.stop()
     target = TARGETS.get(args.matches)
     if target is not None:
         report["restore_target_s"] = target

@@ -58,24 +58,27 @@ NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**", "compaction/**", "*.dama
 #: A file named before writers: its tag, 8 hex digits (fnmatch has no repetition).
 _LEGACY = "-" + "[0-9a-f]" * 8
 
+#: A runner's match id, 20 hex digits: a loose file named by it alone was made before writers.
+_MATCH = "[0-9a-f]" * 20
+
 #: Times a compaction's commit is retried on a new head when another writer committed meanwhile.
 COMMIT_RETRIES = 5
 
 
 def own_patterns(writer: str | None, *, legacy: bool = False) -> list[str]:
-    """The files of the dataset that `writer` pushes: those its id names, the card, and its
-    loose replays and logs (named by match: a match is recorded by the one writer that
-    played it). With `legacy`, also the files this folder made before writers. With no
-    writer, everything (`PUSHED`)."""
+    """The files of the dataset that `writer` pushes: those its id names, and the card (which
+    it pushes only where the dataset has none: `history.restore` marks the dataset's as
+    pushed). With `legacy`, also the files this folder made before writers. With no writer,
+    everything (`PUSHED`)."""
     if writer is None:
         return list(PUSHED)
     mine = [f"data/*-{writer}.parquet", f"replays/*-{writer}.bundle", f"logs/*-{writer}.bundle",
-            "replays/loose/*.replay", "logs/loose/*.json.gz",
+            f"replays/loose/*.{writer}.replay", f"logs/loose/*.{writer}.json.gz",
             f"submissions/*-{writer}.jsonl", f"audits/*-{writer}.jsonl", f"modelcards/*-{writer}.jsonl",
             f"writers/{writer}.json", "README.md"]
     if legacy:
         mine += [f"data/*{_LEGACY}.parquet", f"replays/*{_LEGACY}.bundle", f"logs/*{_LEGACY}.bundle",
-                 "replays/*.replay", "logs/*.json.gz"]
+                 f"replays/*{_MATCH}.replay", f"logs/*{_MATCH}.json.gz"]
     return mine
 
 #: Paths asked about in one `get_paths_info` request.

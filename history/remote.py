@@ -1,8 +1,8 @@
 """One match's replay or logs read straight from the Hub dataset, by HTTP Range.
 
 For a reader without the Space's folder (anyone with the dataset's id). A match's file is
-either still loose (`replays/loose/<id[:2]>/<id>.replay`, or `replays/<id>.replay` in the
-flat layout) or in a bundle of the day the match started (`replays/YYYY/MM/DD/*.bundle`,
+either still loose (`replays/loose/<id[:2]>/<id>.<writer>.replay`, `<id>.replay` before
+writers, or `replays/<id>.replay` in the flat layout) or in a bundle of the day the match started (`replays/YYYY/MM/DD/*.bundle`,
 `history.bundle`): the day comes from the match's `started_at`, so a reader lists one
 folder, reads each bundle's head (its index) and then the one entry, a few small requests
 however large the bundle, through `HfFileSystem` (the unmodified client).
@@ -65,7 +65,7 @@ class HubFiles:
         if day is not None:  # bundled: compaction leaves nothing loose for long
             self.requests += 1
             try:
-                names = self.fs.ls(self._path(f"{kind.folder}/{day}"), detail=False)
+                names = self.fs.ls(self._path(f"{kind.folder}/{day}"), detail=False, refresh=True)
             except FileNotFoundError:
                 names = []
             for name in sorted(names, reverse=True):
@@ -76,10 +76,17 @@ class HubFiles:
                     index = bundle.read_index(f)
                     if match_id in index:
                         return bundle.read_entry(f, index, match_id)
-        for relative in (kind.loose(match_id), kind.flat(match_id)):
+        # loose: named by the match, then (since writers) by the writer that recorded it
+        self.requests += 1
+        try:
+            names = self.fs.ls(self._path(f"{kind.folder}/loose/{match_id[:2]}"), detail=False, refresh=True)
+        except FileNotFoundError:
+            names = []
+        found = [n for n in sorted(names) if n.rsplit("/", 1)[-1].startswith(f"{match_id}.") and n.endswith(kind.suffix)]
+        for name in [*found, self._path(kind.flat(match_id))]:
             self.requests += 1
             try:
-                with self.fs.open(self._path(relative), "rb", block_size=0) as f:
+                with self.fs.open(name, "rb", block_size=0) as f:
                     return f.read()
             except (FileNotFoundError, EntryNotFoundError):
                 continue

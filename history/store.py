@@ -8,9 +8,9 @@ few hundred entries however many years the Arena runs:
     README.md                             dataset card, with the `configs:` block for `datasets`
     data/D/teams-<time>-<tag>.parquet     shards as flushed (day D: when): one row per team per match
     data/D/day-<time>-<tag>.parquet       compacted: every match started on day D, in one shard
-    replays/loose/<id[:2]>/<id>.replay    one compact replay per match (arena.replay), until compacted
+    replays/loose/<id[:2]>/<id>.<w>.replay one compact replay per match (arena.replay), until compacted
     replays/D/replays-<time>-<tag>.bundle compacted: the replays of matches started on day D (history.bundle)
-    logs/loose/<id[:2]>/<id>.json.gz      the sandboxed teams' stdout and stderr of a match (arena.logs)
+    logs/loose/<id[:2]>/<id>.<w>.json.gz  the sandboxed teams' stdout and stderr of a match (arena.logs)
     logs/D/logs-<time>-<tag>.bundle       compacted: the logs of matches started on day D
     submissions/statuses.jsonl            the submissions' status log (history.statuses)
     audits/audits.jsonl                   recorded matches rerun by the Space, and the verdicts (history.audits)
@@ -187,8 +187,11 @@ class FileKind:
     suffix: str
     prefix: str
 
-    def loose(self, match_id: str) -> str:
-        return f"{self.folder}/loose/{match_id[:2]}/{match_id}{self.suffix}"
+    def loose(self, match_id: str, writer: str | None = None) -> str:
+        """Where a match's file lies loose: named by the match, then by the writer that
+        recorded it (`history.writers`; none: a folder with one writer)."""
+        tag = f".{writer}" if writer else ""
+        return f"{self.folder}/loose/{match_id[:2]}/{match_id}{tag}{self.suffix}"
 
     def flat(self, match_id: str) -> str:
         """Where the layout before bundles kept it."""
@@ -440,13 +443,22 @@ class HistoryReader:
 
     # -- per-match files: loose, or in a bundle ----------------------------------------------
     def _loose(self, kind: FileKind, match_id: str) -> Path | None:
-        """The loose file of a match (this layout's, or the flat one's), if there is one."""
+        """The loose file of a match (this layout's, with or without a writer's id, or the
+        flat one's), if there is one."""
         if not MATCH_ID.fullmatch(match_id or ""):
             return None
         for relative in (kind.loose(match_id), kind.flat(match_id)):
             path = self.root / relative
             if path.exists():
                 return path
+        folder = self.root / kind.folder / "loose" / match_id[:2]
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            return None
+        for name in names:
+            if name.startswith(f"{match_id}.") and name.endswith(kind.suffix) and not name.startswith("."):
+                return folder / name
         return None
 
     def _index(self, path: Path) -> bundle.BundleIndex | None:
@@ -705,7 +717,7 @@ class HistoryStore(HistoryReader):
             waiting = {entry.stem for entry in self._wal_entries()}
             for kind in (REPLAYS, LOGS):
                 for path in self._walk(self.root / kind.folder / "loose", kind.suffix):
-                    match_id = path.name[: -len(kind.suffix)]
+                    match_id = path.name.split(".", 1)[0]  # <id>[.<writer>]<suffix>
                     if match_id not in self._sharded and match_id not in waiting:
                         path.unlink(missing_ok=True)
 
@@ -722,9 +734,9 @@ class HistoryStore(HistoryReader):
                 return False
             # replay and logs first: a recorded match always has them
             if replay is not None:
-                self._write(self.root / REPLAYS.loose(result.match_id), replay)
+                self._write(self.root / REPLAYS.loose(result.match_id, self.writer), replay)
             if logs is not None:
-                self._write(self.root / LOGS.loose(result.match_id), logs)
+                self._write(self.root / LOGS.loose(result.match_id, self.writer), logs)
             self._write(self.wal / f"{result.match_id}.json", json.dumps(result.to_dict()).encode())
             return True
 

@@ -160,7 +160,7 @@ EMPTY = {
 
 
 #: The note under every table while the Space restores its state from the history dataset.
-RESTORING = ("**Restoring this table from the history dataset**: {line}. The Space was restarted on an empty disk; "
+RESTORING = ("**This table is being restored from the history dataset**: {line}. The Space was restarted on an empty disk; "
              "everything the dataset holds comes back, and nothing is played again meanwhile.")
 
 #: The overfitting plot labels every point up to this many policies, beyond only the far ones.

@@ -176,6 +176,12 @@ class StandingsRefresher:
             log.info("standings recomputed from every shard: %s", exc)
             return None
 
+    def covers(self, shards: "Sequence[str]") -> bool:
+        """Whether the latest standings were computed from every shard of `shards` (names
+        inside `data/`): a Space restored on an empty disk says it is restoring until then."""
+        standings = self._standings
+        return standings is not None and set(shards) <= set(standings.source.shards)
+
     def standings(self) -> Standings:
         """The latest standings (computed now if none were computed yet)."""
         return self._standings if self._standings is not None else self.refresh()

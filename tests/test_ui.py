@@ -303,3 +303,47 @@ def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
     assert page.evaluate("window.__replayLoadMs") < 1000
     assert "tick 0 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
     context.close()
+
+
+def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path):
+    """A Space restarted on an empty disk: until its tables hold what the dataset holds, each
+    says it is restoring and how far it has got; then the usual notes come back."""
+    from leaderboard.pages import CSS, build
+    from leaderboard.refresher import StandingsRefresher
+
+    data = StandingsRefresher(HistoryStore(tmp_path / "history"), statuses=StatusLog(tmp_path / "s.jsonl").states,
+                              hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    state = {"line": "restoring 4,100 of about 10,000 matches from nmmo-arena/match-history (3 of 7 shards)"}
+    operator = ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed"]
+    demo = build(data, operator=lambda: operator + ([state["line"].capitalize()] if state["line"] else []),
+                 restoring=lambda: state["line"])
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_role("tab", name="PvP leaderboard").wait_for()
+        notes = (("PvP leaderboard", "#pvp-empty"), ("PvE", "#pve-empty"), ("Submissions", "#submissions-empty"),
+                 ("Matches", "#matches-empty"))
+        for tab, note in notes:
+            page.get_by_role("tab", name=tab).click()
+            page.locator(note).wait_for(state="visible", timeout=10000)
+            assert "This table is being restored from the history dataset" in page.locator(note).inner_text(), tab
+            assert "4,100 of about 10,000 matches" in page.locator(note).inner_text()
+        assert "Restoring 4,100 of about 10,000" in page.locator("#operator-status").inner_text()
+        page.get_by_role("tab", name="PvP leaderboard").click()
+        page.screenshot(path=str(SHOTS / "restoring-pvp.png"), full_page=True)
+        state["line"] = None  # restored
+        page.reload()
+        page.get_by_role("tab", name="PvP leaderboard").wait_for()
+        page.locator("#pvp-empty").wait_for(state="visible", timeout=10000)
+        assert "No PvP matches yet" in page.locator("#pvp-empty").inner_text()
+        assert "Restoring" not in page.locator("#operator-status").inner_text()
+        assert errors == [], errors
+        context.close()
+    finally:
+        demo.close()

@@ -112,15 +112,16 @@ def test_a_writer_pushes_and_compacts_only_its_own_files(tmp_path):
         "data/2026/12/01/day-20261201T000000000000-0123abcd.parquet",
         f"replays/2026/12/03/replays-20261203T000000000000-{me}.bundle",
         f"replays/2026/12/03/replays-20261203T000000000000-{other}.bundle",
-        "replays/loose/ab/ab01.replay",
+        f"replays/loose/ab/ab01.{me}.replay",
         f"submissions/statuses-{me}.jsonl", f"submissions/statuses-{other}.jsonl", "submissions/statuses.jsonl",
         f"audits/audits-{me}.jsonl", f"modelcards/publications-{me}.jsonl",
         f"writers/{me}.json", f"writers/{other}.json", "README.md", "wal/x.json", "submissions/statuses.damaged.jsonl",
+        f"replays/loose/ab/ab02.{other}.replay", "replays/loose/01/0123456789abcdef0123.replay",
     ]
     pushed = set(filter_repo_objects(files, allow_patterns=own_patterns(me), ignore_patterns=NOT_PUSHED))
     assert pushed == {files[0], files[4], files[6], files[7], files[10], files[11], files[12], "README.md"}
     legacy = set(filter_repo_objects(files, allow_patterns=own_patterns(me, legacy=True), ignore_patterns=NOT_PUSHED))
-    assert legacy == pushed | {files[3]}
+    assert legacy == pushed | {files[3], files[-1]}
     store = HistoryStore(tmp_path / "h", writer=me, legacy=False)
     assert store.owns(files[0]) and not store.owns(files[1]) and not store.owns(files[3])
     assert HistoryStore(tmp_path / "h2", writer=me, legacy=True).owns(files[3])

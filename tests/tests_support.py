@@ -6,6 +6,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from localhub.process import HubProcess
+
 TESTS = Path(__file__).resolve().parent
 POLICIES = TESTS / "policies"
 EXAMPLES = TESTS.parent / "examples" / "policies"
@@ -92,42 +94,8 @@ def serve_app(data, **build_kwargs) -> tuple:
     return demo, f"http://127.0.0.1:{port}/"
 
 
-class ServedHub:
-    """`python -m localhub` in its own process on a free port: the Hub as an operator
-    serves it beside a Space (standing in for huggingface.co), reached only over HTTP."""
-
-    def __init__(self, root: Path, *, token: str = "hub-token"):
-        import subprocess
-        import sys
-        import time
-        import urllib.request
-
-        self.token = token
-        port = free_port()
-        self.endpoint = f"http://127.0.0.1:{port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "localhub", "--root", str(root), "--port", str(port), "--token", token],
-            cwd=TESTS.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.endpoint}/api/whoami-v2", timeout=2)
-                break
-            except urllib.error.HTTPError:
-                break  # it answers
-            except OSError:
-                if time.time() > deadline or self.process.poll() is not None:
-                    raise RuntimeError("python -m localhub did not start")
-                time.sleep(0.1)
-
-    def api(self):
-        from huggingface_hub import HfApi
-
-        return HfApi(endpoint=self.endpoint, token=self.token)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
+#: `python -m localhub` in its own process (see `localhub.process`).
+ServedHub = HubProcess
 
 
 def hub_dataset_files(api, repo_id: str, folder: str) -> dict[str, bytes]:
