@@ -74,7 +74,7 @@ def main() -> int:
     analytics = AnalyticsKeeper(arena.store, cache=settings.data_dir / "cache" / "analytics")
     data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, analytics=analytics,
                               published=arena.mirror.published,
-                              luck_horizon=settings.match_horizon)
+                              luck_horizon=settings.match_horizon, ready=arena.pull.done.is_set)
     data.refresh()
     data.run_in_background()
     publisher = model_card_publisher(settings, arena.api, data, arena.statuses, writer=arena.writers.writer,

@@ -163,7 +163,8 @@ def main() -> int:
                 time.sleep(0.05)
             watcher = StatusLog(history / "submissions" / "statuses.jsonl")
             refresher = StandingsRefresher(HistoryReader(history), statuses=lambda: (watcher.reload(), watcher.states())[1],
-                                           hub_url="http://hub", bootstrap=args.bootstrap)
+                                           hub_url="http://hub", bootstrap=args.bootstrap,
+                                           ready=lambda: "b" in holder)  # as app.py: once B's restore is done
             identical = False
             restore_s = float("nan")
             while time.perf_counter() - started < args.timeout_s:

@@ -76,6 +76,9 @@ class StandingsRefresher:
         luck_horizon (`int`, *optional*): only matches of this many ticks count for luck.
         analytics (`AnalyticsKeeper`, *optional*): the per-policy analytics to feed
             (in memory unless given one with a cache).
+        ready (`Callable`, *optional*): False while the history folder is being restored
+            from the dataset (`history.restore`): the standings then wait for the whole of
+            it, computed once, rather than again and again as its shards arrive.
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class StandingsRefresher:
         luck_every_s: float = LUCK_EVERY_S,
         luck_horizon: int | None = None,
         analytics: AnalyticsKeeper | None = None,
+        ready: Callable[[], bool] | None = None,
     ):
         self.store = store
         self.statuses = statuses
@@ -108,6 +112,8 @@ class StandingsRefresher:
         self._luck_source: Any = None
         self.analytics = analytics if analytics is not None else AnalyticsKeeper(store)
         self._analysed: Any = None
+        self.ready = ready
+        self._waited = False
 
     def source(self) -> Source:
         """The shards the standings should be computed from now."""
@@ -121,10 +127,15 @@ class StandingsRefresher:
         were only added; the whole-history columns at most every `mle_every_s`); feed the
         analytics the new replays; return the standings."""
         with self._lock:
+            if self._standings is not None and self.ready is not None and not self.ready():
+                self._waited = True
+                return self._standings
             source = self.source()
             now = time.monotonic()
             previous = self._standings
-            mle_due = now - self._computed_at >= self.mle_every_s
+            # the first standings of a restored history are whole at once, whole-history columns included
+            mle_due = now - self._computed_at >= self.mle_every_s or self._waited
+            self._waited = False
             if previous is None:
                 self._standings = self._recompute(source, None, refresh_mle=True)
                 self._computed_at = now

@@ -246,7 +246,7 @@ class Arena:
         lines = [self.health.state().line()]
         restoring = self.restoring()
         if restoring is not None:
-            lines.append(restoring.capitalize())
+            lines.append(restoring[:1].upper() + restoring[1:])
         elif self.writers is not None and self.writers.leader() != self.writers.writer:
             lines.append(f"This Space is writer {self.writers.writer} of {self.settings.history_repo}, a "
                          f"{self.writers.role()}.")

@@ -325,3 +325,42 @@ def test_datasets_loads_the_compacted_history(tmp_path, local_hub, hub_api):
 def test_a_bad_compaction_argument_says_what_to_pass(tmp_path):
     with pytest.raises(ValueError, match="at least one shard"):
         HistoryStore(tmp_path).compact(max_shards=0)
+
+
+def test_a_compaction_that_loses_a_race_with_another_writer_is_made_again_on_the_new_head(tmp_path, hub_api):
+    """Two writers of one dataset: while one compacts, the other commits. The compaction's
+    commit names the head it listed (`parent_commit`), is refused, and is made again on the
+    new head; neither writer's files are lost and every match is once on the Hub."""
+    repo = "arena/history-race"
+    clock = Clock()
+    mine, other = HistoryStore(tmp_path / "a", clock=clock, writer="w00000000000a", legacy=False), \
+        HistoryStore(tmp_path / "b", clock=clock, writer="w00000000000b", legacy=False)
+    record(mine, clock, matches(6, seed=11, every_minutes=60))
+    record(other, clock, matches(4, seed=12, every_minutes=60))
+    a = HubMirror(mine, api=hub_api, repo_id=repo, every_minutes=60, compact_every_minutes=60)
+    b = HubMirror(other, api=hub_api, repo_id=repo, every_minutes=60)
+    try:
+        assert a.push_now() and b.push_now()
+        real = hub_api.get_paths_info
+        raced, asked = [], []
+
+        def racing(*args, **kwargs):  # the other writer commits between the listing and the compaction's commit
+            asked.append(kwargs.get("revision"))
+            found = real(*args, **kwargs)
+            if not raced:
+                raced.append(hub_api.upload_file(path_or_fileobj=b"{}", path_in_repo="writers/w00000000000b.json",
+                                                 repo_id=repo, repo_type="dataset").oid)
+            return found
+
+        a.scheduler.api.get_paths_info = racing
+        report = a.compact_now()
+        assert raced and report is not None and report.plans
+        assert len(asked) == 2 and asked[0] != asked[1]  # refused on the old head, made again on the new one
+        remote = set(hub_api.list_repo_files(repo, repo_type="dataset"))
+        assert not any(name.endswith("-w00000000000a.parquet") and "/teams-" in name for name in remote)
+        assert any("/teams-" in name and name.endswith("-w00000000000b.parquet") for name in remote)  # not its to compact
+        rows = hub_rows(hub_api, repo)
+        assert rows.num_rows == 16 * 10 and len(set(rows.column("match_id").to_pylist())) == 10
+    finally:
+        a.stop()
+        b.stop()
