@@ -127,8 +127,10 @@ class StandingsRefresher:
         were only added; the whole-history columns at most every `mle_every_s`); feed the
         analytics the new replays; return the standings."""
         with self._lock:
-            if self._standings is not None and self.ready is not None and not self.ready():
+            if self.ready is not None and not self.ready():  # restoring: the tables wait for all of it
                 self._waited = True
+                if self._standings is None:
+                    self._standings = compute(iter(()), bootstrap=0, source=Source(published=False))
                 return self._standings
             source = self.source()
             now = time.monotonic()
