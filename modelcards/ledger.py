@@ -20,7 +20,6 @@ on the Hub and sees its card already carries those results.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
