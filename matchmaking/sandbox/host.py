@@ -61,12 +61,15 @@ MEMORY_POLL_S = 0.05
 
 #: Where every team process's private working folder (and each zygote's home) is made:
 #: `<kind>-<pid of the match process>-<random>`, so that the folders of a match process
-#: killed before it could clean up are found and removed at the next start.
-SANDBOX_ROOT = Path(tempfile.gettempdir()) / "nmmo-arena-sandboxes"
+#: killed before it could clean up are found and removed at the next start. One per user
+#: of the Arena; open to passing through (0711) and to nothing else, since a team that runs
+#: as its own user (`confine.team_ids`) must reach its folder, and only its folder.
+SANDBOX_ROOT = Path(tempfile.gettempdir()) / f"nmmo-arena-sandboxes-{os.getuid()}"
 
 
 def _private_folder(kind: str) -> Path:
-    SANDBOX_ROOT.mkdir(mode=0o700, exist_ok=True)
+    SANDBOX_ROOT.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(SANDBOX_ROOT, 0o711)
     return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=SANDBOX_ROOT))
 
 
@@ -84,7 +87,8 @@ def remove_stale_sandboxes() -> int:
     """Remove the working folders and shared-memory blocks of match processes that are
     gone (killed with kill -9, say: their teams' folders and memory outlive them).
     Returns how many were removed. Safe while other match processes run: only the
-    leftovers of dead processes are touched."""
+    leftovers of dead processes are touched, and only this user's (another user's
+    Arena on the same machine keeps its own)."""
     removed = 0
     candidates = [(p, p.name.split("-")) for p in SANDBOX_ROOT.glob("*-*-*")] if SANDBOX_ROOT.is_dir() else []
     shm = Path("/dev/shm")
@@ -95,12 +99,15 @@ def remove_stale_sandboxes() -> int:
             pid = int(parts[1])
         except (IndexError, ValueError):
             continue
-        if _alive(pid):
+        try:
+            if _alive(pid) or path.lstat().st_uid != os.getuid():
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:  # gone meanwhile, or not ours to remove
             continue
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
         removed += 1
     return removed
 

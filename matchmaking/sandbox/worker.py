@@ -69,7 +69,10 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
             cpu_seconds=int(limits["cpu_seconds"]),
             max_file_mb=int(limits["max_file_mb"]),
             workdir_mb=int(limits["workdir_mb"]),
+            policy=Path(policy_path) if policy_path else None,
         )
+        if policy_path:  # as root the team is now another user: it reads its folder from there
+            init = {**init, "policy_path": confinement.pop("policy folder")}
         limit_memory(int(limits["memory_limit_mb"]))
         team = _build_team(init)
     except BaseException as exc:  # noqa: BLE001 - reported to the runner, whatever it is
