@@ -89,7 +89,7 @@ def main() -> int:
         return line
 
     demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue,
-                 audits=arena.matchmaker.audit_summary, restoring=restoring)
+                 audits=arena.matchmaker.audit_summary, restoring=restoring, isolation=arena.isolation_report)
     # A Space is stopped with SIGTERM on every restart and rebuild: stop as on Ctrl-C, so the
     # last matches are pushed and the heartbeat says this writer stopped (the next one leads at once).
     signal.signal(signal.SIGTERM, _interrupt)

@@ -227,6 +227,9 @@ class ArenaSettings:
     map_secret: str | None = setting(None, env="MAP_SECRET", parse=_optional, check=_map_secret, secret=True,
         doc="secret the held-out PvP maps are generated from; unset: generated into DATA/map-secret on the first start "
             "(set it as a Space secret so that a factory reset keeps the pool; changing it changes the pool)")
+    isolation: str = setting("strict", env="ISOLATION", parse=lambda t: t.strip().lower(), check=_choice(("strict", "warn")),
+        doc="strict: no submitted code runs where the isolation self-test finds file or network isolation missing "
+            "(submissions wait, built-ins play on); warn: run it anyway, under a red banner (`python -m matchmaking.isolation`)")
     log_level: str = setting("INFO", env="LOG", parse=lambda t: t.strip().upper(), check=_choice(_LOG_LEVELS),
         doc="how much the Space logs")
 

@@ -8,6 +8,7 @@ page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submiss
 
 from __future__ import annotations
 
+import html
 import time
 from typing import Any, Callable, Mapping
 
@@ -138,6 +139,24 @@ def audit_markdown(summary: AuditSummary | None, settings: ArenaSettings) -> str
     return "\n".join(lines)
 
 
+def isolation_banner(report: Mapping[str, Any] | None) -> str:
+    """The banner over every page while isolation is missing (`matchmaking.isolation`):
+    red where submitted code runs anyway (`warn`), amber where it waits (`strict`);
+    nothing while the self-test runs or where everything holds."""
+    if not report or report.get("holds"):
+        return ""
+    missing = ", ".join(report.get("missing", []))
+    if report.get("refuses_submitted_code"):
+        color, text = ("#8a5a00", f"Isolation missing on this Space ({missing}): submitted code does not run here "
+                       "(NMMO_ARENA_ISOLATION=strict). Submissions wait in the queue; the built-in teams play on.")
+    else:
+        color, text = ("#b00020", f"WARNING: isolation missing on this Space ({missing}), and submitted code runs anyway "
+                       "(NMMO_ARENA_ISOLATION=warn). A submission could reach what this Space's user can.")
+    return (f'<div role="alert" style="background:{color};color:#fff;padding:10px 14px;border-radius:6px;font-weight:600">'
+            f"{html.escape(text)} Details: the <code>/isolation</code> endpoint, or <code>python -m matchmaking.isolation</code> "
+            "on the host.</div>")
+
+
 def operator_markdown(lines: list[str]) -> str:
     """The operator's line: the Hub's state and any damaged state set aside."""
     return "\n".join(f"- {line}" for line in lines)
@@ -242,7 +261,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
           live: Callable[[], list[LiveMatch]] = list,
           queue: Callable[[], Mapping[tuple[str, str], QueueEntry]] = dict,
           audits: Callable[[], AuditSummary | None] = lambda: None,
-          restoring: Callable[[], str | None] = lambda: None) -> gr.Blocks:
+          restoring: Callable[[], str | None] = lambda: None,
+          isolation: Callable[[], Mapping[str, Any] | None] = lambda: None) -> gr.Blocks:
     """The Blocks app over `data`, describing the rules as `settings` run them.
 
     Args:
@@ -255,6 +275,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         restoring: while the Space restores its state from the history dataset, how far it
             has got (`Arena.restoring`); None once done. Meanwhile the tables say they are
             restoring rather than empty.
+        isolation: the isolation self-test's report (`IsolationReport.to_dict`; None while it
+            runs): served at `/isolation`, and a banner while a mechanism is missing.
     """
     settings = settings or ArenaSettings()
     hub_url = data.hub_url
@@ -316,6 +338,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             f"# NMMO Arena\nNeural MMO policies ranked in free-for-all matches of {MATCH.num_teams} teams of {MATCH.team_size}, "
             "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
         )
+        banner = gr.HTML(lambda: isolation_banner(isolation()), elem_id="isolation-banner")
         status = gr.Markdown(lambda: operator_markdown(operator()), elem_id="operator-status")
         playing = gr.Markdown(now_playing, elem_id="now-playing")
         timer = gr.Timer(REFRESH_S)
@@ -420,6 +443,12 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         gr.api(api_pve, api_name="pve_table")
         gr.api(api_submissions, api_name="submissions")
         gr.api(api_now_playing, api_name="now_playing")
+
+        def api_isolation() -> dict:
+            """The isolation self-test's report on this machine ({"state": "running"} until it ends)."""
+            return dict(isolation() or {"state": "running"})
+
+        gr.api(api_isolation, api_name="isolation")
         policy_outputs = [rating_plot, task_plot, recent, h2h, policy_note]
         chooser.change(policy, inputs=chooser, outputs=policy_outputs, api_name="policy")
 
@@ -447,9 +476,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         def refresh_live():
             table = submissions()
-            return table, note("submissions", table), now_playing(), operator_markdown(operator())
+            return (table, note("submissions", table), now_playing(), operator_markdown(operator()),
+                    isolation_banner(isolation()))
 
-        fast.tick(refresh_live, outputs=[subs, subs_empty, playing, status], api_name=False)
+        fast.tick(refresh_live, outputs=[subs, subs_empty, playing, status, banner], api_name=False)
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame):
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index

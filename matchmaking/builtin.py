@@ -14,6 +14,7 @@ so the Combat team is made of the Melee, Range and Mage subclasses.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import nmmo
@@ -24,7 +25,7 @@ from nmmo.lib import seeding
 from nmmo.systems.item import ItemState
 from scripted import baselines
 
-from arena.rules import builtin_team
+from arena.rules import BUILTIN_TEAMS, builtin_team
 from matchmaking.config import MatchConfig
 from matchmaking.game import nmmo_config
 
@@ -133,3 +134,44 @@ def builtin_factory(name: str) -> Callable[[int, Mapping[str, Any]], Any]:
 
     make.__name__ = builtin_team(name).policy_id
     return make
+
+
+_PACKAGED = '''"""The Arena's built-in team `{name}`, packaged as a submission.
+
+The Arena also plays it directly as `builtin:{name}` (a PvE opponent and rating anchor);
+as a submission it goes through discovery, validation, the sandbox and PvE like any other.
+"""
+
+from matchmaking.builtin import builtin_factory
+
+_make = builtin_factory("{name}")
+
+
+class Team:
+    def __init__(self, team_id, env_config):
+        self._team = _make(team_id, env_config)
+        self.reset = getattr(self._team, "reset", lambda: None)
+
+    def act(self, observations):
+        return self._team.act(observations)
+'''
+
+
+def packaged_policy(name: str) -> str:
+    """The `policy.py` of built-in team `name` packaged as a submission (the embedded Hub
+    is seeded with these, so a fresh Arena has a field to play)."""
+    return _PACKAGED.format(name=name)
+
+
+def is_packaged(folder: Path) -> bool:
+    """Whether `folder` holds exactly a packaged built-in team: its `policy.py` is one of
+    `packaged_policy`'s, and nothing else in it is code. Such a revision runs only the
+    Arena's own code, so it may play where submitted code may not (`matchmaking.isolation`)."""
+    try:
+        text = (folder / "policy.py").read_text()
+        names = {p.name for p in folder.iterdir() if not p.name.startswith(".")}
+    except OSError:
+        return False
+    if not names <= {"policy.py", "README.md"}:
+        return False
+    return any(text == packaged_policy(team.name) for team in BUILTIN_TEAMS)

@@ -11,6 +11,11 @@ process exactly as on the Arena (`matchmaking.sandbox.host`); match `i` uses see
 reproducible. The report gives Top1Ratio, mean Achievement and mean points per task;
 `--json` prints one JSON object on stdout instead (progress stays on stderr), with every
 match's full record.
+
+Before a folder's team runs, the isolation self-test (`matchmaking.isolation`) checks this
+machine's sandbox. This is the participant's own code on their own machine, so the default
+is `NMMO_ARENA_ISOLATION=warn`: stderr names each missing mechanism and the run goes on;
+with `strict` it refuses (exit code 3).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from tqdm import tqdm
 from arena.errors import ArenaError
 from arena.rules import PVE, stage_opponents
 from arena.schema import TASK_NAMES, MatchResult
+from matchmaking import isolation
 from matchmaking.config import MatchConfig
 from matchmaking.executor import default_workers, run_matches
 from matchmaking.match import MatchSpec, policies_for
@@ -96,6 +102,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ArenaError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+    if not target.is_builtin:
+        try:
+            mode = isolation.mode_from_env(isolation.WARN)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        report = isolation.check(mode)
+        for mechanism in report.mechanisms():
+            if not mechanism.held:
+                print(f"warning: {mechanism.name} isolation is missing on this machine: {mechanism.why}", file=sys.stderr)
+        if report.refuses:
+            print(f"error: {report.line()} {isolation.ADVICE}", file=sys.stderr)
+            return 3
 
     protect_process()
     results: list[MatchResult] = []

@@ -17,6 +17,7 @@ on every executor (the seed fixes the game; tested on a local Ray runtime).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -31,6 +32,8 @@ from arena.schema import MatchResult
 from matchmaking.live import Board, ClusterBoard, LiveBoard
 from matchmaking.match import HostFactory, MatchSpec, in_process_host, run_match
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class MatchOutcome:
@@ -44,6 +47,8 @@ class MatchOutcome:
     replay: bytes | None = None
     logs: bytes | None = None
     node: str = ""
+    isolation: str = ""
+    """On a Ray node: its isolation self-test's verdict (`IsolationReport.line`), if it ran."""
 
 
 def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, board: Board | None = None,
@@ -59,21 +64,31 @@ def _play(spec: MatchSpec, host_factory: HostFactory, record: bool = False, boar
     return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
 
 
-def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, board: ClusterBoard | None) -> MatchOutcome:
-    """A Ray task: play a portable spec on whatever node Ray chose, from that node's cache."""
+def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, board: ClusterBoard | None,
+                  isolation: str | None = None) -> MatchOutcome:
+    """A Ray task: play a portable spec on whatever node Ray chose, from that node's cache.
+    A spec that seats a submission first needs this node's isolation self-test
+    (`matchmaking.isolation.require`, once per worker process) to allow it under `isolation`."""
     import ray
 
+    from matchmaking.isolation import IsolationError, require
     from matchmaking.nodes import NodeCache
     from matchmaking.sandbox.host import protect_process
 
     protect_process()  # this worker's environment (Ray's token) stays unreadable to its sandboxes
     node = ray.get_runtime_context().get_node_id()
+    verdict = ""
+    if isolation is not None and not all(p.is_builtin for p in spec.policies):
+        try:
+            verdict = require(isolation, where=f"node {node[:12]}").line()
+        except IsolationError as exc:
+            return MatchOutcome(spec, error=str(exc), node=node, isolation=str(exc))
     cache = NodeCache()
     try:
         playable = cache.localize(spec)
     except Exception as exc:  # noqa: BLE001 - a fetch that fails loses this match only
         return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node)
-    return dataclasses.replace(_play(playable, host_factory, record, board, node), spec=spec, node=node)
+    return dataclasses.replace(_play(playable, host_factory, record, board, node), spec=spec, node=node, isolation=verdict)
 
 
 def default_workers() -> int:
@@ -193,6 +208,9 @@ class RayExecutor:
             (`matchmaking.live.ClusterBoard`), for `in_flight()`.
         resources (`dict`, *optional*): custom resources each match asks for, on top of its
             CPU (`ray start --resources`): to play only on the nodes that declare them.
+        isolation (`str`, *optional*): the Space's `NMMO_ARENA_ISOLATION`: each node runs
+            its own isolation self-test before it plays a submission, and refuses under
+            `strict` where file or network isolation is missing (None: no check).
     """
 
     def __init__(
@@ -206,6 +224,7 @@ class RayExecutor:
         live: bool = True,
         max_retries: int = 3,
         resources: dict[str, float] | None = None,
+        isolation: str | None = None,
     ):
         import ray  # optional: only needed when Ray is configured
 
@@ -216,6 +235,9 @@ class RayExecutor:
         self.hub = hub
         self.host_factory = host_factory
         self.record_replays = record_replays
+        self.isolation = isolation
+        self.node_isolation: dict[str, str] = {}
+        """Each node's isolation verdict, as its first match that seated a submission said."""
         if not ray.is_initialized():
             options: dict = {"runtime_env": runtime_env(PROJECT_ROOT), "log_to_driver": False}
             if address in (None, "local"):  # "local": never a cluster a `ray start` left on this machine
@@ -240,7 +262,7 @@ class RayExecutor:
 
         specs = list(specs)
         sent = [portable(spec, self.hub) for spec in specs]
-        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board): spec
+        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board, self.isolation): spec
                    for p, spec in zip(sent, specs)}
         pending = list(spec_of)
         while pending:
@@ -251,6 +273,10 @@ class RayExecutor:
                 except Exception as exc:  # noqa: BLE001 - retries exhausted: this match only is lost
                     yield MatchOutcome(spec_of[ref], error=f"Ray task failed: {type(exc).__name__}: {exc}")
                 else:
+                    if outcome.isolation and outcome.node not in self.node_isolation:
+                        self.node_isolation[outcome.node] = outcome.isolation
+                        holds = outcome.isolation.startswith("Isolation holds")
+                        (log.info if holds else log.warning)("Ray node %s: %s", outcome.node[:12], outcome.isolation)
                     yield dataclasses.replace(outcome, spec=spec_of[ref])
 
     def close(self) -> None:

@@ -48,6 +48,7 @@ from matchmaking.config import MatchConfig
 from matchmaking.discovery import Submission, download
 from matchmaking.executor import MatchOutcome
 from matchmaking.hub import HubHealth
+from matchmaking.isolation import IsolationGate
 from matchmaking.match import MatchSpec, policies_for
 from matchmaking.pairing import make_pool
 from matchmaking.policy import PolicyRef, builtin
@@ -91,8 +92,11 @@ class Matchmaker:
         workers: int = 1,
         writer: str | None = None,
         leads: Callable[[], bool] | None = None,
+        isolation: IsolationGate | None = None,
     ):
         self.settings = settings
+        self.isolation = isolation
+        """Whether submitted code may run here (`matchmaking.isolation`); None: always."""
         self.leads = leads or (lambda: True)
         """Whether this Space leads the dataset's writers (`history.writers`): discovery,
         validation, PvE and audits are the leader's work alone (two writers never play the
@@ -112,6 +116,7 @@ class Matchmaker:
             api, statuses, settings.submissions_dir, settings.max_submission_mb,
             ticks=settings.validation_ticks, timeout_s=settings.validation_timeout_s,
             attempts=settings.download_attempts, workers=settings.validation_workers, health=health,
+            gate=isolation,
         )
         self.rng = np.random.default_rng()
         self.scheduler: Any = None
@@ -156,9 +161,14 @@ class Matchmaker:
                 log.warning("cannot fetch %s@%s to play it: %s", repo_id, revision[:12], exc)
             return None
 
+    def _may_run(self, ref: PolicyRef | None) -> bool:
+        """Whether `ref`'s code may run on this machine (`matchmaking.isolation`)."""
+        return ref is not None and (self.isolation is None or ref.is_builtin or self.isolation.may_run(ref.path))
+
     def _play(self, specs: list[MatchSpec]) -> list[MatchResult]:
-        """Play specs not yet in the history; record each as it finishes."""
-        todo = [s for s in specs if not self.store.knows(s.match_id)]
+        """Play specs not yet in the history whose every team may run here; record each as
+        it finishes."""
+        todo = [s for s in specs if not self.store.knows(s.match_id) and all(self._may_run(p) for p in s.policies)]
         recorded = []
         with self._playing_lock:
             self._playing += 1
@@ -278,7 +288,7 @@ class Matchmaker:
             if item.key not in refs:
                 refs[item.key] = self._try_ref(item.repo_id, item.revision)
             ref = refs[item.key]
-            if ref is None:
+            if ref is None or not self._may_run(ref):
                 continue
             opponents = [builtin(name) for name in stage_opponents(item.stage)]
             specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=item.stage))
@@ -329,6 +339,10 @@ class Matchmaker:
         if not qualified or self.stage1_pending():
             return 0
         refs = {player_id(s.repo_id, s.revision): (s.repo_id, s.revision) for s in qualified}
+        if self.isolation is not None and self.isolation.reason():  # only the code that may run here plays
+            refs = {p: key for p, key in refs.items() if self._may_run(self._try_ref(*key))}
+            if not refs:
+                return 0
         history = self.history.get()
         counts: dict[str, int] = {}
         for r in history:
@@ -465,6 +479,9 @@ class Matchmaker:
 
     def _play_one(self, spec: MatchSpec) -> MatchResult:
         """Play one spec on the executor, unrecorded (an audit's rerun)."""
+        if not all(self._may_run(p) for p in spec.policies):
+            raise MatchFailedError(f"match {spec.match_id} seats code that may not run here: "
+                                   f"{self.isolation.reason() if self.isolation else ''}")
         for outcome in self.executor.run([spec]):
             if outcome.result is None:
                 raise MatchFailedError(f"the rerun of match {spec.match_id} failed: {outcome.error}")

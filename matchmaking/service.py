@@ -33,8 +33,10 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from history.writers import Writers, identity
 from matchmaking import embedded_hub
+from matchmaking.builtin import packaged_policy
 from matchmaking.executor import LocalExecutor, RayExecutor, default_workers
 from matchmaking.hub import HubHealth
+from matchmaking.isolation import IsolationGate
 from matchmaking.live import LiveBoard
 from matchmaking.matchmaker import Matchmaker
 from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host
@@ -50,30 +52,17 @@ EXAMPLE_OWNER = "nmmo-arena"
 #: Built-in teams packaged as submissions on the embedded Hub.
 PACKAGED_BUILTINS = ("random", "forage", "combat", "coordinated", "elite")
 
-_BUILTIN_POLICY = '''"""The Arena's built-in team `{name}`, packaged as a submission.
-
-The Arena also plays it directly as `builtin:{name}` (a PvE opponent and rating anchor);
-as a submission it goes through discovery, validation, the sandbox and PvE like any other.
-"""
-
-from matchmaking.builtin import builtin_factory
-
-_make = builtin_factory("{name}")
-
-
-class Team:
-    def __init__(self, team_id, env_config):
-        self._team = _make(team_id, env_config)
-        self.reset = getattr(self._team, "reset", lambda: None)
-
-    def act(self, observations):
-        return self._team.act(observations)
-'''
 
 
 def _card(tag: str, name: str, description: str) -> str:
     front = yaml.safe_dump({"tags": [tag], "team_name": name, "description": description}, sort_keys=False)
     return f"---\n{front}---\n# {name}\n\n{description}\n"
+
+
+def _self_test(gate: IsolationGate) -> None:
+    """Run the isolation self-test and say its verdict once in the log."""
+    report = gate.run()
+    (log.info if report.holds else log.warning)("%s", report.line())
 
 
 def seed_hub(api: HfApi, *, tag: str) -> list[str]:
@@ -86,7 +75,7 @@ def seed_hub(api: HfApi, *, tag: str) -> list[str]:
             entries.append((f"{EXAMPLE_OWNER}/example-{folder.name}", f"Example: {folder.name}", doc, folder))
     for name in PACKAGED_BUILTINS:
         entries.append(
-            (f"{EXAMPLE_OWNER}/builtin-{name}", f"Built-in: {name}", builtin_team(name).description, {"policy.py": _BUILTIN_POLICY.format(name=name)})
+            (f"{EXAMPLE_OWNER}/builtin-{name}", f"Built-in: {name}", builtin_team(name).description, {"policy.py": packaged_policy(name)})
         )
     for repo_id, name, description, content in entries:
         if api.repo_exists(repo_id):
@@ -127,6 +116,8 @@ class Arena:
     pull: DatasetPull | None = None
     """Brings the data folder up to the dataset (`history.restore`): at start, then after every push."""
     restorer: threading.Thread | None = None
+    isolation: IsolationGate | None = None
+    """The isolation self-test's verdict on this machine, and whether submitted code may run."""
     _stopping: threading.Event = field(default_factory=threading.Event)
     _tried: threading.Event = field(default_factory=threading.Event)
     """Set once the first catch-up has been tried, whatever came of it."""
@@ -190,14 +181,18 @@ class Arena:
         pull.mark_pushed = mirror.mark_pushed
         health.pending = mirror.pending
         workers = settings.workers or default_workers()
+        gate = IsolationGate(settings.isolation)
+        # the self-test runs beside the restore; nothing is played before both are done
+        threading.Thread(target=_self_test, args=(gate,), daemon=True, name="isolation").start()
         live = settings.data_dir / "live"
         LiveBoard(live).clear()  # reports a killed Space left: no match is in flight yet
         if settings.ray_address:
-            executor: Any = RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host)
+            executor: Any = RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host,
+                                        isolation=settings.isolation)
         else:
             executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live)
         matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,
-                                health=health, workers=workers, writer=me.writer, leads=writers.leads)
+                                health=health, workers=workers, writer=me.writer, leads=writers.leads, isolation=gate)
         receiver = reactor = None
         if secret:
             reactor = PushReactor(matchmaker.sync, then=lambda: matchmaker.wake("validate"))
@@ -205,11 +200,13 @@ class Arena:
         else:
             log.info("webhooks off (a real Hub and no NMMO_ARENA_WEBHOOK_SECRET): new pushes are found by polling "
                      "every %.0f s (NMMO_ARENA_SYNC_S)", settings.sync_every_s)
-        arena = cls(settings, api, store, statuses, matchmaker, mirror, health, hub, receiver, reactor, writers, pull)
+        arena = cls(settings, api, store, statuses, matchmaker, mirror, health, hub, receiver, reactor, writers, pull,
+                    isolation=gate)
         arena.restorer = threading.Thread(target=arena._restore, args=(schedule,), daemon=True, name="restore")
         arena.restorer.start()
         if not schedule:  # the caller plays the rounds itself: on what the dataset holds, if it can be reached
             arena._tried.wait()
+            gate.done.wait()
         return arena
 
     def _restore(self, schedule: bool) -> None:
@@ -227,8 +224,14 @@ class Arena:
                 wait = min(30.0, wait * 2)
                 continue
             self.health.ok()
+            # announce this writer (its heartbeat) before it discovers or plays anything: a
+            # writer started meanwhile then sees that an earlier one leads
+            self.mirror.push_now()
             self._tried.set()
             break
+        if self.isolation is not None:
+            while not self.isolation.done.wait(0.5) and not self._stopping.is_set():
+                pass
         if schedule and not self._stopping.is_set():
             self.matchmaker.start()
 
@@ -240,10 +243,19 @@ class Arena:
         """While the first catch-up runs, how far it has got (None once done)."""
         return None if self.pull is None or self.pull.done.is_set() else self.pull.progress.line()
 
+    def isolation_report(self) -> dict[str, Any] | None:
+        """The isolation self-test's report (None while it runs): `/isolation` serves it."""
+        report = self.isolation.report if self.isolation is not None else None
+        return None if report is None else report.to_dict()
+
     def operator_lines(self) -> list[str]:
         """What an operator should know now: the Hub's state, the restore while it runs,
         this Space's role among the dataset's writers, and any damaged state set aside."""
         lines = [self.health.state().line()]
+        if self.isolation is not None:
+            lines.append(self.isolation.line())
+        for node, line in sorted(getattr(self.matchmaker.executor, "node_isolation", {}).items()):
+            lines.append(f"Ray node {node[:12]}: {line}")
         restoring = self.restoring()
         if restoring is not None:
             lines.append(restoring[:1].upper() + restoring[1:])

@@ -26,6 +26,7 @@ from arena.schema import FaultKind, TeamResult
 from history.statuses import StatusLog
 from matchmaking.discovery import CARD_FILE, Submission, discover, discover_repo, download, format_problem, size_problem
 from matchmaking.hub import HubHealth, answered, describe
+from matchmaking.isolation import IsolationGate
 from matchmaking.validation import ValidationReport, validate
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,9 @@ class Validator:
         workers (`int`): revisions validated at the same time.
         health (`HubHealth`, *optional*): told of every download's outcome.
         validator: the validation itself (a test can slow it down).
+        gate (`IsolationGate`, *optional*): whether a downloaded revision's code may run on
+            this machine; one that may not waits in the queue with the gate's reason, and is
+            not tried again until the Space restarts (the self-test runs once per start).
     """
 
     api: HfApi
@@ -100,11 +104,14 @@ class Validator:
     workers: int = 2
     health: HubHealth | None = None
     validator: Callable[..., ValidationReport] = validate
+    gate: IsolationGate | None = None
     retry_after_s: float = 15.0
     """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False, repr=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _held: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
+    """Revisions waiting because their code may not run here (see `gate`)."""
 
     # -- a round -------------------------------------------------------------------------
     def round(self) -> int:
@@ -188,7 +195,8 @@ class Validator:
 
     def _startable(self) -> list[RevisionState]:
         now = time.time()
-        return [s for s in self.statuses.with_status(Status.QUEUED) if s.key not in self._running and now >= self._retry_at(s)]
+        return [s for s in self.statuses.with_status(Status.QUEUED)
+                if s.key not in self._running and s.key not in self._held and now >= self._retry_at(s)]
 
     def _start_queued(self) -> None:
         free = self.workers - sum(not r.abandoned for r in self._running.values())
@@ -220,6 +228,10 @@ class Validator:
             return
         if self.health is not None:
             self.health.ok()
+        if self.gate is not None and not self.gate.may_run(folder):
+            self._held.add(key)
+            self._decide(key, Status.QUEUED, self.gate.reason(), download_path=str(folder))
+            return
         if not self._decide(key, Status.VALIDATING, "playing a validation match", download_path=str(folder)):
             return
         report = self.validator(submission.ref(folder), ticks=self.ticks)

@@ -119,6 +119,11 @@ def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(clust
         probes = [line.text for line in team.lines if line.text.startswith("probe ")]
         assert len(probes) == 6 and not any(p.endswith("reachable") for p in probes), probes
         assert "probe RAY_AUTH_TOKEN: absent" in probes
+    # every worker node ran its own isolation self-test before it played a submission
+    said = (tmp_path / "space.log").read_text()
+    nodes = {line.split("Ray node ")[1].split(":")[0] for line in said.splitlines() if "Ray node " in line}
+    assert nodes >= {w.node_id[:12] for w in fetched}, said[-2000:]
+    assert "Isolation holds (files held, network held, signals held, processes held" in said
     # and a match played on the cluster replays identically on this machine
     out = subprocess.run([sys.executable, "-m", "matchmaking.rerun", recorded[-1], "--data", str(data), "--json"],
                          env={**env, "NMMO_ARENA_HUB": local_hub.endpoint}, capture_output=True, text=True, timeout=300)

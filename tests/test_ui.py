@@ -25,7 +25,7 @@ from matchmaking.live import REPORT_EVERY_S, LiveBoard
 from matchmaking.match import MatchSpec, policies_for, run_match
 from matchmaking.policy import PolicyRef, builtin
 from matchmaking.pve_queue import PveWork, forecast
-from tests_support import SCREENSHOTS, free_port, record_lifecycle
+from tests_support import SCREENSHOTS, free_port, record_lifecycle, serve_app
 
 STRONG, WEAK = "alice/strong", "bob/weak"
 SHOTS = SCREENSHOTS
@@ -344,6 +344,50 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
         assert "No PvP matches yet" in page.locator("#pvp-empty").inner_text()
         assert "Restoring" not in page.locator("#operator-status").inner_text()
         assert errors == [], errors
+        context.close()
+    finally:
+        demo.close()
+
+
+def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoint(browser, tmp_path):
+    """Under `warn` with file isolation missing, every page carries a red banner; under
+    `strict` an amber one; `/isolation` serves the whole report (here built from probe
+    results such as the weak-kernel tests see, `tests/test_isolation.py`)."""
+    from gradio_client import Client
+    from playwright.sync_api import expect
+
+    from leaderboard.refresher import StandingsRefresher
+    from matchmaking.isolation import PROBES, IsolationReport, ProbeResult
+
+    probes = tuple(ProbeResult(name, name == "read", "read its contents (the secret)" if name == "read" else "socket: EACCES")
+                   for name in PROBES)
+    state = {"report": IsolationReport("warn", probes, {"files": "not available"}, {"uid": 1000}).to_dict()}
+    data = StandingsRefresher(HistoryStore(tmp_path / "history"), statuses=StatusLog(tmp_path / "s.jsonl").states,
+                              hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    demo, url = serve_app(data, isolation=lambda: state["report"],
+                          operator=lambda: [IsolationReport.from_dict(state["report"]).line()])
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        page.goto(url)
+        banner = page.locator("#isolation-banner [role=alert]")
+        banner.wait_for(state="visible", timeout=10000)
+        assert "isolation missing on this Space (files), and submitted code runs anyway" in banner.inner_text()
+        assert "rgb(176, 0, 32)" in banner.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert "Isolation MISSING (files MISSING, network held" in page.locator("#operator-status").inner_text()
+        page.screenshot(path=str(SHOTS / "isolation-warn.png"))
+        answer = Client(url, verbose=False).predict(api_name="/isolation")
+        assert answer["missing"] == ["files"] and answer["mode"] == "warn" and not answer["refuses_submitted_code"]
+        assert answer["mechanisms"]["network"]["held"] and len(answer["probes"]) == len(PROBES)
+        state["report"] = IsolationReport("strict", probes, {}, {}).to_dict()
+        page.reload()
+        expect(page.locator("#isolation-banner")).to_contain_text("submitted code does not run here", timeout=10000)
+        page.screenshot(path=str(SHOTS / "isolation-strict.png"))
+        state["report"] = IsolationReport("strict", tuple(ProbeResult(n, False, "stopped") for n in PROBES)).to_dict()
+        page.reload()
+        page.get_by_role("tab", name="PvP leaderboard").wait_for()
+        expect(page.locator("#isolation-banner [role=alert]")).to_have_count(0, timeout=10000)  # all hold: no banner
         context.close()
     finally:
         demo.close()

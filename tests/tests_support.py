@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
+from arena import PROJECT_ROOT
 from localhub.process import HubProcess
 
 TESTS = Path(__file__).resolve().parent
@@ -133,3 +135,38 @@ def hub_status_events(api, repo_id: str) -> list[str]:
         if path.endswith(".jsonl") and ".damaged" not in path:
             events += [json.dumps(json.loads(line), sort_keys=True) for line in data.decode().splitlines() if line.strip()]
     return events
+
+
+def unprivileged(command: list[str], *, uid: int = 65534) -> list[str]:
+    """`command` as an ordinary user (`uid`, no groups), as a Space runs its app.
+
+    Where this machine keeps Python under a folder other users may not enter (pyenv under
+    /root, mode 0700), the command runs in a private mount namespace in which that folder
+    is a tmpfs open to passing through (0711) with Python bound back into it: the layout of
+    a Space's image, whose interpreter every user can run. Needs root (to switch users)."""
+    from matchmaking.sandbox.confine import closed_to_others
+
+    switch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    closed = closed_to_others([Path(sys.base_prefix), Path(sys.prefix), PROJECT_ROOT])
+    if not closed:
+        return switch + command
+    return open_interpreter(switch + command)
+
+
+def open_interpreter(command: list[str]) -> list[str]:
+    """`command` in a private mount namespace where the folder that closes Python to other
+    users (e.g. /root) is replaced by a tmpfs of mode 0711 holding only Python, bound back."""
+    from matchmaking.sandbox.confine import closed_to_others
+
+    closed = Path(closed_to_others([Path(sys.base_prefix), Path(sys.prefix), PROJECT_ROOT]).split(" (mode")[0])
+    keep = [p for p in (Path(sys.base_prefix), Path(sys.prefix), PROJECT_ROOT) if closed in p.parents]
+    tops = sorted({closed / p.relative_to(closed).parts[0] for p in keep})
+    stash = [f"/tmp/.nmmo-arena-open-{i}" for i in range(len(tops))]
+    lines = ["set -e"]
+    for top, hold in zip(tops, stash, strict=True):
+        lines += [f"mkdir -p {hold}", f"mount --bind {top} {hold}"]
+    lines.append(f"mount -t tmpfs -o mode=0711 tmpfs {closed}")
+    for top, hold in zip(tops, stash, strict=True):
+        lines += [f"mkdir -p {top}", f"mount --bind {hold} {top}"]
+    lines.append('exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines), "sh", *command]

@@ -7,6 +7,7 @@ every match right after it is recorded, and keeps DATA/live.json holding what th
 With RAY_ADDRESS the matches run on that Ray cluster, as `NMMO_ARENA_RAY` makes the Space do."""
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -33,6 +34,8 @@ if __name__ == "__main__":
         return fresh
 
     HistoryStore.record = record
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("matchmaking.executor").setLevel(logging.INFO)  # each Ray node's isolation verdict
     arena = Arena.start(settings, schedule=False)
     m = arena.matchmaker
 
