@@ -44,3 +44,13 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
         yield b
         b.close()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Start slow set-ups in the background as soon as a test that needs them is selected:
+    the Python 3.10 environment (`test_python310.py`) builds while the rest of the suite runs."""
+    for item in items:
+        start = getattr(getattr(item, "module", None), "start_build", None)
+        if start is not None and item.module.__name__.endswith("test_python310"):
+            start()
+            break
