@@ -10,7 +10,7 @@ pages then say the values it runs with.
   they are scripted or learned. nmmo's scripted baselines play PvE stage 1 (as in the IJCAI
   kit) and fill PvP pools; the Arena's own teams play stages 2 and 3. As the paper's stage 2
   was a learned baseline, ours is the `apprentice` network (`training/imitate.py`), which
-  replaced the scripted `coordinated` team there after beating it head to head (README,
+  replaced the scripted `coordinated` team there after beating it head to head (docs/rules.md,
   "From training to a ranked policy"); stage 3 stays scripted.
 - **PvE** (`PVE`): 10 matches a stage against 15 built-in teams; a Top1Ratio of 0.5 opens
   the next stage; a mean Achievement of 25 in stage 1 qualifies for PvP (the paper's).

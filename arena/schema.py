@@ -2,7 +2,7 @@
 
 A `MatchResult` is what the runner returns, what `python -m matchmaking.evaluate --json`
 prints, and, flattened to one row per team (`rows`, `TEAM_COLUMNS`), what the
-match-history dataset stores. Its fields, with units and meaning, are listed in the README
+match-history dataset stores. Its fields, with units and meaning, are listed in docs/history.md ("Match record")
 under "Match record". Records are frozen and versioned: a reader checks `schema_version`
 before trusting a field.
 

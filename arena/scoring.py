@@ -56,7 +56,7 @@ class TaskRule:
         return sum(value >= threshold for threshold in self.thresholds)
 
 
-# ALGO LOGIC: the scoring table. Each reason is repeated in the README's scoring section.
+# ALGO LOGIC: the scoring table. Each reason is repeated in docs/rules.md ("Scoring").
 RULES: dict[Task, TaskRule] = {
     Task.TRAVEL: TaskRule(
         task=Task.TRAVEL,
@@ -79,7 +79,7 @@ RULES: dict[Task, TaskRule] = {
         thresholds=(3, 5, 8),
         reason=(
             "1.5's skill levels 20/35/50 do not exist in 2.x, where every skill caps at 10. "
-            "Calibrated on 12 full matches of the built-in teams (README): 14% of their teams "
+            "Calibrated on 12 full matches of the built-in teams (docs/rules.md): 14% of their teams "
             "reach level 3, 6% level 5 and 1% level 8, so the hard tier stays hard."
         ),
     ),

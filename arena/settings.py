@@ -2,7 +2,7 @@
 
 A Space is configured in its settings page, that is, through environment variables, so
 every field of `ArenaSettings` has one (`NMMO_ARENA_...`, listed by `variables()` and in
-the README). Every value is checked before anything starts: `ArenaSettings.from_env()`
+docs/operators.md). Every value is checked before anything starts: `ArenaSettings.from_env()`
 raises one `SettingsError` naming each bad variable, its value and what is accepted, and
 an `NMMO_ARENA_...` variable that is no setting at all (a typo) is refused the same way,
 so that a Space never runs for hours on a value it silently ignored.
@@ -274,7 +274,7 @@ class ArenaSettings:
 
     @classmethod
     def variables(cls) -> list[tuple[str, str, str]]:
-        """(variable, default, meaning) of every setting, for the README and `--help`."""
+        """(variable, default, meaning) of every setting, for docs/operators.md and `--help`."""
         return [(f.metadata["env"], _shown(_default(f)), f.metadata["doc"]) for f in fields(cls)]
 
     @property

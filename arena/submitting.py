@@ -2,7 +2,7 @@
 
 One pure function of the settings and the Hub's address, so the About tab
 (`leaderboard.pages.about_markdown`) says exactly what `python -m matchmaking.submit`
-does and where it pushes (the README says the same for the defaults). Kept in the shared
+does and where it pushes (docs/participants.md says the same for the defaults). Kept in the shared
 core because the leaderboard may not import the matchmaker.
 """
 

@@ -139,7 +139,7 @@ from datasets import load_dataset
 teams = load_dataset("REPO_ID", split="train").to_pandas()
 ```
 
-Columns: see "Match record" in the NMMO Arena README (schema version {version}).
+Columns: see "Match record" in the NMMO Arena's docs/history.md (schema version {version}).
 """
 
 

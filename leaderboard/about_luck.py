@@ -16,7 +16,7 @@ def luck_markdown(luck: LuckReport | str) -> str:
     spawn points, what is missing (`luck` is then the reason, as a sentence)."""
     if isinstance(luck, str):
         return (f"{HEADING}\nNot measured yet: {luck} The figures appear here once enough full matches with "
-                "spawn points are recorded (the README's \"Luck\" section says how they are computed).")
+                "spawn points are recorded (docs/rules.md, \"Luck\", says how they are computed).")
     spreads = luck.effects.spreads
     shares = luck.achievement.shares
 
@@ -36,5 +36,5 @@ From the latest {luck.matches} full matches{left_out}: {luck.policies} policies,
 
 A spread is the typical size of an effect, estimation noise taken out; a map's own richness and the
 lobby move every team of a match alike, so they show only in Achievement. Duplicate sets (the same
-seed with the seats rotated) take the seat out of PvP ratings. Method: the README's "Luck" section.
+seed with the seats rotated) take the seat out of PvP ratings. Method: docs/rules.md, "Luck".
 """

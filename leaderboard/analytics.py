@@ -8,7 +8,7 @@ what it holds; the one thing read per view is the replay of the match whose traj
 are asked for.
 
 `analytics_tab(...)` builds the tab inside `leaderboard.pages.build`, `analytics_json` is
-the API's answer (keys in the README, "Analytics").
+the API's answer (keys in docs/operators.md, "Analytics").
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def slots_of(rows: "TeamRows | pd.DataFrame", player: str, match_id: str) -> lis
 
 
 def analytics_json(keeper: AnalyticsKeeper, rows: "TeamRows | pd.DataFrame", player: str, match_id: str = "") -> dict[str, Any]:
-    """The `/analytics` answer for one player (keys: README, "Analytics")."""
+    """The `/analytics` answer for one player (keys: docs/operators.md, "Analytics")."""
     found = keeper.player(player or "")
     out: dict[str, Any] = {"player": player, "analysed": 0, "matches": [], "team_frames": 0,
                            "visits": {"shape": [0, 0], "top": []}, "deaths": {c: 0 for c in CAUSES},

@@ -79,7 +79,7 @@ def about_markdown(settings: ArenaSettings, *, hub_url: str) -> str:
 ## Submit a policy
 Push a model repo tagged **`{tag}`** whose root holds `policy.py` with `class Team`
 (`__init__(self, team_id, env_config)`, `act(self, observations) -> actions`); see the
-README for the full contract and examples:
+Arena's `docs/participants.md` for the full contract and examples:
 
 {how_to_submit(settings, hub_url=hub_url)}
 

@@ -1,7 +1,7 @@
 """The embedded Hub as the Space runs it, and how other programs on the machine find it.
 
 With no Hub configured (`NMMO_ARENA_HUB` unset) the Space serves `localhub` on DATA/hub,
-on `NMMO_ARENA_LOCAL_HUB_PORT` (7861 by default, so the README can say where it listens;
+on `NMMO_ARENA_LOCAL_HUB_PORT` (7861 by default, so the docs can say where it listens;
 a free port when that one is taken, or with 0). Writing to it needs its token, made on
 the first start and kept in `DATA/local-hub-token` (mode 0600). While it runs, the Space
 publishes where it is in `DATA/local-hub.json`:

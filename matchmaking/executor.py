@@ -195,7 +195,7 @@ class RayExecutor:
     Each spec is sent portable (`matchmaking.nodes.portable`: submissions named by repo id,
     sha and `hub`); the node fetches and checks them into its own cache and runs the teams'
     sandboxes itself. The project's code reaches the nodes as the job's runtime environment
-    (`working_dir`); the nodes need the requirements installed (README, "Matches on a Ray
+    (`working_dir`); the nodes need the requirements installed (docs/matchmaker.md, "Matches on a Ray
     cluster").
 
     Args:

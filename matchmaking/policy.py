@@ -98,7 +98,7 @@ def local(path: str | Path) -> PolicyRef:
     if not (folder / POLICY_FILE).is_file():
         raise PolicyNotFoundError(
             f"Policy folder {str(path)!r} has no {POLICY_FILE}: a submission's root must hold "
-            "policy.py defining `class Team` (see the README, 'Writing a policy')."
+            "policy.py defining `class Team` (see docs/participants.md, 'Writing a policy')."
         )
     return PolicyRef(policy_id=f"{LOCAL_PREFIX}{folder.name}", revision=folder_revision(folder), path=folder)
 

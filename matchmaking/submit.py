@@ -102,7 +102,7 @@ def policy_problem(source: str) -> str:
             bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
     if "Team" not in bound:
         return (f"{POLICY_FILE} defines no top-level `Team`. It must define `class Team` with __init__(self, team_id, "
-                "env_config) and act(self, observations) (see 'Writing a policy' in the README).")
+                "env_config) and act(self, observations) (see 'Writing a policy' in docs/participants.md).")
     return ""
 
 

@@ -48,11 +48,11 @@ def explain(fault: Fault, config: MatchConfig) -> str:
     where = f"at tick {fault.tick}" if fault.tick else "while being built"
     advice = {
         FaultKind.INIT: "Check that policy.py imports with the packages the Arena provides (numpy, torch, onnxruntime, nmmo "
-        "and their dependencies: see 'Writing a policy' in the README) and that Team(team_id, env_config) succeeds; "
+        "and their dependencies: see 'Writing a policy' in docs/participants.md) and that Team(team_id, env_config) succeeds; "
         "`python -m matchmaking.evaluate FOLDER` shows the same error locally.",
         FaultKind.ERROR: "Fix the exception; `python -m matchmaking.evaluate FOLDER --matches 1 --horizon 32` reproduces the match locally.",
         FaultKind.INVALID: "act() must return {member index: {action name: {argument name: integer index}}}, e.g. "
-        "{0: {\"Move\": {\"Direction\": 2}}}; see 'Writing a policy' in the README.",
+        "{0: {\"Move\": {\"Direction\": 2}}}; see 'Writing a policy' in docs/participants.md.",
         FaultKind.TIMEOUT: f"Each tick may take {config.step_timeout_s * 1000:.0f} ms of CPU and {config.step_wall_timeout_s:.1f} s "
         "of wall time; make act() faster.",
         FaultKind.CRASH: "The process running your team ended: avoid os._exit, native crashes and subprocesses (the sandbox forbids them).",

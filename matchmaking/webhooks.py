@@ -19,7 +19,7 @@ stays as the fallback for anything a webhook missed.
   new revisions and wakes the validation round. The HTTP handler never waits for the Hub.
 - **Registering**: on the embedded Hub the Space registers its own webhook at start
   (`register`, through the real `HfApi.create_webhook`); on huggingface.co the operator
-  does it once in the Hub's settings (README, "Webhooks").
+  does it once in the Hub's settings (docs/matchmaker.md, "Webhooks").
 
 The secret is `NMMO_ARENA_WEBHOOK_SECRET`; on the embedded default it is made on the first
 start into `DATA/webhook-secret`. With a real Hub and no secret, no webhook route is

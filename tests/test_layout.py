@@ -8,6 +8,7 @@ function) and by running the UI with nmmo made unimportable.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,22 +92,64 @@ print("ok")
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_the_readme_layout_names_every_module():
-    readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("## Layout"):]
+ROOMS = ("app", "arena", "bench", "history", "leaderboard", "localhub", "matchmaking", "modelcards", "training")
+
+
+def _room(path: Path) -> str:
+    parts = path.relative_to(ROOT).parts
+    if parts[:2] == ("matchmaking", "sandbox"):
+        return "matchmaking.sandbox"
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def _imported_rooms(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+        for name in names:
+            if name.split(".")[0] in ROOMS:
+                found.add("matchmaking.sandbox" if name.startswith("matchmaking.sandbox") else name.split(".")[0])
+    return found
+
+
+def test_the_architecture_pages_arrows_are_the_imports():
+    """docs/architecture.md's arrows, checked both ways against every import."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    block = doc.split("```arrows\n")[1].split("```")[0]
+    drawn = {(src.strip(), dst.strip()) for line in block.splitlines() if "->" in line
+             for src, targets in [line.split("->")] for dst in targets.split(",")}
+    found = set()
+    for path in [ROOT / "app.py", *[p for room in ROOMS[1:] for p in (ROOT / room).rglob("*.py")]]:
+        room = _room(path)
+        found |= {(room, other) for other in _imported_rooms(path) if other != room}
+    assert not found - drawn, f"imports with no arrow in docs/architecture.md: {sorted(found - drawn)}"
+    assert not drawn - found, f"arrows in docs/architecture.md that no import uses: {sorted(drawn - found)}"
+
+
+def test_the_architecture_page_names_every_module():
+    layout = (ROOT / "docs" / "architecture.md").read_text()
     for package in ("arena", "history", "leaderboard", "matchmaking", "modelcards"):
         for path in sorted((ROOT / package).rglob("*.py")):
             if path.name == "__init__.py":
                 continue
             relative = path.relative_to(ROOT).as_posix()
-            assert f"`{relative}`" in layout or f"`{path.name}`" in layout, f"{relative} is missing from the README's layout"
+            assert f"`{relative}`" in layout or f"`{path.name}`" in layout, f"{relative} is missing from docs/architecture.md"
 
 
-def test_the_readme_lists_every_setting():
+def test_the_readme_stays_short_and_the_docs_it_names_exist():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 15_000, "the README is for a five-minute read: move detail to docs/"
+    for page in sorted(set(re.findall(r"\]\((docs/[a-z_-]+\.md)\)", readme))):
+        assert (ROOT / page).is_file(), page
+    assert {p.name for p in (ROOT / "docs").glob("*.md")} <= set(re.findall(r"docs/([a-z_-]+\.md)", readme))
+
+
+def test_the_operators_page_lists_every_setting():
     from dataclasses import fields
 
     from arena.settings import ArenaSettings
 
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "operators.md").read_text()
     for f in fields(ArenaSettings):
-        assert f"| `{f.metadata['env']}` |" in readme, f"{f.metadata['env']} is missing from the README's configuration table"
+        assert f"| `{f.metadata['env']}` |" in page, f"{f.metadata['env']} is missing from docs/operators.md's configuration table"

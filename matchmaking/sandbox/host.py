@@ -15,7 +15,7 @@ the match goes on. A team that stops answering or keeps timing out is stopped fo
 rest of the match. Nothing the team sends is unpickled in the match process.
 
 Each mechanism depends on the kernel; the worker reports which ones it applied and the
-README's "Isolation" section says what is lost where one is missing. Whatever the kernel,
+isolation self-test (`matchmaking.isolation`, docs/isolation.md) checks what holds. Whatever the kernel,
 the Space's `/proc` entries are made unreadable to its children (`protect_process`).
 """
 
