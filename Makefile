@@ -1,20 +1,32 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    install into .venv if needed, then start the app on the embedded offline Hub
-#   make test   install into .venv if needed, then run the whole test suite
-# Everything else here is what those two need.
+#   make test   install into .venv if needed, then lint, type-check and run the whole test suite
+# `make check` is the fast loop: lint, type check and the unit tests (no browser, no Ray,
+# nothing slow). Everything else here is what those need.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install chromium bench clean-venv
+.PHONY: run test check lint install chromium bench clean-venv
 
 run: install
 	$(PY) app.py
 
-test: install chromium
-	$(PY) -m pytest
+# Tests run two at a time (pytest-xdist): most of them wait on processes and servers. Ray's
+# tests share one worker (`xdist_group("ray")`), so that two clusters never start at once.
+PYTEST := $(PY) -m pytest -n 2 --dist loadgroup
+
+test: install chromium lint
+	$(PYTEST)
+
+check: install lint
+	$(PYTEST) -m "not browser and not cluster and not slow"
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 install: $(STAMP)
 

@@ -7,8 +7,9 @@ never part of the history: the history holds what has happened, these what is ha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class LiveMatch:
         return {**asdict(self), "lineup": list(self.lineup)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LiveMatch":
+    def from_dict(cls, data: Mapping[str, Any]) -> LiveMatch:
         """Raises `KeyError`, `TypeError`, `ValueError` for anything else."""
         stage = data.get("stage")
         return cls(str(data["match_id"]), str(data["track"]), None if stage is None else int(stage),

@@ -36,8 +36,9 @@ import io
 import json
 import logging
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,7 @@ def death_causes(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) ->
             cause = "dehydrated"
         else:
             cause = "other"
-        out[agent] = Death(agent=agent, tick=tick, cause=cause, killer=killer if cause in ("player", "npc") else 0)
+        out[agent] = Death(agent=agent, tick=tick, cause=cause, killer=killer if killer is not None and cause in ("player", "npc") else 0)
     return out
 
 
@@ -321,7 +322,7 @@ class Analytics:
         return sink.getvalue()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Analytics":
+    def from_bytes(cls, data: bytes) -> Analytics:
         """The accumulator `to_bytes` saved.
 
         Raises:

@@ -28,9 +28,10 @@ the same fields. The log itself (append-only JSON lines) is `history.statuses`.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from arena.errors import TransitionError
 
@@ -149,7 +150,7 @@ class StatusEvent:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "StatusEvent":
+    def from_dict(cls, data: Mapping[str, Any]) -> StatusEvent:
         """Read an event; also reads the first log format, whose details were one loose dict.
 
         Raises:
@@ -215,7 +216,7 @@ class RevisionState:
     def key(self) -> tuple[str, str]:
         return (self.repo_id, self.revision)
 
-    def apply(self, event: StatusEvent) -> "RevisionState":
+    def apply(self, event: StatusEvent) -> RevisionState:
         """The state after `event` (fields an event leaves unset keep their value)."""
         changes: dict[str, Any] = {"status": event.status, "reason": event.reason, "updated": event.at}
         if event.submission is not None:
@@ -233,7 +234,7 @@ class RevisionState:
         return replace(self, **changes)
 
     @classmethod
-    def first(cls, event: StatusEvent) -> "RevisionState":
+    def first(cls, event: StatusEvent) -> RevisionState:
         """The state a revision's first event creates."""
         return cls(event.repo_id, event.revision, event.status, "", event.at, event.at).apply(event)
 

@@ -34,8 +34,9 @@ import collections
 import gzip
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from arena.errors import DamagedFileError
 
@@ -95,7 +96,7 @@ class TeamLog:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TeamLog":
+    def from_dict(cls, data: dict[str, Any]) -> TeamLog:
         lines = []
         for tick, stream, text in data["lines"]:
             if stream not in STREAMS:
@@ -165,7 +166,7 @@ class BoundedLog:
         else:
             self._pending.pop(stream, None)
 
-    def _line(self, tick: int, stream: str, raw: bytes, size: int) -> None:
+    def _line(self, tick: int, stream: str, raw: bytes | bytearray, size: int) -> None:
         while len(raw) > self.max_line:  # a long line read in one piece
             self._line(tick, stream, raw[: self.max_line], self.max_line)
             raw, size = raw[self.max_line:], size - self.max_line

@@ -38,9 +38,10 @@ anchored: their anchor values were fitted without seat effects).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -573,8 +574,7 @@ class LuckReport:
         spreads = self.effects.spreads
         groups = ("policy", *EFFECT_GROUPS)
         out: dict[str, Any] = {f"{g}_sd": round(spreads[g].sd, 4) for g in groups}
-        out["intervals"] = {g: None if spreads[g].low is None else [round(spreads[g].low, 4), round(spreads[g].high, 4)]
-                            for g in groups}
+        out["intervals"] = {g: _rounded_interval(spreads[g].low, spreads[g].high) for g in groups}
         out["raw_sd"] = {g: round(spreads[g].raw, 4) for g in groups}
         out["shares"] = {g: round(self.achievement.shares[g], 4) for g in (*SHARE_GROUPS, "residual")}
         out.update(matches=self.matches, teams=self.teams, policies=self.policies, maps=self.maps,
@@ -671,3 +671,7 @@ __all__ = [
     "luck_report",
     "seats",
 ]
+
+
+def _rounded_interval(low: float | None, high: float | None) -> list[float] | None:
+    return None if low is None or high is None else [round(low, 4), round(high, 4)]

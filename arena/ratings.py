@@ -28,9 +28,9 @@ from __future__ import annotations
 import math
 import os
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -164,7 +164,7 @@ class RatedTable:
     def key(self, row: int) -> tuple[str, str]:
         return (str(self.started[row]), str(self.ids[row]))
 
-    def take(self, rows: np.ndarray) -> "RatedTable":
+    def take(self, rows: np.ndarray) -> RatedTable:
         """The results at `rows` (indices or a boolean mask), same players."""
         return RatedTable(self.names, self.started[rows], self.ids[rows], self.seats[rows], self.scores[rows],
                           self.widths[rows])
@@ -185,12 +185,12 @@ class RatedTable:
         return out
 
     @classmethod
-    def empty(cls) -> "RatedTable":
+    def empty(cls) -> RatedTable:
         return cls((), np.empty(0, dtype=object), np.empty(0, dtype=object), np.zeros((0, 1), dtype=np.int64),
                    np.zeros((0, 1)), np.zeros(0, dtype=np.int64))
 
     @classmethod
-    def concat(cls, parts: "Sequence[RatedTable]", *, sort: bool = False) -> "RatedTable":
+    def concat(cls, parts: Sequence[RatedTable], *, sort: bool = False) -> RatedTable:
         """The results of `parts` in one table, over the union of their players: in the
         parts' order, or, with `sort`, in rating order (start, id)."""
         parts = [t for t in parts if len(t)]
@@ -216,7 +216,7 @@ class RatedTable:
         return table.take(order)
 
     @classmethod
-    def of(cls, history: "Sequence[Outcome] | RatedTable") -> "RatedTable":
+    def of(cls, history: Sequence[Outcome] | RatedTable) -> RatedTable:
         """`history` as a table (itself if it is one)."""
         if isinstance(history, RatedTable):
             return history
@@ -237,7 +237,7 @@ def _in_rating_order(started: np.ndarray, ids: np.ndarray) -> bool:
     return bool(np.all(later | (same & (ids[1:] >= ids[:-1]))))
 
 
-def _players_of(history: "Sequence[Outcome] | RatedTable") -> list[str]:
+def _players_of(history: Sequence[Outcome] | RatedTable) -> list[str]:
     """The players who played in `history`, sorted by id."""
     if isinstance(history, RatedTable):
         used = np.unique(history.seats[history.seats >= 0])
@@ -245,7 +245,7 @@ def _players_of(history: "Sequence[Outcome] | RatedTable") -> list[str]:
     return sorted({p for o in history for p in o.players})
 
 
-def _last_key(history: "Sequence[Outcome] | RatedTable", default: tuple[str, str]) -> tuple[str, str]:
+def _last_key(history: Sequence[Outcome] | RatedTable, default: tuple[str, str]) -> tuple[str, str]:
     if not len(history):
         return default
     return history.key(len(history) - 1) if isinstance(history, RatedTable) else history[-1].key
@@ -321,7 +321,7 @@ def _rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tu
 DESIGN_BLOCK = 1 << 16
 
 
-def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_player: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _seat_arrays(history: Sequence[Outcome] | RatedTable, index: Mapping[str, int], *, by_player: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The outcomes as padded arrays for the compiled kernels: player index and score of each
     seat, and seats per match; `by_player` puts each match's seats in (player id, seat)
     order, as `trueskill_ratings` rates them (`index` must number players in id order).
@@ -361,7 +361,7 @@ def _seat_arrays(history: Sequence[Outcome], index: Mapping[str, int], *, by_pla
     return seats, scores, widths
 
 
-def _check_after(history: Sequence[Outcome], last: tuple[str, str]) -> None:
+def _check_after(history: Sequence[Outcome] | RatedTable, last: tuple[str, str]) -> None:
     """Every match after the checkpoint's last one and after the match before it."""
     if isinstance(history, RatedTable):
         if not len(history):
@@ -451,22 +451,22 @@ def trueskill_trail(
         # ALGO LOGIC: a match the compiled loop cannot rate exactly (the pure-Python code
         # would raise there): rated in Python, with the package's mpmath fallback, as before.
         k = int(widths[row])
-        players = seats[row, :k]
+        seated = seats[row, :k]
         ranks = competition_ranks(scores[row, :k].tolist())
-        before = [(fixed_mu[p], fixed_sigma[p]) if fixed[p] else (mu[p], sigma[p]) for p in players]
+        before = [(fixed_mu[i], fixed_sigma[i]) if fixed[i] else (mu[i], sigma[i]) for i in seated]
         after = _rate_match([(float(a), float(b)) for a, b in before], ranks)
         updates: dict[int, list[tuple[float, float]]] = {}
-        for p, new in zip(players.tolist(), after):
-            if not fixed[p]:
-                updates.setdefault(p, []).append(new)
-        for p, news in updates.items():
-            mu[p], sigma[p] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
-            matches[p] += 1
-            present[p] = True
+        for i, new in zip(seated.tolist(), after):
+            if not fixed[i]:
+                updates.setdefault(i, []).append(new)
+        for i, news in updates.items():
+            mu[i], sigma[i] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
+            matches[i] += 1
+            present[i] = True
             if keep:
-                slot = trail_count[p] % keep
-                trail_match[p, slot], trail_mu[p, slot], trail_sigma[p, slot] = row, mu[p], sigma[p]
-                trail_count[p] += 1
+                slot = trail_count[i] % keep
+                trail_match[i, slot], trail_mu[i, slot], trail_sigma[i, slot] = row, mu[i], sigma[i]
+                trail_count[i] += 1
         row += 1
     ratings = {
         names[i]: TrueSkillRating(mu=float(mu[i]), sigma=float(sigma[i]), matches=int(matches[i]))
@@ -488,7 +488,7 @@ def trueskill_ratings(
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
     anchor_sigma: float = 1.0,
-    observe: "Callable[[Outcome, str, TrueSkillRating], None] | None" = None,
+    observe: Callable[[Outcome, str, TrueSkillRating], None] | None = None,
 ) -> TrueSkillState:
     """TrueSkill after `history`, starting from `state` (a checkpoint) if given.
 
@@ -521,7 +521,7 @@ def _trueskill_python(
     state: TrueSkillState | None = None,
     anchors: Mapping[str, float] = ANCHORS,
     anchor_sigma: float = 1.0,
-    observe: "Callable[[Outcome, str, TrueSkillRating], None] | None" = None,
+    observe: Callable[[Outcome, str, TrueSkillRating], None] | None = None,
 ) -> TrueSkillState:
     """The pure-Python `trueskill_ratings` (the reference the compiled loop is tested against)."""
     state = state or TrueSkillState()
@@ -530,7 +530,7 @@ def _trueskill_python(
     fixed = {p: (anchor_trueskill_mu(v, mean_anchor), anchor_sigma) for p, v in anchors.items()}
     last = state.last_key
     count = state.matches
-    for outcome in history:
+    for outcome in history.outcomes() if isinstance(history, RatedTable) else history:
         if outcome.key <= last:
             raise ValueError(
                 f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
@@ -571,7 +571,7 @@ def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs
     return trueskill_ratings(new, state=state, **kwargs)
 
 
-def _after(history: "Sequence[Outcome] | RatedTable", key: tuple[str, str]) -> "Sequence[Outcome] | RatedTable":
+def _after(history: Sequence[Outcome] | RatedTable, key: tuple[str, str]) -> Sequence[Outcome] | RatedTable:
     """The results of `history` after `key`, in the same form."""
     if isinstance(history, RatedTable):
         later = history.after(key)
@@ -579,7 +579,7 @@ def _after(history: "Sequence[Outcome] | RatedTable", key: tuple[str, str]) -> "
     return [o for o in history if o.key > key]
 
 
-def recomputed(state: TrueSkillState, history: Sequence[Outcome]) -> bool:
+def recomputed(state: TrueSkillState, history: Sequence[Outcome] | RatedTable) -> bool:
     """Whether `extend_trueskill(state, history)` has to start from scratch."""
     after = int(history.after(state.last_key).sum()) if isinstance(history, RatedTable) else len(_after(history, state.last_key))
     return len(history) - after != state.matches
@@ -692,7 +692,7 @@ class _Design:
     widths: np.ndarray  # [M] players in each match
 
 
-def _design(history: "Sequence[Outcome] | RatedTable", rows: np.ndarray | None = None) -> _Design:
+def _design(history: Sequence[Outcome] | RatedTable, rows: np.ndarray | None = None) -> _Design:
     """Each match's players sorted by (score descending, player id), with tie groups; in
     whole-array steps over blocks of `DESIGN_BLOCK` results (one Python pass only to read
     outcomes). `rows`: the results in this order (default: as given), without a copy of
@@ -857,7 +857,7 @@ def plackett_luce(
         prior = float(np.mean(list(fixed.values()))) if fixed else 0.0
         initial = np.array([start.get(p, prior) for p in design.players], dtype=np.float64)
     estimate = _fit(design, np.ones(m), fixed, l2, start=initial)
-    ranks = np.array(competition_ranks(estimate))
+    ranks = np.array(competition_ranks(estimate.tolist()))
     counts = np.bincount(design.order[design.valid], minlength=len(design.players))
     samples = np.empty((bootstrap, len(design.players)))
     # ALGO LOGIC: the bootstrap. Each resample draws m results with replacement from the

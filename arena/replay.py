@@ -29,7 +29,8 @@ import gzip
 import json
 import struct
 import zlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -165,16 +166,16 @@ def _tiers(players: np.ndarray, events: list[list[Any]], teams: Mapping[int, Seq
                 reach(int(hit[0]), team, Task.TRAVEL, threshold)
     kills: dict[int, int] = {}
     for tick, kind, a, b, c, _ in events:
-        team = team_of.get(a)
-        if team is None:
+        actor = team_of.get(a)
+        if actor is None:
             continue
-        if kind == KILL and b > 0 and team_of.get(b) != team:
-            kills[team] = kills.get(team, 0) + 1
-            reach(tick, team, Task.ELIMINATE, kills[team])
+        if kind == KILL and b > 0 and team_of.get(b) != actor:
+            kills[actor] = kills.get(actor, 0) + 1
+            reach(tick, actor, Task.ELIMINATE, kills[actor])
         elif kind == LEVEL and b in (4, 5, 6, 7, 8):
-            reach(tick, team, Task.FORAGE, c)
+            reach(tick, actor, Task.FORAGE, c)
         elif kind == EQUIP:
-            reach(tick, team, Task.EQUIPMENT, c)
+            reach(tick, actor, Task.EQUIPMENT, c)
     out.sort(key=lambda e: (e[0], e[1]))
     return out
 

@@ -22,9 +22,9 @@ pages then say the values it runs with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping
 
 from arena.errors import PolicyNotFoundError
 from arena.schema import BUILTIN_PREFIX

@@ -18,9 +18,10 @@ sandboxed team processes import this module too.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from arena.scoring import Task
 
@@ -86,7 +87,7 @@ class Fault:
         return {"tick": self.tick, "kind": self.kind.value, "message": self.message}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Fault":
+    def from_dict(cls, data: Mapping[str, Any]) -> Fault:
         return cls(tick=int(data["tick"]), kind=FaultKind(data["kind"]), message=str(data["message"]))
 
 
@@ -148,7 +149,7 @@ class TeamResult:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TeamResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> TeamResult:
         return cls(
             slot=int(data["slot"]),
             policy_id=str(data["policy_id"]),
@@ -221,7 +222,7 @@ class MatchResult:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "MatchResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> MatchResult:
         version = int(data.get("schema_version", 0))
         if version not in READABLE_VERSIONS:
             raise ValueError(

@@ -11,9 +11,9 @@ come from `matchmaking.progress`, which reads them off the game.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from arena import PROJECT_ROOT
 from arena.errors import SettingsError
@@ -239,7 +240,7 @@ class ArenaSettings:
             raise SettingsError(problems)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ArenaSettings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ArenaSettings:
         """The settings the environment gives (`os.environ` by default), every value checked.
 
         Raises:

@@ -15,9 +15,9 @@ that `arena.luck` can be checked to find them again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class Population:
     skills: np.ndarray
 
     @classmethod
-    def random(cls, size: int, *, seed: int = 0, spread: float = 1.5, prefix: str = "sim/policy") -> "Population":
+    def random(cls, size: int, *, seed: int = 0, spread: float = 1.5, prefix: str = "sim/policy") -> Population:
         rng = np.random.default_rng(seed)
         return cls(ids=tuple(f"{prefix}-{i:04d}" for i in range(size)), skills=rng.normal(0.0, spread, size))
 
@@ -134,9 +134,9 @@ def random_history_columns(
     size = len(population.ids)
     chosen = np.empty((matches, pool), dtype=np.int64)
     noise = np.empty((matches, pool))
-    for index in range(matches):  # ALGO LOGIC: the draws of `random_history`, in its order
-        chosen[index] = rng.choice(size, size=pool, replace=False)
-        noise[index] = rng.gumbel(size=pool)
+    for row in range(matches):  # ALGO LOGIC: the draws of `random_history`, in its order
+        chosen[row] = rng.choice(size, size=pool, replace=False)
+        noise[row] = rng.gumbel(size=pool)
     performance = population.skills[chosen] + noise
     if coarse:
         achievement = (4 * np.clip(np.round(performance + 2.0), 0, 21)).astype(int)
@@ -151,7 +151,7 @@ def random_history_columns(
     ids = np.array(population.ids, dtype=object)
 
     def constant(value, dtype) -> np.ndarray:
-        if dtype == object:
+        if dtype is object:
             column = np.empty(n, dtype=object)
             column[:] = value  # one shared object, as Arrow's pandas conversion deduplicates them
             return column

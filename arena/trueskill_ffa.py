@@ -35,8 +35,8 @@ matches (skill gaps of hundreds of points) can also end in `ValueError: math dom
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import trueskill
 from trueskill.backends import erfc as _erfc

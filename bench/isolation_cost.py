@@ -57,7 +57,7 @@ def transfer_cost(repeats: int = 300) -> dict[str, float]:
         write_us = (time.perf_counter() - started) / repeats * 1e6
         started = time.perf_counter()
         for _ in range(repeats):
-            received = {member: reader.read(member) for member in team}
+            _ = {member: reader.read(member) for member in team}
         read_us = (time.perf_counter() - started) / repeats * 1e6
     finally:
         block.unlink()

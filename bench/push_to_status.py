@@ -87,8 +87,8 @@ def main() -> int:
                 print(command.stderr.read(), file=sys.stderr)
                 return 1
             key = (f"bench/wanderer-{i}", sha)
-            queued = _until(lambda: arena.statuses.get(*key) is not None, timeout=60)
-            _until(lambda: (s := arena.statuses.get(*key)) is not None and s.status in VERDICTS, timeout=300)
+            queued = _until(lambda key=key: arena.statuses.get(*key) is not None, timeout=60)
+            _until(lambda key=key: (s := arena.statuses.get(*key)) is not None and s.status in VERDICTS, timeout=300)
             verdict = time.monotonic() - pushed
             state = arena.statuses.get(*key)
             rows.append({"repo": key[0], "queued_s": queued, "verdict_s": round(verdict, 2),

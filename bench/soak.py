@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             batch = specs[first : first + args.batch]
             outcomes: queue.Queue = queue.Queue()
 
-            def drain(batch=batch) -> None:
+            def drain(batch=batch, outcomes=outcomes) -> None:
                 try:
                     for outcome in executor.run(batch):
                         outcomes.put(outcome)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from arena.schema import MatchResult
 from history.journal import Journal
@@ -54,7 +55,7 @@ class Audit:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Audit":
+    def from_dict(cls, data: Mapping[str, Any]) -> Audit:
         difference = data.get("difference")
         return cls(
             match_id=str(data["match_id"]),

@@ -23,8 +23,9 @@ from __future__ import annotations
 import bisect
 import io
 import struct
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Mapping
+from typing import BinaryIO
 
 from arena.errors import DamagedFileError
 
@@ -96,7 +97,7 @@ class BundleIndex:
         return _FIXED.size + count * (width + _SPAN.size)
 
     @classmethod
-    def parse(cls, head: bytes) -> "BundleIndex":
+    def parse(cls, head: bytes) -> BundleIndex:
         """The index from the first `head_size` bytes (or more) of a bundle.
 
         Raises:

@@ -36,8 +36,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler
 from huggingface_hub.errors import HfHubHTTPError
@@ -333,6 +334,7 @@ class HubMirror:
         """Push whatever changed, now (waits for it). False if the Hub is unreachable."""
         if not self.ensure():
             return False
+        assert self.scheduler is not None  # `ensure` started it
         try:
             self.scheduler.trigger().result()
         except Exception:  # noqa: BLE001 - reported through `report`
@@ -344,8 +346,10 @@ class HubMirror:
         or the compaction failed (reported through `report`; finished at the next one)."""
         if not self.ensure():
             return None
+        scheduler = self.scheduler
+        assert scheduler is not None  # `ensure` started it
         try:
-            return self.scheduler.api.run_as_future(self.scheduler.compact).result()
+            return scheduler.api.run_as_future(scheduler.compact).result()
         except Exception as exc:  # noqa: BLE001 - the Hub failed: the next compaction finishes the job
             if self.report is not None:
                 self.report(exc)

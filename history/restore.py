@@ -37,9 +37,10 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
@@ -165,7 +166,7 @@ class DatasetPull:
             return report
 
     # -- the work ------------------------------------------------------------------------
-    def _listing(self) -> tuple[str, dict[str, "Remote"]]:
+    def _listing(self) -> tuple[str, dict[str, Remote]]:
         """(head commit, {path: what the dataset holds there}) of the pulled folders; an
         empty listing for a dataset that does not exist yet."""
         try:

@@ -66,10 +66,11 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -216,7 +217,7 @@ class CompactionPlan:
         return {"name": self.name, "outputs": list(self.outputs), "inputs": list(self.inputs), "matches": self.matches}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CompactionPlan":
+    def from_dict(cls, data: dict[str, Any]) -> CompactionPlan:
         return cls(str(data["name"]), tuple(map(str, data["outputs"])), tuple(map(str, data["inputs"])),
                    int(data.get("matches", 0)))
 
@@ -297,7 +298,7 @@ class HistoryReader:
     def _walk(folder: Path, suffix: str, *, skip: str | None = None) -> list[Path]:
         """Files ending in `suffix` under `folder` (sorted; hidden files and folders and the
         subfolder `skip` left out)."""
-        found = []
+        found: list[Path] = []
         for parent, dirs, files in os.walk(folder):
             dirs[:] = [d for d in dirs if not d.startswith(".") and not (parent == str(folder) and d == skip)]
             found.extend(Path(parent) / f for f in files if f.endswith(suffix) and not f.startswith("."))
@@ -694,7 +695,7 @@ class HistoryStore(HistoryReader):
         before their files were all written; move damaged shards aside."""
         with self._lock:
             for folder in (self.data, self.wal, self.replays, self.logs_dir, self.journals):
-                for parent, dirs, files in os.walk(folder):
+                for parent, _dirs, files in os.walk(folder):
                     for name in files:
                         if name.startswith("."):
                             (Path(parent) / name).unlink(missing_ok=True)

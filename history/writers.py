@@ -35,9 +35,9 @@ import shutil
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class Heartbeat:
     host: str = ""
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Heartbeat":
+    def from_dict(cls, data: dict) -> Heartbeat:
         return cls(str(data["writer"]), float(data["started_at"]), float(data["at"]), bool(data.get("stopped", False)),
                    str(data.get("host", "")))
 

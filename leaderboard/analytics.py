@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -88,13 +89,13 @@ class AnalyticsKeeper:
             except ValueError as exc:
                 log.warning("analytics cache %s unreadable (%s): the replays are read again", self.path, exc)
 
-    def update(self, rows: "TeamRows | pd.DataFrame") -> int:
+    def update(self, rows: TeamRows | pd.DataFrame) -> int:
         """Add the replays of the matches in `rows` (history rows with a `player` column)
         not added yet, oldest first; returns how many were added."""
         with self._updating:
             return self._update(rows)
 
-    def _update(self, rows: "TeamRows | pd.DataFrame") -> int:
+    def _update(self, rows: TeamRows | pd.DataFrame) -> int:
         rows = TeamRows.of(rows)
         if rows.empty:
             return 0
@@ -173,7 +174,7 @@ class AnalyticsKeeper:
 
 # -- what the tab and the API show ----------------------------------------------------------
 
-def task_profile(rows: "TeamRows | pd.DataFrame", player: str) -> dict[str, dict[str, float]]:
+def task_profile(rows: TeamRows | pd.DataFrame, player: str) -> dict[str, dict[str, float]]:
     """Mean points per task of `player`'s teams, and of the field: every other team in the
     same matches (the opponents it actually met), all tracks."""
     rows = TeamRows.of(rows)
@@ -186,13 +187,13 @@ def task_profile(rows: "TeamRows | pd.DataFrame", player: str) -> dict[str, dict
     return {"policy": means(mine), "field": means(field)}
 
 
-def slots_of(rows: "TeamRows | pd.DataFrame", player: str, match_id: str) -> list[int]:
+def slots_of(rows: TeamRows | pd.DataFrame, player: str, match_id: str) -> list[int]:
     match = TeamRows.of(rows).of_match(match_id)
     picked = match[match["player"] == player] if len(match) else match
     return sorted(int(s) for s in picked["slot"])
 
 
-def analytics_json(keeper: AnalyticsKeeper, rows: "TeamRows | pd.DataFrame", player: str, match_id: str = "") -> dict[str, Any]:
+def analytics_json(keeper: AnalyticsKeeper | _NoAnalytics, rows: TeamRows | pd.DataFrame, player: str, match_id: str = "") -> dict[str, Any]:
     """The `/analytics` answer for one player (keys: docs/operators.md, "Analytics")."""
     found = keeper.player(player or "")
     out: dict[str, Any] = {"player": player, "analysed": 0, "matches": [], "team_frames": 0,
@@ -340,18 +341,18 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
     """
     import gradio as gr
 
-    keeper = keeper if keeper is not None else _NoAnalytics()
+    active: AnalyticsKeeper | _NoAnalytics = keeper if keeper is not None else _NoAnalytics()
 
     def choices() -> list[str]:
-        return keeper.players()
+        return active.players()
 
     def view(player: str) -> tuple[Any, ...]:
-        found = keeper.player(player or "")
+        found = active.player(player or "")
         if found is None:
             return (gr.Markdown(EMPTY_NOTE, visible=True), "", None, gr.Dropdown(choices=[], value=None), None, None, None, None)
         table = rows()
-        map_id = max(found.maps, key=found.maps.get) if found.maps else 0
-        tiles = keeper.terrain(map_id)
+        map_id = max(found.maps, key=lambda m: found.maps[m]) if found.maps else 0
+        tiles = active.terrain(map_id)
         summary = (f"**{player}**: {len(found.matches)} matches analysed from their replays ({found.teams} team appearances, "
                    f"{found.team_frames} team-frames).")
         matches = list(reversed(found.matches))[:MATCH_CHOICES]
@@ -360,19 +361,19 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
                 tasks_figure(task_profile(table, player)), deaths_figure(found), alive_figure(found), None)
 
     def paths(player: str, match_id: str) -> Any:
-        found = keeper.player(player or "")
+        found = active.player(player or "")
         if found is None or not match_id or match_id not in found.matches:
             return None
         table = rows()
         try:
-            tracks = keeper.trajectories(match_id, slots_of(table, player, match_id))
+            tracks = active.trajectories(match_id, slots_of(table, player, match_id))
         except DamagedFileError:
             return None
         map_ids = table.of_match(match_id)["map_id"]
-        return trajectories_figure(tracks, keeper.terrain(int(map_ids.iloc[0])) if len(map_ids) else None, match_id)
+        return trajectories_figure(tracks, active.terrain(int(map_ids.iloc[0])) if len(map_ids) else None, match_id)
 
     def api(player: str, match_id: str = "") -> dict:
-        return analytics_json(keeper, rows(), player, match_id or "")
+        return analytics_json(active, rows(), player, match_id or "")
 
     with gr.Tab("Analytics", id="analytics"):
         timer = gr.Timer(refresh_s)
@@ -394,15 +395,15 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
                     "every other team in the same matches.")
         gr.api(api, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
     outputs = [note, summary, visits, match, tasks, deaths, alive, tracks]
-    chooser.change(view, inputs=chooser, outputs=outputs, api_name=False)
-    match.change(paths, inputs=[chooser, match], outputs=tracks, api_name=False)
+    chooser.change(view, inputs=chooser, outputs=outputs, api_visibility="private")
+    match.change(paths, inputs=[chooser, match], outputs=tracks, api_visibility="private")
 
     def refresh_choices(chosen: str) -> Any:
         found = choices()
-        return gr.Dropdown(choices=found, value=chosen if chosen in found else (found or [None])[0])
+        return gr.Dropdown(choices=found, value=chosen if chosen in found else (found[0] if found else None))
 
-    timer.tick(refresh_choices, inputs=chooser, outputs=chooser, api_name=False)
-    demo.load(refresh_choices, inputs=chooser, outputs=chooser, api_name=False)  # each visitor's page: the list as of now
+    timer.tick(refresh_choices, inputs=chooser, outputs=chooser, api_visibility="private")
+    demo.load(refresh_choices, inputs=chooser, outputs=chooser, api_visibility="private")  # each visitor's page: the list as of now
 
 
 class _NoAnalytics:

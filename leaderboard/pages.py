@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -247,8 +248,8 @@ def overfitting_section(demo: gr.Blocks, timer: gr.Timer, points: Callable[[], p
         figure = overfitting_figure(frame) if len(frame) else None
         return gr.Plot(value=figure, visible=figure is not None), overfitting_markdown(frame)
 
-    demo.load(view, outputs=[plot, note], api_name=False)
-    timer.tick(view, outputs=[plot, note], api_name=False)
+    demo.load(view, outputs=[plot, note], api_visibility="private")
+    timer.tick(view, outputs=[plot, note], api_visibility="private")
 
 
 def _empty_note(frame: pd.DataFrame, text: str) -> Any:
@@ -410,7 +411,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 gr.Markdown(lambda: luck_markdown(data.luck()), elem_id="about-luck")
                 gr.Markdown(lambda: audit_markdown(audits(), settings), elem_id="about-audits")
 
-        filters = [f_policy, f_track, f_stage, f_since, f_until]
+        filters: list[Any] = [f_policy, f_track, f_stage, f_since, f_until]
         pvp_inputs = [search, older, min_matches]
 
         def pvp_view(*args: Any) -> tuple[pd.DataFrame, Any]:
@@ -422,10 +423,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             return table, note("matches", table, filtered=any(values))
 
         search.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name="pvp_table")
-        older.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
-        min_matches.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_name=False)
+        older.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_visibility="private")
+        min_matches.change(pvp_table, inputs=pvp_inputs, outputs=pvp, api_visibility="private")
         for box in filters:
-            box.change(matches_view, inputs=filters, outputs=[match_list, matches_empty], api_name=False)
+            box.change(matches_view, inputs=filters, outputs=[match_list, matches_empty], api_visibility="private")
 
         def api_matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> dict:
             return _json(matches(policy, track, stage, since, until))
@@ -458,10 +459,10 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             choices = players()
             return (note("pvp", pvp_table()), note("pve", pve_table()),
                     note("submissions", submissions()), note("matches", matches()),
-                    gr.Dropdown(choices=choices, value=(choices or [None])[0]))
+                    gr.Dropdown(choices=choices, value=choices[0] if choices else None))
 
-        demo.load(on_load, outputs=[pvp_empty, pve_empty, subs_empty, matches_empty, chooser], api_name=False).then(
-            policy, inputs=chooser, outputs=policy_outputs, api_name=False)
+        demo.load(on_load, outputs=[pvp_empty, pve_empty, subs_empty, matches_empty, chooser], api_visibility="private").then(
+            policy, inputs=chooser, outputs=policy_outputs, api_visibility="private")
 
         def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
             table, note_ = pvp_view(search_text, show_older, at_least)
@@ -469,25 +470,25 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             found, found_note = matches_view(*values)
             choices = players()
             return (table, note_, tables.source_line(data.standings()), pve_now, note("pve", pve_now),
-                    found, found_note, gr.Dropdown(choices=choices, value=chosen or (choices or [None])[0]))
+                    found, found_note, gr.Dropdown(choices=choices, value=chosen or (choices[0] if choices else None)))
 
         timer.tick(refresh, inputs=[*pvp_inputs, chooser, *filters],
-                   outputs=[pvp, pvp_empty, pvp_source, pve, pve_empty, match_list, matches_empty, chooser], api_name=False)
+                   outputs=[pvp, pvp_empty, pvp_source, pve, pve_empty, match_list, matches_empty, chooser], api_visibility="private")
 
         def refresh_live():
             table = submissions()
             return (table, note("submissions", table), now_playing(), operator_markdown(operator()),
                     isolation_banner(isolation()))
 
-        fast.tick(refresh_live, outputs=[subs, subs_empty, playing, status, banner], api_name=False)
+        fast.tick(refresh_live, outputs=[subs, subs_empty, playing, status, banner], api_visibility="private")
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame):
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
             chosen = str(frame.iloc[row]["Match"])
             return chosen, {"match_id": chosen}, gr.Tabs(selected="replay")
 
-        match_list.select(open_replay, inputs=match_list, outputs=[match_id, viewer, tabs], api_name=False)
-        show.click(lambda m: {"match_id": (m or "").strip()}, inputs=match_id, outputs=viewer, api_name=False)
+        match_list.select(open_replay, inputs=match_list, outputs=[match_id, viewer, tabs], api_visibility="private")
+        show.click(lambda m: {"match_id": (m or "").strip()}, inputs=match_id, outputs=viewer, api_visibility="private")
     return demo
 
 
@@ -536,8 +537,8 @@ def head_to_head_tab(data: StandingsRefresher, *, demo: gr.Blocks, timer: gr.Tim
 
         gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
     outputs = [heatmap, caption, cycles, nash, empty]
-    demo.load(view, outputs=outputs, api_name=False)
-    timer.tick(view, outputs=outputs, api_name=False)
+    demo.load(view, outputs=outputs, api_visibility="private")
+    timer.tick(view, outputs=outputs, api_visibility="private")
 
 
 #: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never

@@ -29,8 +29,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Sequence
-
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from arena.errors import NotEnoughMatchesError
 from arena.luck import LuckReport, luck_report
@@ -150,6 +150,7 @@ class StandingsRefresher:
                 if mle_due:
                     self._computed_at = now
         standings = self._standings
+        assert standings is not None  # set by both branches above
         # analytics: only the new replays are read; a backlog is worked off over the next calls
         if standings.source != self._analysed or self.analytics.backlog:
             try:
@@ -192,7 +193,7 @@ class StandingsRefresher:
             log.info("standings recomputed from every shard: %s", exc)
             return None
 
-    def covers(self, shards: "Sequence[str]") -> bool:
+    def covers(self, shards: Iterable[str]) -> bool:
         """Whether the latest standings were computed from every shard of `shards` (names
         inside `data/`): a Space restored on an empty disk says it is restoring until then."""
         standings = self._standings

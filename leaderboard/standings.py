@@ -17,8 +17,8 @@ however long the history grows (`bench/tables_scale.py`).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -95,7 +95,7 @@ class Standings:
     """Matches in the rows (every track)."""
     pvp_matches: int
     """PvP matches in the rows."""
-    trajectory: Mapping[str, "deque[tuple[str, float, float]]"] = field(default_factory=dict)
+    trajectory: Mapping[str, deque[tuple[str, float, float]]] = field(default_factory=dict)
     """Per player, its last TRAJECTORY_POINTS TrueSkill ratings: (start time, mu, sigma)."""
     pvp_players: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Per player: policy id, revision, PvP matches, mean Achievement and per-task points."""
@@ -122,7 +122,7 @@ class Standings:
     """The shards the whole-history columns (Plackett-Luce fit and bootstrap, head to head,
     held-out fit) were computed from: `source`, or earlier shards between two of their
     refreshes (`leaderboard.refresher`, `mle_every_s`)."""
-    tallies: "Tallies | None" = None
+    tallies: Tallies | None = None
     """The sums and counts behind `pvp_players` and `pve_stages` (what `update` merges)."""
     rated: RatedTable = field(default_factory=RatedTable.empty)
     """The rows' rated results (`rated_table`), kept so that the whole-history fits rerun
@@ -519,7 +519,7 @@ def _sort_rank(values: np.ndarray) -> np.ndarray:
     return pd.factorize(values, sort=True)[0].astype(np.int64)
 
 
-def _merge_summaries(parts: "list[pd.DataFrame]") -> pd.DataFrame:
+def _merge_summaries(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """The summary of the rows of every part's matches, from the parts' summaries (each
     newest first, ties in start time in order of first appearance), given in the order of
     their rows: as `summarize_matches` of all the rows would give it."""
@@ -611,6 +611,8 @@ def _gather(batches: Iterable[pd.DataFrame], *, teams: TeamRows | None = None) -
     rated = RatedTable.concat([*singles, _sets_table(sets)] if sets is not None else singles, sort=True)
     held_out = RatedTable.concat([*held_singles, _sets_table(held_out_rows(sets))] if sets is not None else held_singles,
                                  sort=True)
+    if tallies is None:  # `_with_rows` yields at least one frame
+        raise AssertionError("no batch was gathered")
     return _Gathered(teams, rated, held_out, tallies, summary,
                      {p: ids[0] if len(ids) == 1 else np.concatenate(ids) for p, ids in matches.items()})
 
@@ -636,7 +638,7 @@ def _no_rows() -> pd.DataFrame:
     return pd.DataFrame({name: np.empty(0, dtype=dtypes.get(kind, kind)) for name, kind in TEAM_COLUMNS})
 
 
-def _merge_tallies(old: "Tallies | None", new: Tallies) -> Tallies:
+def _merge_tallies(old: Tallies | None, new: Tallies) -> Tallies:
     """The tallies of two batches of whole matches as one."""
     return new if old is None else Tallies(_merge_tally(old.pvp, new.pvp), _merge_tally(old.pve, new.pve))
 
@@ -653,7 +655,7 @@ def frames(tables: Iterable) -> Iterator[pd.DataFrame]:
 
 
 def compute(
-    rows: "pd.DataFrame | Iterable[pd.DataFrame]",
+    rows: pd.DataFrame | Iterable[pd.DataFrame],
     *,
     previous: Standings | None = None,
     refresh_mle: bool = True,
@@ -672,10 +674,11 @@ def compute(
     gathered = _gather([rows] if isinstance(rows, pd.DataFrame) else rows)
     history = gathered.rated
     fresh = previous is None or recomputed(previous.trueskill, history)
-    trajectory: dict[str, deque] = {} if fresh else {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
+    trajectory: dict[str, deque] = ({} if fresh or previous is None else
+                                    {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()})
     # TrueSkill carried forward (only the matches after the previous standings' last one), or
     # recomputed; each player's latest ratings come back as a trail, not one call per rating
-    start = TrueSkillState() if fresh else previous.trueskill
+    start = TrueSkillState() if fresh or previous is None else previous.trueskill
     todo = history if fresh else history.take(history.after(start.last_key))
     ts = _extend_trajectory(todo, start, trajectory)
     elo = elo_ratings(history, state=previous.elo if previous is not None else None)
@@ -704,7 +707,7 @@ def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict
 
 
 def _whole_history(history: RatedTable, held_out: RatedTable, *, bootstrap: int,
-                   start: Mapping[str, MLERating] | None = None) -> tuple[dict, HeadToHead, dict]:
+                   start: Mapping[str, MLERating] | None = None) -> tuple[Mapping[str, MLERating], HeadToHead, Mapping[str, MLERating]]:
     """The whole-history computations: the Plackett-Luce fit with its bootstrap, the head to
     head, and the held-out fit."""
     warm = {p: r.rating for p, r in start.items()} if start else None
@@ -743,7 +746,7 @@ def _standings(teams: TeamRows, tallies: Tallies, match_summary, policy_matches,
 
 def update(
     previous: Standings,
-    new_rows: "pd.DataFrame | Iterable[pd.DataFrame]",
+    new_rows: pd.DataFrame | Iterable[pd.DataFrame],
     *,
     refresh_mle: bool = False,
     bootstrap: int = 200,

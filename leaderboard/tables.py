@@ -7,8 +7,9 @@ select, aggregate and format what `leaderboard.standings` computed, so they buil
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -19,21 +20,24 @@ from arena.rules import ANCHORS
 from arena.schema import TASK_NAMES, is_builtin, player_id
 from leaderboard.standings import POINT_COLUMNS, Standings
 
+Kind = Literal["str", "number", "bool", "date", "markdown", "html"]
+"""A column's Gradio datatype."""
+
 
 @dataclass(frozen=True)
 class Column:
     name: str
-    kind: str  # gradio datatype: "str", "number", "markdown", "date"
+    kind: Kind
     description: str
     width: str = "110px"
     """Its width on the page: numbers narrow, the policy link wider, reasons widest."""
 
 
-def kinds(columns: Sequence[Column]) -> list[str]:
+def kinds(columns: Sequence[Column]) -> list[Kind]:
     return [c.kind for c in columns]
 
 
-def widths(columns: Sequence[Column]) -> list[str]:
+def widths(columns: Sequence[Column]) -> list[str | int]:
     return [c.width for c in columns]
 
 
@@ -57,6 +61,12 @@ PVP_COLUMNS = [
     *[Column(task.capitalize(), "number", f"mean {task} points in PvP") for task in TASK_NAMES],
     Column("ms / tick", "number", "median time the team's act() took per tick in its validation (built-ins: blank)"),
 ]
+
+
+def _split_player(player: str) -> tuple[str, str]:
+    """`owner/name@sha` as (policy id, revision)."""
+    policy_id, _, revision = player.partition("@")
+    return policy_id, revision
 
 
 def _link(policy_id: str, revision: str, hub_url: str) -> str:
@@ -275,7 +285,7 @@ def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:
     lines = [f"**Now playing:** {len(live)} match{'es' if len(live) > 1 else ''}"]
     for m in live:
         subs = [p for p in m.lineup if not is_builtin(p)]
-        named = ", ".join(_link(*p.split("@", 1), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
+        named = ", ".join(_link(*_split_player(p), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
         builtins = len(m.lineup) - len(subs)
         what = f"PvE stage {m.stage}" if m.track == "pve" else m.track.upper()
         crowd = f"{builtins} built-in team{'s' if builtins != 1 else ''}"
@@ -385,7 +395,7 @@ def _colour(share: float) -> tuple[str, str]:
     red, white, blue = np.array([178, 24, 43]), np.array([247, 247, 247]), np.array([33, 102, 172])
     t = abs(share - 0.5) * 2
     rgb = white + t * ((blue if share > 0.5 else red) - white)
-    return "#%02x%02x%02x" % tuple(int(round(c)) for c in rgb), "#ffffff" if t > 0.6 else "#111111"
+    return "#" + "".join(f"{int(round(c)):02x}" for c in rgb), "#ffffff" if t > 0.6 else "#111111"
 
 
 def heatmap_html(standings: Standings, *, top: int = HEATMAP_TOP) -> str:

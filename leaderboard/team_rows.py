@@ -17,7 +17,7 @@ that need every row at once (the luck report).
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -52,7 +52,7 @@ class TeamRows:
         self.chunks = tuple(c for c in chunks if len(c)) or tuple(chunks[:1])
 
     @classmethod
-    def of(cls, rows: "pd.DataFrame | TeamRows") -> "TeamRows":
+    def of(cls, rows: pd.DataFrame | TeamRows) -> TeamRows:
         """`rows` as chunks (itself if it is already)."""
         return rows if isinstance(rows, TeamRows) else cls((rows,))
 
@@ -66,7 +66,7 @@ class TeamRows:
     def __iter__(self) -> Iterator[pd.DataFrame]:
         return iter(self.chunks)
 
-    def append(self, rows: pd.DataFrame) -> "TeamRows":
+    def append(self, rows: pd.DataFrame) -> TeamRows:
         """These rows, then `rows` (a new object; this one is unchanged)."""
         if not len(rows):
             return self

@@ -16,8 +16,8 @@ reader, which knows only recorded matches' files: no path ever comes from the br
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import gradio as gr
 

@@ -26,7 +26,16 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from localhub.store import DISCUSSION_STATUSES, BadRequest, Discussion, HubError, HubStore, Repo
+from localhub.store import (
+    DISCUSSION_STATUSES,
+    BadRequest,
+    Discussion,
+    HubError,
+    HubStore,
+    Repo,
+    _pull_base_commit,
+    _pull_ref,
+)
 
 #: Discussions per page of a repo's discussion list (the Hub's).
 DISCUSSIONS_PAGE = 50
@@ -48,6 +57,13 @@ class DiscussionRoutes:
     """
 
     store: HubStore
+
+    # provided by `LocalHubApp`, which mixes these routes in
+    def _authorize(self, request: Request) -> str:
+        raise NotImplementedError
+
+    def _url_prefix(self, request: Request, repo: Repo) -> str:
+        raise NotImplementedError
 
     async def _discussion_route(self, request: Request, repo: Repo, args: list[str]) -> Response:
         method = request.method
@@ -124,15 +140,15 @@ class DiscussionRoutes:
 
     def _diff(self, repo: Repo, pr: Discussion) -> str:
         """A unified diff of the pull request's text files against where it started."""
-        before = self.store.commit(repo, pr.base_commit).files
-        after = self.store.commit(repo, pr.merge_commit or self.store.refs(repo)[pr.ref]).files
+        before = self.store.commit(repo, _pull_base_commit(pr)).files
+        after = self.store.commit(repo, pr.merge_commit or self.store.refs(repo)[_pull_ref(pr)]).files
         chunks = []
         for path in sorted(set(before) | set(after)):
             if before.get(path) == after.get(path):
                 continue
-            texts = [self.store.blob_path(side[path]["oid"]).read_bytes().decode("utf-8", "replace").splitlines(keepends=True)
-                     if path in side else [] for side in (before, after)]
-            chunks.append("".join(difflib.unified_diff(*texts, fromfile=f"a/{path}", tofile=f"b/{path}")))
+            old, new = (self.store.blob_path(side[path]["oid"]).read_bytes().decode("utf-8", "replace").splitlines(keepends=True)
+                        if path in side else [] for side in (before, after))
+            chunks.append("".join(difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}")))
         return "".join(chunks)
 
     async def create_discussion(self, request: Request, repo: Repo) -> Response:

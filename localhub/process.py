@@ -47,7 +47,7 @@ class HubProcess:
             except OSError:
                 if time.time() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError(f"python -m localhub did not answer on {self.endpoint} within {timeout:.0f} s")
+                    raise RuntimeError(f"python -m localhub did not answer on {self.endpoint} within {timeout:.0f} s") from None
                 time.sleep(0.1)
 
     def api(self) -> Any:

@@ -27,8 +27,9 @@ import html
 import json
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode
 
 import uvicorn
@@ -47,6 +48,7 @@ from localhub.store import (
     HubStore,
     Repo,
     RepoExists,
+    _pull_ref,
     card_metadata,
 )
 from localhub.webhooks import Webhooks
@@ -359,7 +361,7 @@ class LocalHubApp(DiscussionRoutes):
                 repo, title=title, description=header.get("description", "") or title, author=author,
                 pull_request=True, status="open", base=branch, base_commit=parent,
             )
-            branch, parent = pull_request.ref, None
+            branch, parent = _pull_ref(pull_request), None
         commit = self.store.commit_changes(
             repo,
             branch=branch,
@@ -449,7 +451,7 @@ class LocalHub:
     def endpoint(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "LocalHub":
+    def start(self, timeout: float = 10.0) -> LocalHub:
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", lifespan="off")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True, name="localhub")

@@ -33,10 +33,11 @@ import secrets
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from html import escape as html_escape
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -341,11 +342,12 @@ class HubStore:
             return commit
 
     def _write_commit(self, path: Path, *, parents: tuple[str, ...], title: str, message: str, author: str, files: Mapping[str, Any], card: Mapping[str, Any]) -> Commit:
-        data = {"parents": list(parents), "title": title, "message": message, "date": now_iso(), "author": author, "files": dict(files), "card": dict(card)}
+        date = now_iso()
+        data = {"parents": list(parents), "title": title, "message": message, "date": date, "author": author, "files": dict(files), "card": dict(card)}
         body = json.dumps(data, sort_keys=True).encode()
         sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
         _atomic_write(path / "commits" / f"{sha}.json", body)
-        return Commit(id=sha, parents=parents, title=title, message=message, date=data["date"], author=author, files=dict(files), card=dict(card))
+        return Commit(id=sha, parents=parents, title=title, message=message, date=date, author=author, files=dict(files), card=dict(card))
 
 
     # -- discussions and pull requests -------------------------------------------------
@@ -427,8 +429,9 @@ class HubStore:
             if not pr.is_pull_request or pr.status not in ("open", "draft"):
                 raise BadRequest(f"Discussion {num} is not an open pull request (status {pr.status}).")
             refs = self.refs(repo)
-            head = self.commit(repo, refs[pr.ref])
-            target = self.commit(repo, refs[pr.base])
+            ref, base = _pull_ref(pr), _pull_base(pr)
+            head = self.commit(repo, refs[ref])
+            target = self.commit(repo, refs[base])
             if target.id == pr.base_commit or target.id == head.id:  # the base has not moved: fast-forward
                 merged = head
             else:
@@ -437,7 +440,7 @@ class HubStore:
                 card = card_metadata(self.blob_path(readme["oid"]).read_bytes()) if readme else {}
                 merged = self._write_commit(repo.path, parents=(target.id, head.id), title=f"Merge {pr.ref}: {pr.title}",
                                             message=comment, author=author, files=files, card=card)
-            refs[pr.base] = merged.id
+            refs[base] = merged.id
             _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
             if comment.strip():
                 self._append_event(repo, num, _event("comment", author, {"edited": False, "hidden": False, "latest": {"raw": comment, "html": html_escape(comment), "updatedAt": now_iso(), "author": {"name": author}}}))
@@ -449,8 +452,8 @@ class HubStore:
         if not pr.is_pull_request or pr.status == "merged":
             return []
         refs = self.refs(repo)
-        base = self.commit(repo, pr.base_commit).files
-        head, target = self.commit(repo, refs[pr.ref]).files, self.commit(repo, refs[pr.base]).files
+        base = self.commit(repo, _pull_base_commit(pr)).files
+        head, target = self.commit(repo, refs[_pull_ref(pr)]).files, self.commit(repo, refs[_pull_base(pr)]).files
         changed = {p for p in set(base) | set(head) if base.get(p) != head.get(p)}
         return sorted(p for p in changed if base.get(p) != target.get(p) and head.get(p) != target.get(p))
 
@@ -458,7 +461,7 @@ class HubStore:
         clashes = self.conflicts(repo, pr)
         if clashes:
             raise MergeConflict(f"Cannot merge {pr.ref}: conflicting changes in {', '.join(clashes)}. Update the pull request from {pr.base} first.")
-        base = self.commit(repo, pr.base_commit).files
+        base = self.commit(repo, _pull_base_commit(pr)).files
         files = dict(target.files)
         for path in set(base) | set(head.files):
             if base.get(path) == head.files.get(path):
@@ -501,3 +504,22 @@ def _check_path(path: str) -> None:
     parts = path.split("/")
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise BadRequest(f"Invalid path in repo: {path!r}")
+
+
+def _pull_ref(pr: Discussion) -> str:
+    """A pull request's ref (`refs/pr/N`); a discussion has none."""
+    if pr.ref is None:
+        raise BadRequest(f"Discussion {pr.num} is not a pull request.")
+    return pr.ref
+
+
+def _pull_base(pr: Discussion) -> str:
+    if pr.base is None:
+        raise BadRequest(f"Discussion {pr.num} is not a pull request (it has no base branch).")
+    return pr.base
+
+
+def _pull_base_commit(pr: Discussion) -> str:
+    if pr.base_commit is None:
+        raise BadRequest(f"Discussion {pr.num} is not a pull request (it has no base commit).")
+    return pr.base_commit

@@ -34,10 +34,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -91,7 +92,7 @@ class Webhook:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Webhook":
+    def from_json(cls, data: Mapping[str, Any]) -> Webhook:
         return cls(
             id=str(data["id"]),
             url=str(data["url"]),

@@ -14,8 +14,9 @@ so the Combat team is made of the Melee, Range and Mage subclasses.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import nmmo
 import numpy as np

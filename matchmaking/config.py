@@ -95,6 +95,18 @@ class MatchConfig:
     """Generated maps are cached here, one folder per map and nmmo version; None in a spec
     bound for another machine, which uses its own (`matchmaking.nodes`)."""
 
+    @property
+    def maps_dir(self) -> Path:
+        """Where this machine caches generated maps.
+
+        Raises:
+            `ValueError`: a spec bound for another machine, not yet given this one's cache.
+        """
+        if self.cache_dir is None:
+            raise ValueError("This match's config has no cache folder (a spec bound for another machine): "
+                             "give it this machine's with `dataclasses.replace(config, cache_dir=...)`.")
+        return self.cache_dir / "maps"
+
     map_key: str | None = field(default=None, repr=False)
     """The key the held-out maps are generated from (`matchmaking.maps.held_out_key` of the
     Space's secret); None: only the published pool can be played. Never shown (not in the

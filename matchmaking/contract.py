@@ -26,8 +26,9 @@ accepts; it never raises on bad input, it reports it, because the runner owns fa
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 #: Action name -> argument name -> number of choices (indices 0..n-1), as nmmo 2.x defines
 #: them for the Arena's config (see `matchmaking.game.action_space`).

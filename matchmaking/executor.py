@@ -20,10 +20,10 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from arena.activity import LiveMatch
 from arena.logs import MatchLogs
@@ -262,7 +262,8 @@ class RayExecutor:
 
         specs = list(specs)
         sent = [portable(spec, self.hub) for spec in specs]
-        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board, self.isolation): spec
+        # Ray's stubs type a remote function by its arity without defaults: five arguments are right here
+        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board, self.isolation): spec  # type: ignore[call-arg]
                    for p, spec in zip(sent, specs)}
         pending = list(spec_of)
         while pending:

@@ -80,7 +80,7 @@ def ensure_map(map_id: int, match: MatchConfig) -> Path:
     """
     if not 1 <= map_id <= match.map_pool:
         raise ValueError(f"`map_id` must be between 1 and {match.map_pool}, got {map_id}.")
-    folder = match.cache_dir / "maps" / f"nmmo-{NMMO_VERSION}-pool{match.map_pool}" / str(map_id)
+    folder = match.maps_dir / f"nmmo-{NMMO_VERSION}-pool{match.map_pool}" / str(map_id)
     if map_saved(folder):
         return folder
     config = ArenaNmmoConfig()

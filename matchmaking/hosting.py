@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from arena.schema import Fault, FaultKind
 from matchmaking.config import MatchConfig

@@ -14,15 +14,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 log = logging.getLogger(__name__)
 
 
-def answered(exc: BaseException) -> bool:
+def answered(exc: BaseException | None) -> bool:
     """Whether a failed Hub call got an answer (an HTTP status) rather than no connection."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:

@@ -32,9 +32,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -195,7 +196,7 @@ class IsolationReport:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "IsolationReport":
+    def from_dict(cls, data: Mapping[str, Any]) -> IsolationReport:
         return cls(mode=data["mode"], probes=tuple(ProbeResult(p["probe"], bool(p["escaped"]), p["detail"]) for p in data["probes"]),
                    confinement=dict(data.get("confinement", {})), host=dict(data.get("host", {})),
                    error=data.get("error", ""), checked_at=float(data.get("checked_at", time.time())))

@@ -9,8 +9,9 @@ takes no more of the match process's core than a scripted team does.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
 
 from arena import PROJECT_ROOT
 
@@ -18,7 +19,7 @@ from arena import PROJECT_ROOT
 FOLDERS = {"apprentice": PROJECT_ROOT / "examples" / "policies" / "apprentice-torch"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _team_class(name: str) -> type:
     from matchmaking.policy import load_team_class
     from matchmaking.sandbox.frameworks import pin_threads

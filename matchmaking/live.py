@@ -18,8 +18,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any
 
 from arena.activity import LiveMatch
 from arena.schema import player_id
@@ -129,7 +130,7 @@ class ClusterBoard:
         self.actor = actor
 
     @classmethod
-    def start(cls) -> "ClusterBoard":
+    def start(cls) -> ClusterBoard:
         """A new board on the cluster Ray is connected to: on the head node when its node
         is marked as such (a worker node lost would take the board with it), restarted
         (empty) if its node is lost all the same."""
@@ -166,4 +167,4 @@ class ClusterBoard:
 
 
 #: Where matches report while they play: a folder on the Space's machine, or the cluster's actor.
-Board = Union[LiveBoard, ClusterBoard]
+Board = LiveBoard | ClusterBoard

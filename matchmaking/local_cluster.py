@@ -140,7 +140,7 @@ class LocalCluster:
         return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
 
     # -- nodes -----------------------------------------------------------------------------
-    def start_head(self) -> "LocalCluster":
+    def start_head(self) -> LocalCluster:
         self._head_dir = Path(tempfile.mkdtemp(prefix="ray-head-", dir="/tmp"))  # short: socket paths are limited
         log = self.folder / "head.log"
         command = [
@@ -214,9 +214,9 @@ class LocalCluster:
     def _status(self) -> list[dict]:
         """The cluster's nodes, asked of the head with the `ray` CLI's Python API in a
         subprocess (the driver process may not be connected)."""
-        code = ("import json, ray; ray.init(address=%r, log_to_driver=False); "
+        code = (f"import json, ray; ray.init(address={self.address!r}, log_to_driver=False); "
                 "print('NODES', json.dumps([{'id': n['NodeID'], 'alive': n['Alive'], 'resources': n['Resources']} "
-                "for n in ray.nodes()]))" % self.address)
+                "for n in ray.nodes()]))")
         env = {**self._env(), "HOME": str(self.folder), "TMPDIR": "/tmp"}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         # Ray's own log lines may share stdout: only the marked line is the answer
@@ -248,7 +248,7 @@ class LocalCluster:
         if self._head_dir is not None:
             shutil.rmtree(self._head_dir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         return self.start_head()
 
     def __exit__(self, *exc) -> None:

@@ -145,7 +145,7 @@ def spec_map(seed: int, held_out: bool, key: str | None, config: MatchConfig) ->
 
 def held_out_folder(key: str, config: MatchConfig) -> Path:
     """Where a key's held-out maps are cached: a folder named by the key's fingerprint."""
-    return config.cache_dir / "maps" / f"nmmo-{game.NMMO_VERSION}-held-out-{key_fingerprint(key)}"
+    return config.maps_dir / f"nmmo-{game.NMMO_VERSION}-held-out-{key_fingerprint(key)}"
 
 
 def ensure_held_out(index: int, key: str, config: MatchConfig) -> Path:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from nmmo.entity.entity import EntityState
@@ -242,7 +243,7 @@ def run_match(
                 break
 
         events = env.realm.event_log.get_data()
-        progress = team_progress(events, teams, travel.farthest, base_level=env.config.PROGRESSION_BASE_LEVEL)
+        reached = team_progress(events, teams, travel.farthest, base_level=env.config.PROGRESSION_BASE_LEVEL)
         if recorder is not None:
             recorder.finish(
                 match_id=spec.match_id,
@@ -269,7 +270,7 @@ def run_match(
         logs.finish(match_id=spec.match_id)
 
     # ALGO LOGIC: score and rank
-    scores = {team_id: achievement(progress[team_id]) for team_id in teams}
+    scores = {team_id: achievement(reached[team_id]) for team_id in teams}
     ranks = competition_ranks([scores[t].total for t in teams])
     results = []
     for team_id, ref in enumerate(spec.policies):
@@ -282,11 +283,11 @@ def run_match(
                 achievement=score.total,
                 rank=ranks[team_id],
                 tasks={
-                    task.value: TaskResult(value=progress[team_id].value(task), points=score.points[task])
+                    task.value: TaskResult(value=reached[team_id].value(task), points=score.points[task])
                     for task in RULES
                 },
                 alive=alive_at_end[team_id],
-                player_kills=progress[team_id].eliminate,
+                player_kills=reached[team_id].eliminate,
                 deaths=config.team_size - alive_at_end[team_id],
                 fault_counts=faults.counts[team_id],
                 faults=tuple(faults.kept[team_id]),

@@ -24,10 +24,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -140,6 +141,9 @@ class Matchmaker:
         """Matches whose record cannot be replayed (`NotReproducibleError`: a revision gone
         from the Hub, a held-out map): skipped by later audits until a restart."""
         self._pve_looked = False
+        self.discovered = threading.Event()
+        """Set once a discovery round has run (found something or not): what happens after
+        it is up to webhooks and the next scheduled round."""
 
     # -- helpers -------------------------------------------------------------------------
     def _ref(self, repo_id: str, revision: str) -> PolicyRef:
@@ -230,6 +234,8 @@ class Matchmaker:
             if self.health is None or not self.health.failed(exc, doing="discovery"):
                 raise
             return 0
+        finally:
+            self.discovered.set()
         if self.health is not None:
             self.health.ok()
         return len(queued)

@@ -15,7 +15,7 @@ fixed anchors of the ratings (`arena.rules.ANCHORS`, `POOL_FILL`).
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

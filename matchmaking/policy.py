@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from arena.errors import InvalidPolicySpecError, PolicyLoadError, PolicyNotFoundError
 from arena.rules import builtin_team

@@ -9,7 +9,7 @@ values into points.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from nmmo.entity.entity import EntityState
@@ -86,7 +86,7 @@ def team_progress(
     result = {}
     for team, agents in teams.items():
         members = np.asarray(list(agents))
-        mine = lambda rows: rows[np.isin(rows[:, EventAttr["ent_id"]], members)]  # noqa: E731
+        mine = lambda rows, members=members: rows[np.isin(rows[:, EventAttr["ent_id"]], members)]  # noqa: E731
         levels = mine(level_ups)[:, EventAttr["level"]]
         equipped = mine(equips)[:, EventAttr["level"]]
         victims = mine(kills)[:, EventAttr["target_ent"]]

@@ -13,9 +13,9 @@ again and the history's exactly-once rule keeps each one once.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Mapping, Sequence
 
 from arena.rules import PVE
 from arena.schema import TASK_NAMES, MatchResult

@@ -21,8 +21,8 @@ every match of the stage is played: a stage decided early (`pve.decide`) ends so
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
 
 from arena.activity import QueueEntry
 

@@ -41,9 +41,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError

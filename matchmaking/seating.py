@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar, cast
 
 T = TypeVar("T")
 
@@ -63,7 +64,7 @@ def rotations(lineup: Sequence[T], layout: Sequence[tuple[int, int]], *, count: 
         seated: list[T | None] = [None] * len(lineup)
         for slot, (side, index) in enumerate(layout):
             seated[slot_at[((side + r) % SIDES, index)]] = lineup[slot]
-        out.append(list(seated))  # type: ignore[arg-type]
+        out.append(cast("list[T]", seated))  # every slot is filled: the layout is a permutation
     return out
 
 

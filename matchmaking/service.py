@@ -107,23 +107,23 @@ class Arena:
     matchmaker: Matchmaker
     mirror: HubMirror
     health: HubHealth
+    writers: Writers
+    """This Space as one writer of the dataset, and who leads (`history.writers`)."""
+    pull: DatasetPull
+    """Brings the data folder up to the dataset (`history.restore`): at start, then after every push."""
+    isolation: IsolationGate
+    """The isolation self-test's verdict on this machine, and whether submitted code may run."""
     hub: Any = None
     webhooks: WebhookReceiver | None = None
     """The webhook handler to mount on the Space (`matchmaking.webhooks.launch`); None: polling only."""
     reactor: PushReactor | None = None
-    writers: Writers | None = None
-    """This Space as one writer of the dataset, and who leads (`history.writers`)."""
-    pull: DatasetPull | None = None
-    """Brings the data folder up to the dataset (`history.restore`): at start, then after every push."""
     restorer: threading.Thread | None = None
-    isolation: IsolationGate | None = None
-    """The isolation self-test's verdict on this machine, and whether submitted code may run."""
     _stopping: threading.Event = field(default_factory=threading.Event)
     _tried: threading.Event = field(default_factory=threading.Event)
     """Set once the first catch-up has been tried, whatever came of it."""
 
     @classmethod
-    def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True, space_url: str | None = None) -> "Arena":
+    def start(cls, settings: ArenaSettings | None = None, *, schedule: bool = True, space_url: str | None = None) -> Arena:
         """Start everything; with `schedule=False` the rounds are left to the caller.
 
         Args:
@@ -164,7 +164,7 @@ class Arena:
         me = identity(settings.data_dir, settings.history_dir, ledger=settings.legacy_model_card_ledger)
         store = HistoryStore(settings.history_dir, writer=me.writer, legacy=me.legacy)
         # replays and logs this folder does not hold (restored on an empty disk) are read from the dataset by range
-        store.remote = HubFiles(settings.history_repo, endpoint=api.endpoint, token=api.token)
+        store.remote = HubFiles(settings.history_repo, endpoint=api.endpoint, token=api.token if isinstance(api.token, str) else None)
         statuses = StatusLog(settings.status_log, writer=me.writer)
         writers = Writers(settings.history_dir, me.writer, ttl_s=settings.writer_ttl_s)
         health = HubHealth(api.endpoint, setting=setting)
@@ -200,8 +200,8 @@ class Arena:
         else:
             log.info("webhooks off (a real Hub and no NMMO_ARENA_WEBHOOK_SECRET): new pushes are found by polling "
                      "every %.0f s (NMMO_ARENA_SYNC_S)", settings.sync_every_s)
-        arena = cls(settings, api, store, statuses, matchmaker, mirror, health, hub, receiver, reactor, writers, pull,
-                    isolation=gate)
+        arena = cls(settings, api, store, statuses, matchmaker, mirror, health, writers, pull, gate, hub=hub,
+                    webhooks=receiver, reactor=reactor)
         arena.restorer = threading.Thread(target=arena._restore, args=(schedule,), daemon=True, name="restore")
         arena.restorer.start()
         if not schedule:  # the caller plays the rounds itself: on what the dataset holds, if it can be reached
@@ -229,9 +229,8 @@ class Arena:
             self.mirror.push_now()
             self._tried.set()
             break
-        if self.isolation is not None:
-            while not self.isolation.done.wait(0.5) and not self._stopping.is_set():
-                pass
+        while not self.isolation.done.wait(0.5) and not self._stopping.is_set():
+            pass
         if schedule and not self._stopping.is_set():
             self.matchmaker.start()
 
@@ -241,25 +240,24 @@ class Arena:
 
     def restoring(self) -> str | None:
         """While the first catch-up runs, how far it has got (None once done)."""
-        return None if self.pull is None or self.pull.done.is_set() else self.pull.progress.line()
+        return None if self.pull.done.is_set() else self.pull.progress.line()
 
     def isolation_report(self) -> dict[str, Any] | None:
         """The isolation self-test's report (None while it runs): `/isolation` serves it."""
-        report = self.isolation.report if self.isolation is not None else None
+        report = self.isolation.report
         return None if report is None else report.to_dict()
 
     def operator_lines(self) -> list[str]:
         """What an operator should know now: the Hub's state, the restore while it runs,
         this Space's role among the dataset's writers, and any damaged state set aside."""
         lines = [self.health.state().line()]
-        if self.isolation is not None:
-            lines.append(self.isolation.line())
+        lines.append(self.isolation.line())
         for node, line in sorted(getattr(self.matchmaker.executor, "node_isolation", {}).items()):
             lines.append(f"Ray node {node[:12]}: {line}")
         restoring = self.restoring()
         if restoring is not None:
             lines.append(restoring[:1].upper() + restoring[1:])
-        elif self.writers is not None and self.writers.leader() != self.writers.writer:
+        elif self.writers.leader() != self.writers.writer:
             lines.append(f"This Space is writer {self.writers.writer} of {self.settings.history_repo}, a "
                          f"{self.writers.role()}.")
         return [*lines, *self.statuses.damaged, *self.store.damaged]
@@ -274,7 +272,7 @@ class Arena:
         self.matchmaker.executor.close()
         if self.restorer is not None:
             self.restorer.join(timeout=30)
-        self.mirror.stop(final=self.pull is not None and self.pull.done.is_set())
+        self.mirror.stop(final=self.pull.done.is_set())
         if self.hub is not None:
             embedded_hub.withdraw(self.settings)
             self.hub.stop()

@@ -18,7 +18,8 @@ and scouts that detour around obstacles instead of stopping.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from nmmo.core.tile import TileState
@@ -99,7 +100,7 @@ class CoordinatedTeam:
 
     def _away_from_edge(self, row: int, col: int) -> int:
         distances = {SOUTH: row, NORTH: self.map_size - row, EAST: col, WEST: self.map_size - col}
-        return min(distances, key=distances.get)
+        return min(distances, key=lambda d: distances[d])
 
     # -- movement ------------------------------------------------------------------------
     @staticmethod

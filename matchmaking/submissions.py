@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from huggingface_hub import HfApi
 
@@ -223,8 +224,9 @@ class Validator:
         except Exception as exc:  # noqa: BLE001 - the Hub's trouble or the revision's: decided below
             unreachable = self.health.failed(exc, doing="download") if self.health else not answered(exc)
             with self._lock:
-                if not self._abandoned(key):
-                    self._failed(self.statuses.get(*key), f"downloading it failed: {describe(exc)}", counts=not unreachable)
+                current = self.statuses.get(*key)
+                if current is not None and not self._abandoned(key):
+                    self._failed(current, f"downloading it failed: {describe(exc)}", counts=not unreachable)
             return
         if self.health is not None:
             self.health.ok()
@@ -276,7 +278,7 @@ def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb:
         runner.run_until_idle()
     finally:
         runner.close()
-    return [statuses.get(*key) for key in queued]
+    return [state for key in queued if (state := statuses.get(*key)) is not None]
 
 
 #: Fault kinds that mean the team's process could not go on.

@@ -34,9 +34,9 @@ import argparse
 import ast
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from huggingface_hub import HfApi, ModelCard, ModelCardData, get_token
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError, RepositoryNotFoundError

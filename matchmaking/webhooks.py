@@ -31,10 +31,11 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from huggingface_hub import HfApi, WebhookPayload
+from huggingface_hub import HfApi, WebhookPayload, WebhookWatchedItem
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -188,14 +189,14 @@ def launch(demo: Any, receiver: WebhookReceiver | None, **launch_kwargs: Any) ->
 def register(api: HfApi, *, url: str, secret: str, watched: Iterable[dict[str, str]]) -> str:
     """Make sure the Hub sends its repo events to `url` with `secret` (one webhook per URL:
     an existing one is updated, so restarts do not pile them up). Returns its id."""
-    watched = list(watched)
+    items: list[dict[Any, Any] | WebhookWatchedItem] = list(watched)
     for hook in api.list_webhooks():
         if hook.url == url:
-            api.update_webhook(hook.id, url=url, watched=watched, domains=["repo"], secret=secret)
+            api.update_webhook(hook.id, url=url, watched=items, domains=["repo"], secret=secret)
             if hook.disabled:
                 api.enable_webhook(hook.id)
             return hook.id
-    return api.create_webhook(url=url, watched=watched, domains=["repo"], secret=secret).id
+    return api.create_webhook(url=url, watched=items, domains=["repo"], secret=secret).id
 
 
 def space_webhook_url(space_url: str) -> str:

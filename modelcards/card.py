@@ -26,10 +26,11 @@ A card opts out with `nmmo_arena: {model_index: false}` in its metadata.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, cast
 
 import yaml
-from huggingface_hub import EvalResult, ModelCard
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from arena.errors import CardMetadataError
 from modelcards.publications import CardResults
@@ -106,13 +107,14 @@ def with_results(card_text: str, results: list[EvalResult], *, dataset: str, mod
             "Fix the YAML between the card's '---' lines (e.g. check it with `python -c \"import huggingface_hub; "
             "huggingface_hub.ModelCard.load('README.md')\"`), then push it."
         ) from exc
-    kept = [r for r in (card.data.eval_results or []) if r.dataset_type != dataset]
-    card.data.model_name = card.data.model_name or model_name
-    card.data.eval_results = kept + list(results)
+    data = cast(ModelCardData, card.data)  # a ModelCard's data is always a ModelCardData
+    kept = [r for r in (data.eval_results or []) if r.dataset_type != dataset]
+    data.model_name = data.model_name or model_name
+    data.eval_results = kept + list(results)
     return str(card)
 
 
 def arena_results(card_text: str, *, dataset: str) -> list[EvalResult]:
     """The Arena's results on a card (those whose dataset is the history repo)."""
     card = ModelCard(card_text or "", ignore_metadata_errors=True)
-    return [r for r in (card.data.eval_results or []) if r.dataset_type == dataset]
+    return [r for r in (cast(ModelCardData, card.data).eval_results or []) if r.dataset_type == dataset]

@@ -28,8 +28,9 @@ is never published again; a newer revision of the same repo starts afresh.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any
 
 from arena.lifecycle import RevisionState, StageFigures, Status
 from arena.schema import player_id
@@ -65,7 +66,7 @@ class CardResults:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CardResults":
+    def from_dict(cls, data: Mapping[str, Any]) -> CardResults:
         """Read what `to_dict` wrote.
 
         Raises:
@@ -123,7 +124,7 @@ class PublishRule:
         ended = sorted({s.stage for s in now.pve} - {s.stage for s in last.pve})
         if ended:  # a revision qualifies once stage 1 is decided; its later stages end after
             return f"PvE stage {', '.join(map(str, ended))} ended"
-        if self.level(now.pvp) > self.level(last.pvp):
+        if now.pvp is not None and self.level(now.pvp) > self.level(last.pvp):
             step = self.sigma_steps[self.level(now.pvp) - 1]
             return f"TrueSkill sigma fell below {step:g} ({now.pvp.sigma:.2f} after {now.pvp.matches} PvP matches)"
         if now.pvp is not None and last.pvp is not None:

@@ -36,8 +36,8 @@ import logging
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
@@ -87,7 +87,7 @@ class ModelCardPublisher:
         statuses: Callable[[], Iterable[RevisionState]],
         ledger: PublicationLedger,
         dataset: str,
-        rule: PublishRule = PublishRule(),
+        rule: PublishRule | None = None,
         clock: Callable[[], float] = time.time,
         leads: Callable[[], bool] | None = None,
     ):
@@ -97,7 +97,7 @@ class ModelCardPublisher:
         self.ledger = ledger
         self.dataset = dataset
         self.dataset_url = f"{api.endpoint.rstrip('/')}/datasets/{dataset}"
-        self.rule = rule
+        self.rule = rule or PublishRule()
         self.clock = clock
         self.leads = leads
         """Whether this Space leads the dataset's writers (`history.writers`): the scheduled
@@ -160,6 +160,8 @@ class ModelCardPublisher:
         if pr is None:
             info = self.api.create_commit(repo_id, operations=operations, commit_message=PR_TITLE,
                                           commit_description=body, create_pr=True)
+            if info.pr_num is None:
+                raise RuntimeError(f"the Hub opened no pull request on {repo_id} (create_pr=True answered without one)")
             pr = PullRequest(int(info.pr_num), str(info.pr_url), revision)
             action = "opened"
         else:

@@ -19,6 +19,8 @@ from matchmaking.config import MatchConfig
 from matchmaking.match import MatchSpec, run_match
 from matchmaking.policy import builtin
 
+pytestmark = pytest.mark.slow
+
 LINEUP = ("random", "forage", "combat", "elite")
 
 

@@ -27,6 +27,7 @@ def test_the_exports_are_committed_and_small():
         assert path.is_file() and path.stat().st_size < 4 * 2**20, path
 
 
+@pytest.mark.slow
 def test_torch_and_onnx_choose_the_same_actions_through_a_match():
     """Both teams are shown the same observations of a real game, tick after tick, from
     the first tick on (spawn state included), with entities and items in view."""

@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests_support import TESTS
+
+pytestmark = pytest.mark.slow
 
 
 def test_bench_restart_restores_identical_tables_and_replays_nothing():

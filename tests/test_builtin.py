@@ -8,10 +8,10 @@ from nmmo.core import action
 from arena.rules import BUILTIN_TEAMS
 from matchmaking import game
 from matchmaking.builtin import _to_contract, builtin_factory
-
-BUILTINS = tuple(team.name for team in BUILTIN_TEAMS)
 from matchmaking.config import MatchConfig
 from matchmaking.contract import check_actions
+
+BUILTINS = tuple(team.name for team in BUILTIN_TEAMS)
 
 
 def test_scripted_actions_become_contract_indices():

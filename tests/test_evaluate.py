@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from arena.schema import MatchResult
 from tests_support import EXAMPLES, TESTS, policy_dir
 
@@ -22,6 +24,7 @@ def evaluate(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_json_report_of_a_policy_folder_with_two_workers():
     run = evaluate(str(EXAMPLES / "explorer"), "--matches", "3", "--horizon", "24", "--workers", "2", "--seed", "7", "--json")
     assert run.returncode == 0, run.stderr

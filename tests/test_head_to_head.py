@@ -182,8 +182,8 @@ def test_a_cycle_needs_every_edge_clear_and_enough_meetings():
 def test_a_four_cycle_is_found_once():
     names = ["a", "b", "c", "d"]
     history = []
-    for k, (w, l) in enumerate(zip(names, names[1:] + names[:1])):
-        history += duels(w, l, 10, 0, start=100 * k)
+    for k, (winner, loser) in enumerate(zip(names, names[1:] + names[:1])):
+        history += duels(winner, loser, 10, 0, start=100 * k)
     history += duels("a", "c", 5, 5, start=1000) + duels("b", "d", 5, 5, start=2000)  # chords even: no 3-cycle
     h = head_to_head(history)
     assert h.cycle_count == 1 and [c.players for c in h.cycles] == [("a", "b", "c", "d")]

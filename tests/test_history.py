@@ -10,6 +10,7 @@ import sys
 import time
 
 import pyarrow.parquet as pq
+import pytest
 
 from arena.schema import results_from_rows, rows
 from arena.simulation import Population, random_history
@@ -55,6 +56,7 @@ def test_crash_between_shard_and_wal_cleanup_duplicates_nothing(tmp_path):
     assert list(again.wal.glob("*")) == [] and not list(again.data.glob(".*"))
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_loses_and_doubles_nothing(tmp_path):
     rng = random.Random(7)
     durable: set[str] = set()
@@ -83,6 +85,7 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(tmp_path):
         pq.read_table(shard)
 
 
+@pytest.mark.slow
 def test_hub_push_survives_an_outage(tmp_path):
     from huggingface_hub import HfApi
 

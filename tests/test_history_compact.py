@@ -189,6 +189,7 @@ def test_a_compaction_killed_at_any_stage_reads_back_whole_and_the_next_finishes
     assert_whole(again, played)
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_of_recording_and_compacting_loses_and_doubles_nothing(tmp_path):
     rng = random.Random(int(os.environ.get("KILL_SEED", "11")))
     durable: set[str] = set()

@@ -68,6 +68,7 @@ def held(report: dict) -> dict[str, bool]:
 ALL = {"files": True, "network": True, "signals": True, "processes": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("host", "user", "weak", "open_python", "expected"),
     [
@@ -97,6 +98,7 @@ def test_the_doctor_reports_each_mechanism_on_each_kind_of_host(tmp_path, host, 
         assert report["confinement"]["user"].startswith("its own user")
 
 
+@pytest.mark.slow
 def test_the_doctors_table_names_every_missing_mechanism(tmp_path):
     done = run(unprivileged([*WEAK, "--", PY, "-m", "matchmaking.isolation"]), tmp_path)
     assert done.returncode == 1
@@ -141,6 +143,7 @@ def evaluate(tmp_path, folder, *, user: bool, weak: bool, open_python: bool = Fa
     return run(command, tmp_path, NMMO_ARENA_CACHE=str(cache), **env)
 
 
+@pytest.mark.slow
 def test_evaluate_warns_by_default_and_refuses_under_strict_on_a_weak_host(tmp_path):
     warned = evaluate(tmp_path, EXAMPLES / "gatherer", user=True, weak=True)
     assert warned.returncode == 0, warned.stderr[-2000:]
@@ -153,6 +156,7 @@ def test_evaluate_warns_by_default_and_refuses_under_strict_on_a_weak_host(tmp_p
     assert "Top1Ratio" not in refused.stdout  # nothing was played
 
 
+@pytest.mark.slow
 def test_the_issues_escape_is_contained_by_unprivileged_layers_on_a_weak_kernel_as_root(tmp_path, escape):
     """No Landlock and no namespaces, as root: the team's own user keeps it out of the
     Space's folder, seccomp out of the network; `strict` finds nothing missing and plays."""
@@ -166,6 +170,7 @@ def test_the_issues_escape_is_contained_by_unprivileged_layers_on_a_weak_kernel_
     assert not (escape["secret"] / "forged.txt").exists() and not escape["accepted"]
 
 
+@pytest.mark.slow
 def test_the_issues_escape_is_refused_under_strict_where_it_would_get_out(tmp_path, escape):
     """No Landlock and no namespaces, as an ordinary user: the file read could not be
     stopped, so `strict` never starts the policy."""
@@ -186,6 +191,7 @@ def space(tmp_path, mode: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_space_under_strict_on_a_weak_host_runs_no_submission_and_says_why(tmp_path):
     seen = space(tmp_path, STRICT)
     assert seen["isolation"]["refuses_submitted_code"] and seen["isolation"]["missing"] == ["files"]
@@ -201,6 +207,7 @@ def test_a_space_under_strict_on_a_weak_host_runs_no_submission_and_says_why(tmp
     assert "submitted code does not run here" in seen["banner"]
 
 
+@pytest.mark.slow
 def test_a_space_under_warn_on_a_weak_host_runs_submissions_under_a_red_banner(tmp_path):
     seen = space(tmp_path, WARN)
     assert not seen["isolation"]["refuses_submitted_code"] and seen["isolation"]["missing"] == ["files"]

@@ -29,6 +29,7 @@ def play_watching(executor, spec, in_flight) -> tuple[list, list]:
     return outcomes, seen
 
 
+@pytest.mark.slow
 def test_a_match_in_flight_reports_its_tick_and_vanishes_when_it_ends(tmp_path):
     board = LiveBoard(tmp_path / "live")
     spec = MatchSpec(seed=5, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
@@ -60,6 +61,8 @@ def test_stale_and_damaged_reports_are_skipped_and_cleared(tmp_path):
     done()  # a match ending after a clear is fine
 
 
+@pytest.mark.cluster
+@pytest.mark.xdist_group("ray")
 def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
     """On Ray the nodes share no disk with the Space: a match reports to the cluster's
     actor (`ClusterBoard`), which `in_flight()` asks; here on a local Ray runtime."""

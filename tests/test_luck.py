@@ -191,6 +191,7 @@ def test_the_refresher_computes_luck_in_the_background_and_the_about_section_sho
     assert "Not measured yet" in text and "0 such matches (12 older ones have no spawn points)" in text
 
 
+@pytest.mark.browser
 def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
     from leaderboard.pages import CSS, build
     from tests_support import free_port

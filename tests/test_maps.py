@@ -149,6 +149,7 @@ def test_a_sandboxed_team_cannot_read_the_secret_or_the_held_out_maps(tmp_path):
         assert f"{target}: PermissionError" in faults, faults
 
 
+@pytest.mark.slow
 def test_the_matchmaker_plays_pvp_on_held_out_maps_and_pve_on_published_ones(tmp_path):
     from matchmaking.service import Arena
 

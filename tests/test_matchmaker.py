@@ -24,6 +24,8 @@ from localhub import LocalHub
 from matchmaking.config import MatchConfig
 from tests_support import EXAMPLES, POLICIES, TESTS, push_policy
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture()
 def hub(tmp_path):
@@ -97,7 +99,7 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
     rng = random.Random(3)
     recorded: list[str] = []
-    for run in range(3):
+    for _ in range(3):
         proc = subprocess.Popen([sys.executable, str(script), str(data), "24", hub.endpoint], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
         time.sleep(rng.uniform(25, 45))
         os.killpg(proc.pid, signal.SIGKILL)  # the matchmaker and its match workers, mid-whatever
@@ -120,6 +122,8 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     assert {s.repo_id for s in registry.states()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
 
 
+@pytest.mark.cluster
+@pytest.mark.xdist_group("ray")
 def test_ray_executor_gives_the_same_results(hub, tmp_path):
     """A local Ray runtime plays what the local pool plays, each from its own fetch of the
     commit (the Ray task from the node's cache; `tests/test_ray_cluster.py` for real nodes)."""

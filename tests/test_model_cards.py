@@ -172,8 +172,9 @@ class World:
     def prs(self) -> list:
         return list(self.api.get_repo_discussions(self.repo_id, discussion_type="pull_request"))
 
-    def settle(self, rule: PublishRule = PublishRule()) -> None:
+    def settle(self, rule: PublishRule | None = None) -> None:
         """Play until sigma crosses its next step, and let the publication interval pass."""
+        rule = rule or PublishRule()
         player = f"{self.repo_id}@{self.revision}"
         start = rule.level(results_for(self.refresher.standings(), self.state()).pvp)
         while rule.level(results_for(self.refresher.standings(), self.state()).pvp) == start:
@@ -303,6 +304,7 @@ def test_hub_failures_are_logged_once_and_retried_later(hub_api, local_hub, tmp_
 
 # -- end to end: the Arena's own flow -------------------------------------------------------
 
+@pytest.mark.slow
 def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monkeypatch):
     from app import model_card_publisher
     from arena.settings import ArenaSettings

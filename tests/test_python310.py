@@ -11,6 +11,7 @@ as soon as this test is collected (`conftest.py`), so the rest of the suite runs
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -22,6 +23,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from arena import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
 
 VENV = PROJECT_ROOT / ".venv310"
 PY = VENV / "bin" / "python"
@@ -50,7 +53,14 @@ def _requirements_key() -> str:
 
 
 def build() -> str:
-    """Build `.venv310` unless it is current; "" or why it could not be built."""
+    """Build `.venv310` unless it is current; "" or why it could not be built. One build at a
+    time: every pytest-xdist worker that collects this test starts one, and waits here."""
+    with open(VENV.with_name(".venv310-build.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build()
+
+
+def _build() -> str:
     if STAMP.is_file() and STAMP.read_text() == _requirements_key():
         return ""
     interpreter = python310()

@@ -31,6 +31,8 @@ from arena import PROJECT_ROOT
 from history.store import HistoryStore
 from tests_support import POLICIES, TESTS, push_policy
 
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
 pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ def test_the_tiers_in_the_replay_match_the_record(recorded):
     result, data = recorded
     header, _ = read(data)
     best: dict[tuple[int, str], int] = {}
-    for tick, team, task, tier, points in header["tiers"]:
+    for tick, team, task, _tier, points in header["tiers"]:
         assert 0 <= tick <= result.ticks
         best[(team, task)] = max(best.get((team, task), 0), points)
     for team in result.teams:

@@ -22,6 +22,8 @@ from leaderboard.pages import audit_markdown
 from matchmaking.rerun import first_difference, spec_for
 from tests_support import EXAMPLES, TESTS, push_policy
 
+pytestmark = pytest.mark.slow
+
 ROOT = TESTS.parent
 NMMO = "2.1.2"
 

@@ -24,10 +24,17 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
-from tests_support import (EXAMPLES, TESTS, ServedHub, hub_match_ids_by_shard, hub_status_events, push_policy,
-                           record_lifecycle)
+from tests_support import (
+    EXAMPLES,
+    TESTS,
+    ServedHub,
+    hub_match_ids_by_shard,
+    hub_status_events,
+    push_policy,
+    record_lifecycle,
+)
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 REPO = "nmmo-arena/match-history"
 SECRET = "restart-test-map-secret"

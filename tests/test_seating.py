@@ -76,6 +76,7 @@ def test_rated_keeps_single_matches_and_orders_sets_by_their_first_start():
     assert rated([single, *in_set, in_set[1]]) == out  # a match read twice counts once
 
 
+@pytest.mark.slow
 def test_the_matchmaker_plays_sets_and_finishes_one_left_incomplete(tmp_path):
     from matchmaking.service import Arena
 

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from test_standings_update import assert_same, pve_matches
 
 from arena import PROJECT_ROOT
 from arena.schema import rows
@@ -18,8 +19,6 @@ from history.store import HistoryStore
 from leaderboard import team_rows
 from leaderboard.standings import compute, frames, narrow
 from tests_synthetic import arena_history
-
-from test_standings_update import assert_same, pve_matches
 
 
 def frame(results) -> pd.DataFrame:
@@ -115,6 +114,7 @@ def test_the_stores_shards_read_one_at_a_time_are_its_table_once(tmp_path):
     assert_same(standings, compute(store.shard_table().to_pandas(), bootstrap=0), mle_tolerance=0.0)
 
 
+@pytest.mark.slow
 def test_the_ratings_bench_recomputes_from_day_shards_and_prints_the_issues_keys(tmp_path):
     """`python -m bench.ratings_recompute --json`: the figures issue 12 names, on the last
     line; the whole recomputation in a fresh process from the history written as shards."""

@@ -117,6 +117,7 @@ def test_a_hub_that_never_serves_the_files_ends_the_revision_in_error(tmp_path):
         hub.stop()
 
 
+@pytest.mark.slow
 def test_an_unreachable_hub_is_not_the_revisions_fault(tmp_path):
     from huggingface_hub import HfApi
 
@@ -142,6 +143,7 @@ def test_an_unreachable_hub_is_not_the_revisions_fault(tmp_path):
     assert health.reachable is False and "UNREACHABLE" in health.state().line() and hub.endpoint in health.state().line()
 
 
+@pytest.mark.slow
 def test_a_slow_validation_holds_no_other_and_is_cut_off(pushed, tmp_path):
     from matchmaking.submissions import Validator
     from matchmaking.validation import validate

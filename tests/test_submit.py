@@ -174,6 +174,7 @@ def test_validate_plays_the_validation_match_before_pushing(space_hub, tmp_path)
     assert "Validated in the sandbox: Played 16 ticks without a fault" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_installed_package_evaluates_and_submits_from_outside_the_repository(space_hub, tmp_path):
     source = tmp_path / "source"  # pip builds in the source tree: build a copy, leave the checkout clean
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", ".cache", "data", "build", "*.egg-info",

@@ -7,7 +7,7 @@ match here), which is what sets the number of matches.
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import trueskill
@@ -79,6 +79,7 @@ def assert_same_as_package(params: dict, matches: Iterator[Match], **kwargs) -> 
     return rated
 
 
+@pytest.mark.slow
 def test_same_as_package_on_3000_random_matches():
     assert assert_same_as_package(PROJECT, random_matches(seed=2024, count=3000)) == 3000
 

@@ -27,6 +27,8 @@ from matchmaking.policy import PolicyRef, builtin
 from matchmaking.pve_queue import PveWork, forecast
 from tests_support import SCREENSHOTS, free_port, record_lifecycle, serve_app
 
+pytestmark = pytest.mark.browser
+
 STRONG, WEAK = "alice/strong", "bob/weak"
 SHOTS = SCREENSHOTS
 SHOTS.mkdir(parents=True, exist_ok=True)
@@ -131,7 +133,7 @@ def test_tabs_and_filters(page):
     page.get_by_role("tab", name="PvP leaderboard").click()
     before = len(page.locator("#pvp-table").get_by_role("row").all())
     page.locator("#pvp-search textarea, #pvp-search input").first.fill("alice")
-    page.wait_for_function("() => document.querySelectorAll('#pvp-table [role=row]').length < %d" % before, timeout=15000)
+    page.wait_for_function(f"() => document.querySelectorAll('#pvp-table [role=row]').length < {before}", timeout=15000)
     cells = " ".join(visible_cells(page, "pvp-table"))
     assert STRONG in cells and WEAK not in cells
     page.locator("#pvp-search textarea, #pvp-search input").first.fill("")
@@ -240,7 +242,7 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
         page.goto(url)
         page.get_by_role("tab", name="PvP leaderboard").wait_for()
         for tab in TABS:

@@ -16,6 +16,8 @@ from matchmaking.match import MatchSpec, run_match
 from matchmaking.policy import builtin
 from tests_support import SCREENSHOTS, serve_app
 
+pytestmark = pytest.mark.browser
+
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 PLOTS = ("analytics-visits", "analytics-trajectories", "analytics-tasks", "analytics-deaths", "analytics-alive")
 

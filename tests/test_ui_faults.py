@@ -21,6 +21,8 @@ from matchmaking.policy import builtin, local
 from matchmaking.sandbox.host import sandboxed_host
 from tests_support import POLICIES, SCREENSHOTS, free_port
 
+pytestmark = pytest.mark.browser
+
 CONFIG = MatchConfig(horizon=16, step_wall_timeout_s=1.0)
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 

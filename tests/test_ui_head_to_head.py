@@ -17,6 +17,8 @@ from history.store import HistoryStore
 from leaderboard.tables import HEATMAP_TOP
 from tests_support import SCREENSHOTS, serve_app
 
+pytestmark = pytest.mark.browser
+
 ROCK, PAPER, SCISSORS = "cycle/rock", "cycle/paper", "cycle/scissors"
 CROWD = 30
 SHOTS = SCREENSHOTS

@@ -23,6 +23,8 @@ from leaderboard import tables
 from leaderboard.standings import compute, far_threshold
 from tests_support import SCREENSHOTS, serve_app
 
+pytestmark = pytest.mark.browser
+
 OVERFIT = "alice/overfit"
 HONEST = [f"team{i}/honest" for i in range(7)]
 SUBMISSIONS = [OVERFIT, *HONEST]

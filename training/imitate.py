@@ -166,7 +166,7 @@ def collect(args: Args, *, learner: Path | None = None, first: int = 0, count: i
     if todo:
         label = "collect (matches)" if learner is None else "DAgger: the network plays (matches)"
         with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            for (job, path), data in tqdm(zip(todo, pool.imap(collect_match, [j for j, _ in todo])), total=len(todo), desc=label):
+            for (_job, path), data in tqdm(zip(todo, pool.imap(collect_match, [j for j, _ in todo])), total=len(todo), desc=label):
                 np.savez(path, **data)
     return [dict(np.load(path)) for path in paths]
 

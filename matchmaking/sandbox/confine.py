@@ -34,8 +34,8 @@ import platform
 import resource
 import struct
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from matchmaking.sandbox import seccomp
 

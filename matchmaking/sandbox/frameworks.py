@@ -50,8 +50,8 @@ def pin_threads() -> None:
         def set_num_threads(count: int) -> None:  # the Arena decides: one core, one thread
             original(1)
 
-        torch.set_num_threads = set_num_threads
-        torch._arena_pinned = True
+        setattr(torch, "set_num_threads", set_num_threads)  # noqa: B010 - a module's attribute, replaced
+        setattr(torch, "_arena_pinned", True)  # noqa: B010
     ort = sys.modules.get("onnxruntime")
     if ort is not None and not getattr(ort, "_arena_pinned", False):
         session_class = ort.InferenceSession
@@ -66,4 +66,4 @@ def pin_threads() -> None:
             base_init(self, path_or_bytes, options, *args, **kwargs)
 
         session_class.__init__ = init
-        ort._arena_pinned = True
+        setattr(ort, "_arena_pinned", True)  # noqa: B010

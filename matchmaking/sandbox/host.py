@@ -34,8 +34,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from arena import PROJECT_ROOT
 from arena.errors import ProtocolError
@@ -146,11 +147,11 @@ def _clean_environment(home: Path | str) -> dict[str, str]:
 class _Zygote:
     """This process's handle on its sandbox zygote (`matchmaking.sandbox.zygote`)."""
 
-    _instance: "_Zygote | None" = None
+    _instance: _Zygote | None = None
     _guard = threading.Lock()
 
     @classmethod
-    def get(cls) -> "_Zygote":
+    def get(cls) -> _Zygote:
         with cls._guard:
             zygote = cls._instance
             if zygote is None or zygote.owner != os.getpid() or zygote.process.poll() is not None:
@@ -172,7 +173,7 @@ class _Zygote:
         theirs.close()
         self.sock = mine
         self.lock = threading.Lock()
-        self.started: "collections.deque[int]" = collections.deque()
+        self.started: collections.deque[int] = collections.deque()
         self.exits: dict[int, int] = {}
         self.changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True, name="sandbox-zygote").start()
@@ -318,13 +319,13 @@ class SandboxedTeam:
             except OSError:
                 pass
         self._kill()
-        for fd in (getattr(self, "_in", None), getattr(self, "_out", None)):
-            if fd is not None:
+        for fd in (getattr(self, "_in", -1), getattr(self, "_out", -1)):
+            if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self._in = self._out = None
+        self._in = self._out = -1  # closed
         if self.shm is not None:  # the memory goes when the last view of it does
             self.views = []
             self.shm.unlink()
@@ -494,6 +495,7 @@ class SandboxedTeam:
             return Fault(tick, FaultKind.INVALID, f"the team process sent a bad message ({exc}) and was stopped")
         self._crashed(tick)
         fault, self._crash_fault = self._crash_fault, None
+        assert fault is not None  # `_crashed` sets it
         return fault
 
     def _crashed(self, tick: int) -> None:

@@ -23,8 +23,9 @@ import secrets
 import select
 import struct
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -217,7 +218,7 @@ class SharedBlock:
             os.close(fd)
 
     @classmethod
-    def create(cls, size: int) -> "SharedBlock":
+    def create(cls, size: int) -> SharedBlock:
         return cls(f"{SHM_PREFIX}{os.getpid()}-{secrets.token_hex(8)}", size, create=True)
 
     def unlink(self) -> None:
@@ -254,7 +255,7 @@ class ObservationLayout:
         return self.agent_bytes * self.team_size
 
     @classmethod
-    def from_observation(cls, sample: Mapping[str, Any], team_size: int) -> "ObservationLayout":
+    def from_observation(cls, sample: Mapping[str, Any], team_size: int) -> ObservationLayout:
         """Lay out arrays as they appear in one agent's observation (scalars become int64)."""
         fields = []
         offset = 0
@@ -274,7 +275,7 @@ class ObservationLayout:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ObservationLayout":
+    def from_dict(cls, data: Mapping[str, Any]) -> ObservationLayout:
         return cls(
             fields=tuple(ArrayField(tuple(p), tuple(s), d, o) for p, s, d, o in data["fields"]),
             agent_bytes=int(data["agent_bytes"]),
@@ -316,7 +317,7 @@ class ObservationReader:
         self.private = np.zeros_like(self.shared)
         self.templates: list[dict[str, Any]] = []
         self.scalars: list[list[tuple[str, np.ndarray]]] = []
-        for member, views in enumerate(layout.views(memoryview(self.private.reshape(-1)))):
+        for views in layout.views(memoryview(self.private.reshape(-1).data)):
             template: dict[str, Any] = {}
             scalars = []
             for field, view in zip(layout.fields, views):

@@ -108,12 +108,12 @@ class Filter:
             if number is not None:
                 self.blocks[number] = block
 
-    def deny(self, *names: str, errno: int) -> "Filter":
+    def deny(self, *names: str, errno: int) -> Filter:
         """These calls always fail with `errno`."""
         self._add(names, [_stmt(_RET_K, _errno(errno))])
         return self
 
-    def deny_unless_arg(self, name: str, arg: int, allowed: tuple[int, ...], *, errno: int) -> "Filter":
+    def deny_unless_arg(self, name: str, arg: int, allowed: tuple[int, ...], *, errno: int) -> Filter:
         """`name` fails with `errno` unless the low 32 bits of argument `arg` (an `int`
         argument: the kernel reads no more) is one of `allowed`."""
         values = sorted({v & 0xFFFFFFFF for v in allowed})
@@ -123,19 +123,19 @@ class Filter:
         self._add((name,), block)
         return self
 
-    def deny_if_arg_has(self, name: str, arg: int, mask: int, *, errno: int) -> "Filter":
+    def deny_if_arg_has(self, name: str, arg: int, mask: int, *, errno: int) -> Filter:
         """`name` fails with `errno` when argument `arg` has any bit of `mask` (flags)."""
         self._add((name,), [_stmt(_LD_W_ABS, _low(arg)), _jump(_JSET_K, mask, 0, 1),
                             _stmt(_RET_K, _errno(errno)), _stmt(_RET_K, RET_ALLOW)])
         return self
 
-    def allow_only_if_arg_has(self, name: str, arg: int, mask: int, *, errno: int) -> "Filter":
+    def allow_only_if_arg_has(self, name: str, arg: int, mask: int, *, errno: int) -> Filter:
         """`name` fails with `errno` unless argument `arg` has a bit of `mask` (flags)."""
         self._add((name,), [_stmt(_LD_W_ABS, _low(arg)), _jump(_JSET_K, mask, 0, 1),
                             _stmt(_RET_K, RET_ALLOW), _stmt(_RET_K, _errno(errno))])
         return self
 
-    def deny_unless_null(self, name: str, arg: int, *, errno: int) -> "Filter":
+    def deny_unless_null(self, name: str, arg: int, *, errno: int) -> Filter:
         """`name` fails with `errno` unless pointer argument `arg` is NULL (all 64 bits)."""
         self._add((name,), [_stmt(_LD_W_ABS, _low(arg)), _jump(_JEQ_K, 0, 0, 2), _stmt(_LD_W_ABS, _low(arg) + 4),
                             _jump(_JEQ_K, 0, 1, 0), _stmt(_RET_K, _errno(errno)), _stmt(_RET_K, RET_ALLOW)])

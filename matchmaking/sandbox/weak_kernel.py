@@ -19,7 +19,7 @@ import argparse
 import errno
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from matchmaking.sandbox.seccomp import Filter
 

@@ -18,7 +18,8 @@ What the network sees of a member, all from its own observation:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -90,7 +91,7 @@ def decode(members: list[int], move: np.ndarray, attack: np.ndarray, style: np.n
     return actions
 
 
-def play(net: "ApprenticeNet", observations: Mapping[int, Mapping[str, Any]], spawn: dict[int, tuple[int, int]]) -> dict:
+def play(net: ApprenticeNet, observations: Mapping[int, Mapping[str, Any]], spawn: dict[int, tuple[int, int]]) -> dict:
     """One tick for the alive members: gather, one batched forward pass, decode."""
     members = sorted(observations)
     if not members:
