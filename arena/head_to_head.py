@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arena.ratings import Outcome, RatedTable, _players_of, _seat_arrays
+from arena.ratings.results import Outcome, RatedTable, players_of, seat_arrays
 
 #: A pair must have met this often before its "beats" counts as clear (a cycle edge).
 MIN_MEETINGS = 5
@@ -150,7 +150,7 @@ def _counts(history: Sequence[Outcome] | RatedTable, players: list[str]) -> tupl
     if not len(history) or n < 2:
         return met, wins, ties
     index = {p: i for i, p in enumerate(players)}
-    all_who, all_score, widths = _seat_arrays(history, index, by_player=False)
+    all_who, all_score, widths = seat_arrays(history, index, by_player=False)
     from arena import kernels
 
     if kernels.AVAILABLE:  # the same counts in one compiled pass (tests/test_kernels.py)
@@ -352,7 +352,7 @@ def head_to_head(history: Sequence[Outcome] | RatedTable, *, min_meetings: int =
     """
     if min_meetings < 1:
         raise ValueError(f"`min_meetings` must be 1 or more, got {min_meetings}.")
-    players = _players_of(history)
+    players = players_of(history)
     met, wins, ties = _counts(history, players)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(met > 0, (wins + ties / 2.0) / np.maximum(met, 1), np.nan)

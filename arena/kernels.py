@@ -11,11 +11,11 @@ Plackett-Luce bootstrap 356 s). The loops below do the same arithmetic over whol
   1e-6 (3.6e-11 over 2,000 matches of 16, `bench.ratings_recompute`). Where
   the pure-Python code would raise (a `FloatingPointError` of the package, a math domain
   error, a division by zero, an overflow) the kernel stops before that match and says so;
-  the caller rates that one match in Python (`arena.ratings._rate_match`, with its mpmath
+  the caller rates that one match in Python (`arena.ratings.trueskill.rate_match`, with its mpmath
   fallback) and resumes, so such matches behave exactly as before.
 - `elo_history`: `arena.ratings.elo_ratings`'s per-match duels.
 - `plackett_luce_nll`: the Plackett-Luce negative log-likelihood and its gradient
-  (`arena.ratings._negative_log_likelihood`) in one pass over the matches, the GIL released
+  (`arena.ratings.mle.negative_log_likelihood`) in one pass over the matches, the GIL released
   so that bootstrap resamples fit on several threads at once (equal within about 1e-15).
 - `pair_counts`: `arena.head_to_head._counts`, every pair's meetings, wins and ties.
 
@@ -434,7 +434,7 @@ def elo_history(seats, scores, widths, rating, fixed, fixed_rating, k):
 
 @_jit(nogil=True)
 def plackett_luce_nll(s, order, widths, group_size, weights, grad):
-    """`arena.ratings._negative_log_likelihood` in one pass: returns the weighted NLL and
+    """`arena.ratings.mle.negative_log_likelihood` in one pass: returns the weighted NLL and
     writes its gradient into `grad`. Matches of weight 0 contribute nothing and are skipped.
 
     A tie group of d teams starting at position g, with `remaining` the strength of

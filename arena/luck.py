@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from arena.errors import NotEnoughMatchesError
-from arena.ratings import Outcome, _design, _negative_log_likelihood
+from arena.ratings.mle import build_design, negative_log_likelihood
+from arena.ratings.results import Outcome
 from arena.schema import player_id, rows
 
 #: The effect groups of the ranking model, in report order.
@@ -285,7 +286,7 @@ def _fit_effects(
 
     def objective(beta: np.ndarray) -> tuple[float, np.ndarray]:
         strength = beta[columns].sum(axis=1)
-        nll, grad_seat = _negative_log_likelihood(strength, design, weights)
+        nll, grad_seat = negative_log_likelihood(strength, design, weights)
         grad = np.bincount(columns.ravel(), weights=np.repeat(grad_seat, columns.shape[1]), minlength=size)
         return nll + 0.5 * float(np.sum(penalty * beta**2)), grad + penalty * beta
 
@@ -336,7 +337,7 @@ def fit_effects(s: Seats, *, bootstrap: int = 50, seed: int = 0) -> EffectsFit:
     # ALGO LOGIC: every seat is its own "player" of the leaderboard's design, so its
     # strength is a sum of parameters and the leaderboard's likelihood applies unchanged.
     bounds = np.r_[0, np.flatnonzero(np.diff(s.match)) + 1, len(s.match)]
-    design = _design([
+    design = build_design([
         Outcome(("", str(m)), tuple(f"{k:09d}" for k in range(a, b)), tuple(s.achievement[a:b]))
         for m, (a, b) in enumerate(zip(bounds, bounds[1:]))
     ])

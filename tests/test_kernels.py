@@ -19,15 +19,14 @@ from arena.ratings import (
     RatedTable,
     TrueSkillRating,
     TrueSkillState,
-    _design,
-    _negative_log_likelihood,
-    _trueskill_python,
     elo_ratings,
     outcomes,
     plackett_luce,
     trueskill_ratings,
     trueskill_trail,
 )
+from arena.ratings.mle import build_design, negative_log_likelihood
+from arena.ratings.trueskill import trueskill_reference
 from arena.simulation import Population, random_history
 from arena.trueskill_ffa import _draw_margin
 from tests_synthetic import arena_history
@@ -42,14 +41,14 @@ def arena_like() -> list[Outcome]:
 
 
 def test_compiled_trueskill_equals_the_python_loop_bit_for_bit(arena_like):
-    assert trueskill_ratings(arena_like) == _trueskill_python(arena_like)
+    assert trueskill_ratings(arena_like) == trueskill_reference(arena_like)
     population = outcomes(random_history(Population.random(60, seed=1), 400, seed=1))
-    assert trueskill_ratings(population, anchors={}) == _trueskill_python(population, anchors={})
+    assert trueskill_ratings(population, anchors={}) == trueskill_reference(population, anchors={})
 
 
 def test_compiled_trueskill_extends_a_checkpoint_like_the_python_loop(arena_like):
-    checkpoint = _trueskill_python(arena_like[:90])
-    assert trueskill_ratings(arena_like[90:], state=checkpoint) == _trueskill_python(arena_like)
+    checkpoint = trueskill_reference(arena_like[:90])
+    assert trueskill_ratings(arena_like[90:], state=checkpoint) == trueskill_reference(arena_like)
     with pytest.raises(ValueError, match="recompute from scratch"):
         trueskill_ratings(arena_like[:10], state=checkpoint)
 
@@ -70,7 +69,7 @@ def test_a_match_the_compiled_loop_cannot_rate_is_rated_in_python(ratings, score
                            last_key=("t0", "m0"), matches=3)
     history = [Outcome(("t1", "m1"), tuple(players), tuple(scores)),
                Outcome(("t2", "m2"), tuple(players), tuple(reversed(scores)))]
-    assert trueskill_ratings(history, state=state, anchors={}) == _trueskill_python(history, state=state, anchors={})
+    assert trueskill_ratings(history, state=state, anchors={}) == trueskill_reference(history, state=state, anchors={})
     # the kernel itself refuses the match (returns its row) rather than rating it
     n = len(players)
     empty = np.zeros((n, 0))
@@ -86,10 +85,10 @@ def test_a_match_the_compiled_loop_cannot_rate_is_rated_in_python(ratings, score
 def test_trail_is_what_observe_sees(arena_like):
     seen: dict[str, deque] = {}
     rows = {id(o): r for r, o in enumerate(arena_like)}
-    _trueskill_python(arena_like, observe=lambda o, p, r: seen.setdefault(p, deque(maxlen=7)).append(
+    trueskill_reference(arena_like, observe=lambda o, p, r: seen.setdefault(p, deque(maxlen=7)).append(
         (rows[id(o)], r.mu, r.sigma)))
     state, trail = trueskill_trail(arena_like, keep=7)
-    assert state == _trueskill_python(arena_like)
+    assert state == trueskill_reference(arena_like)
     assert trail == {p: list(t) for p, t in seen.items()}
 
 
@@ -102,11 +101,11 @@ def test_compiled_elo_equals_the_numpy_version(arena_like):
 
 
 def test_compiled_likelihood_and_gradient_equal_the_numpy_version(arena_like):
-    design = _design(arena_like)
+    design = build_design(arena_like)
     rng = np.random.default_rng(0)
     s = rng.normal(0, 1, len(design.players))
     weights = np.bincount(rng.integers(0, len(arena_like), len(arena_like)), minlength=len(arena_like)).astype(float)
-    nll, grad = _negative_log_likelihood(s, design, weights)
+    nll, grad = negative_log_likelihood(s, design, weights)
     grad_c = np.zeros_like(grad)
     nll_c = kernels.plackett_luce_nll(s, design.order, design.valid.sum(axis=1), design.group_size, weights, grad_c)
     assert nll_c == pytest.approx(nll, rel=1e-12)

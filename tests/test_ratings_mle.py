@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from arena import ratings
-from arena.ratings import Outcome, _design, _negative_log_likelihood, outcomes, plackett_luce, player_id
+from arena.ratings import Outcome, outcomes, plackett_luce, player_id
+from arena.ratings import mle as ratings_mle
+from arena.ratings.mle import build_design, negative_log_likelihood
 from arena.schema import rows
 from arena.simulation import Population, random_history
 from leaderboard.standings import rated_table, with_players
@@ -24,24 +25,24 @@ def test_gradient_matches_finite_differences():
         Outcome(("1", "b"), ("q", "s", "p"), (4, 4, 4)),
         Outcome(("2", "c"), ("r", "p", "s", "q"), (0, 35, 0, 14)),
     ]
-    design = _design(history)
+    design = build_design(history)
     rng = np.random.default_rng(0)
     s = rng.normal(size=len(design.players))
     weights = np.array([1.0, 2.0, 0.5])
-    _, grad = _negative_log_likelihood(s, design, weights)
+    _, grad = negative_log_likelihood(s, design, weights)
     for i in range(len(s)):
         step = np.zeros_like(s)
         step[i] = 1e-6
-        numeric = (_negative_log_likelihood(s + step, design, weights)[0] - _negative_log_likelihood(s - step, design, weights)[0]) / 2e-6
+        numeric = (negative_log_likelihood(s + step, design, weights)[0] - negative_log_likelihood(s - step, design, weights)[0]) / 2e-6
         assert grad[i] == pytest.approx(numeric, abs=1e-5)
 
 
 def test_likelihood_by_hand_for_one_match_with_a_tie():
     # p wins; q and r tie below. Efron: e^p/(e^p+e^q+e^r) * e^q e^r / ((e^q+e^r) (e^q+e^r)/2)
     history = [Outcome(("0", "m"), ("p", "q", "r"), (10, 4, 4))]
-    design = _design(history)
+    design = build_design(history)
     s = np.log(np.array([3.0, 2.0, 1.0]))  # players sorted: p, q, r
-    nll, _ = _negative_log_likelihood(s, design, np.ones(1))
+    nll, _ = negative_log_likelihood(s, design, np.ones(1))
     assert nll == pytest.approx(-np.log(3 / 6 * (2 * 1) / (3 * 1.5)))
 
 
@@ -112,13 +113,13 @@ def test_permuted_start_times_change_no_rating_interval_or_rank():
 
 
 def test_the_design_built_in_blocks_equals_the_design_built_at_once(monkeypatch):
-    """`_design` arranges the results a block at a time (bounded temporaries) and in the
+    """`build_design` arranges the results a block at a time (bounded temporaries) and in the
     order asked for, without a reordered copy of the history: the same arrays."""
     table = rated_table(with_players(pd.DataFrame([r for m in arena_history(matches=30, seed=2) for r in rows(m)])))
     by_id = np.argsort(table.ids, kind="stable")
-    whole = _design(table.take(by_id))
-    monkeypatch.setattr(ratings, "DESIGN_BLOCK", 4)
-    blocks = _design(table, by_id)
+    whole = build_design(table.take(by_id))
+    monkeypatch.setattr(ratings_mle, "DESIGN_BLOCK", 4)
+    blocks = build_design(table, by_id)
     assert blocks.players == whole.players
     for name in ("order", "valid", "group_start", "group_size", "widths"):
         assert np.array_equal(getattr(blocks, name), getattr(whole, name)), name

@@ -1,0 +1,261 @@
+"""TrueSkill as the IJCAI paper used it: one rating per revision, 16-team free-for-all,
+`tau=0`, a small draw probability; online, in the order of `Outcome.key`, checkpointed and
+extended. The update itself is `arena.trueskill_ffa.rate_ffa` (compiled: `arena.kernels`)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arena.ratings.results import Outcome, RatedTable, check_after, last_key, players_of, results_after, seat_arrays
+from arena.ratings.scales import DRAW_PROBABILITY, TRUESKILL_BETA, TRUESKILL_MU, TRUESKILL_SIGMA, anchor_trueskill_mu
+from arena.rules import ANCHORS
+from arena.scoring import competition_ranks
+
+
+@dataclass(frozen=True)
+class TrueSkillRating:
+    mu: float
+    sigma: float
+    matches: int = 0
+
+    @property
+    def conservative(self) -> float:
+        """mu - 3 sigma: what the leaderboard shows (the paper's convention)."""
+        return self.mu - 3.0 * self.sigma
+
+
+@dataclass(frozen=True)
+class TrueSkillState:
+    """Ratings after a prefix of the history: a checkpoint to extend with later matches."""
+
+    ratings: Mapping[str, TrueSkillRating] = field(default_factory=dict)
+    last_key: tuple[str, str] = ("", "")
+    matches: int = 0
+
+
+def rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tuple[float, float]]:
+    """One free-for-all update; falls back to the package's mpmath backend where the
+    default float maths fails (the package raises FloatingPointError, or ValueError
+    "math domain error" for extreme rating gaps), as the package itself advises."""
+    from arena.trueskill_ffa import rate_ffa
+
+    try:
+        return rate_ffa(
+            ratings,
+            ranks,
+            mu=TRUESKILL_MU,
+            sigma=TRUESKILL_SIGMA,
+            beta=TRUESKILL_BETA,
+            tau=0.0,
+            draw_probability=DRAW_PROBABILITY,
+        )
+    except (FloatingPointError, ValueError):
+        import trueskill
+
+        env = trueskill.TrueSkill(
+            mu=TRUESKILL_MU, sigma=TRUESKILL_SIGMA, beta=TRUESKILL_BETA, tau=0.0,
+            draw_probability=DRAW_PROBABILITY, backend="mpmath",
+        )
+        rated = env.rate([(env.create_rating(mu, sigma),) for mu, sigma in ratings], ranks=ranks)
+        return [(float(team[0].mu), float(team[0].sigma)) for team in rated]
+
+
+
+
+def trueskill_trail(
+    history: Sequence[Outcome] | RatedTable,
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    keep: int = 0,
+) -> tuple[TrueSkillState, dict[str, list[tuple[int, float, float]]]]:
+    """`trueskill_ratings`, and each player's last `keep` new ratings as (row in `history`,
+    mu, sigma), oldest first: what `observe` would have seen of them, without a Python call
+    per rating. Compiled (`arena.kernels`) where numba is installed; the same numbers
+    either way (the compiled loop repeats the pure-Python arithmetic, see tests/test_kernels.py).
+
+    Raises:
+        `ValueError`: as `trueskill_ratings`.
+    """
+    from arena import kernels
+
+    state = state or TrueSkillState()
+    if not kernels.AVAILABLE:
+        history = history.outcomes() if isinstance(history, RatedTable) else history
+        trail: dict[str, deque] = {}
+
+        rows = {id(o): r for r, o in enumerate(history)}
+
+        def observe(outcome: Outcome, player: str, rating: TrueSkillRating) -> None:
+            trail.setdefault(player, deque(maxlen=max(keep, 1))).append((rows[id(outcome)], rating.mu, rating.sigma))
+
+        done = trueskill_reference(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma,
+                                 observe=observe if keep else None)
+        return done, {p: list(t) for p, t in trail.items()}
+    check_after(history, state.last_key)
+    names = sorted(set(players_of(history)) | set(state.ratings) | set(anchors))
+    index = {p: i for i, p in enumerate(names)}
+    n = len(names)
+    mu = np.full(n, TRUESKILL_MU)
+    sigma = np.full(n, TRUESKILL_SIGMA)
+    matches = np.zeros(n, dtype=np.int64)
+    present = np.zeros(n, dtype=np.bool_)
+    for p, r in state.ratings.items():
+        i = index[p]
+        mu[i], sigma[i], matches[i], present[i] = r.mu, r.sigma, r.matches, True
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = np.zeros(n, dtype=np.bool_)
+    fixed_mu, fixed_sigma = np.zeros(n), np.zeros(n)
+    for p, v in anchors.items():
+        i = index[p]
+        fixed[i], fixed_mu[i], fixed_sigma[i] = True, anchor_trueskill_mu(v, mean_anchor), anchor_sigma
+    seats, scores, widths = seat_arrays(history, index, by_player=True)
+    trail_match = np.zeros((n, keep), dtype=np.int64)
+    trail_mu, trail_sigma = np.zeros((n, keep)), np.zeros((n, keep))
+    trail_count = np.zeros(n, dtype=np.int64)
+    from arena.trueskill_ffa import _draw_margin
+
+    margin = _draw_margin(TRUESKILL_MU, TRUESKILL_SIGMA, TRUESKILL_BETA, 0.0, DRAW_PROBABILITY)
+    import trueskill
+
+    row = 0
+    while True:
+        row = kernels.trueskill_history(seats, scores, widths, row, mu, sigma, matches, present, fixed, fixed_mu,
+                                        fixed_sigma, TRUESKILL_BETA, 0.0, margin, trueskill.DELTA, trail_match,
+                                        trail_mu, trail_sigma, trail_count, 2.0)
+        if row == kernels.OK:
+            break
+        # ALGO LOGIC: a match the compiled loop cannot rate exactly (the pure-Python code
+        # would raise there): rated in Python, with the package's mpmath fallback, as before.
+        k = int(widths[row])
+        seated = seats[row, :k]
+        ranks = competition_ranks(scores[row, :k].tolist())
+        before = [(fixed_mu[i], fixed_sigma[i]) if fixed[i] else (mu[i], sigma[i]) for i in seated]
+        after = rate_match([(float(a), float(b)) for a, b in before], ranks)
+        updates: dict[int, list[tuple[float, float]]] = {}
+        for i, new in zip(seated.tolist(), after):
+            if not fixed[i]:
+                updates.setdefault(i, []).append(new)
+        for i, news in updates.items():
+            mu[i], sigma[i] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
+            matches[i] += 1
+            present[i] = True
+            if keep:
+                slot = trail_count[i] % keep
+                trail_match[i, slot], trail_mu[i, slot], trail_sigma[i, slot] = row, mu[i], sigma[i]
+                trail_count[i] += 1
+        row += 1
+    ratings = {
+        names[i]: TrueSkillRating(mu=float(mu[i]), sigma=float(sigma[i]), matches=int(matches[i]))
+        for i in np.nonzero(present)[0]
+    }
+    trails: dict[str, list[tuple[int, float, float]]] = {}
+    for i in np.nonzero(trail_count)[0] if keep else ():
+        count = int(trail_count[i])
+        slots = (count - np.arange(min(count, keep), 0, -1)) % keep  # oldest first
+        trails[names[i]] = list(zip(trail_match[i, slots].tolist(), trail_mu[i, slots].tolist(),
+                                    trail_sigma[i, slots].tolist()))
+    return TrueSkillState(ratings=ratings, last_key=last_key(history, state.last_key),
+                          matches=state.matches + len(history)), trails
+
+
+def trueskill_ratings(
+    history: Sequence[Outcome] | RatedTable,
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    observe: Callable[[Outcome, str, TrueSkillRating], None] | None = None,
+) -> TrueSkillState:
+    """TrueSkill after `history`, starting from `state` (a checkpoint) if given.
+
+    Each match updates every non-anchor player once. Teams are sorted by player id before
+    the update, because the algorithm's result depends on the input order of tied teams.
+    Anchors enter each update with a fixed rating (`anchor_sigma`) and are not changed. A
+    player appearing twice in one match takes the mean of its updates.
+
+    `observe(outcome, player, rating)`, if given, sees every new rating as it is made
+    (then the pure-Python loop runs; `trueskill_trail` gives the latest ones compiled).
+    Without it the compiled loop runs where numba is installed (`arena.kernels`): the same
+    ratings, about a hundred times faster.
+
+    Raises:
+        `ValueError`: `history` holds a match at or before the checkpoint's last one (then
+            recompute from scratch: online ratings depend on order).
+    """
+    from arena import kernels
+
+    if observe is None and kernels.AVAILABLE:
+        return trueskill_trail(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma)[0]
+    if isinstance(history, RatedTable):
+        history = history.outcomes()
+    return trueskill_reference(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma, observe=observe)
+
+
+def trueskill_reference(
+    history: Sequence[Outcome] | RatedTable,
+    *,
+    state: TrueSkillState | None = None,
+    anchors: Mapping[str, float] = ANCHORS,
+    anchor_sigma: float = 1.0,
+    observe: Callable[[Outcome, str, TrueSkillRating], None] | None = None,
+) -> TrueSkillState:
+    """The pure-Python `trueskill_ratings` (the reference the compiled loop is tested against)."""
+    state = state or TrueSkillState()
+    ratings = dict(state.ratings)
+    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+    fixed = {p: (anchor_trueskill_mu(v, mean_anchor), anchor_sigma) for p, v in anchors.items()}
+    last = state.last_key
+    count = state.matches
+    for outcome in history.outcomes() if isinstance(history, RatedTable) else history:
+        if outcome.key <= last:
+            raise ValueError(
+                f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
+            )
+        last = outcome.key
+        order = sorted(range(len(outcome.players)), key=lambda i: (outcome.players[i], i))
+        players = [outcome.players[i] for i in order]
+        ranks = outcome.ranks()
+        before = []
+        for p in players:
+            if p in fixed:
+                before.append(fixed[p])
+            else:
+                r = ratings.get(p)
+                before.append((r.mu, r.sigma) if r else (TRUESKILL_MU, TRUESKILL_SIGMA))
+        after = rate_match(before, [ranks[i] for i in order])
+        updates: dict[str, list[tuple[float, float]]] = {}
+        for p, new in zip(players, after):
+            if p not in fixed:
+                updates.setdefault(p, []).append(new)
+        for p, news in updates.items():
+            played = ratings[p].matches if p in ratings else 0
+            ratings[p] = TrueSkillRating(
+                mu=sum(m for m, _ in news) / len(news), sigma=sum(s for _, s in news) / len(news), matches=played + 1
+            )
+            if observe is not None:
+                observe(outcome, p, ratings[p])
+        count += 1
+    return TrueSkillState(ratings=ratings, last_key=last, matches=count)
+
+
+def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs) -> TrueSkillState:
+    """Bring a checkpoint up to date: apply only matches after it, or recompute everything
+    if a match earlier than the checkpoint has appeared since (out-of-order arrival)."""
+    new = results_after(history, state.last_key)
+    if len(history) - len(new) != state.matches:
+        return trueskill_ratings(history, **kwargs)
+    return trueskill_ratings(new, state=state, **kwargs)
+
+
+def recomputed(state: TrueSkillState, history: Sequence[Outcome] | RatedTable) -> bool:
+    """Whether `extend_trueskill(state, history)` has to start from scratch."""
+    after = int(history.after(state.last_key).sum()) if isinstance(history, RatedTable) else len(results_after(history, state.last_key))
+    return len(history) - after != state.matches
+
+
