@@ -2,16 +2,20 @@
 
 - `arena.settings.ArenaSettings` reads and checks every setting from the environment,
   before anything starts (a bad value stops here, with a message that names it).
-- `matchmaking.service.Arena` starts the Hub connection (or the embedded local Hub, seeded
+- `matchmaking.service.space.Arena` starts the Hub connection (or the embedded local Hub, seeded
   with example submissions), the match history, the submission statuses and the
   matchmaker's scheduled rounds (discover, validate, PvE, PvP, record, push).
 - `leaderboard.refresher.StandingsRefresher` keeps the standings fresh from the history,
   and the per-policy analytics from its replays (`leaderboard.analytics`, saved under
   DATA/cache/analytics so a restart reads only the replays recorded since).
 - `leaderboard.pages.build` is the Gradio UI over them, served with the Hub's webhook
-  route (`/webhooks/hub`) when webhooks are on (`matchmaking.webhooks.launch`).
+  route (`/webhooks/hub`) when webhooks are on (`matchmaking.hub.webhooks.launch`).
 - `modelcards.publisher.ModelCardPublisher` publishes qualified submissions' results to
   their model cards (one pull request per repo), after the standings, in the background.
+
+`build_space(settings)` is that wiring, written once: the tests and the benchmarks start
+the Space through it too. The heavy imports wait inside it, so that a bad setting is
+reported at once.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import logging
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from arena.errors import SettingsError
@@ -45,6 +50,90 @@ def model_card_publisher(settings: ArenaSettings, api: Any, refresher: Any, stat
     )
 
 
+@dataclass
+class Space:
+    """The whole Space as `build_space` wires it: the Arena (Hub, matchmaker, history), the
+    standings kept fresh from the history, and the model-card publisher. `serve` puts the
+    pages (and the webhook route) on a port; `stop` ends everything it started."""
+
+    settings: ArenaSettings
+    arena: Any
+    """`matchmaking.service.space.Arena`."""
+    standings: Any
+    """`leaderboard.refresher.StandingsRefresher` over the Arena's history."""
+    publisher: Any = None
+    """`modelcards.publisher.ModelCardPublisher`, or None with `NMMO_ARENA_MODEL_CARDS` off."""
+    demo: Any = None
+
+    def restoring(self) -> str | None:
+        """How far the restore has got, until the tables include every shard it brought."""
+        line = self.arena.restoring()
+        if line is None and not self.standings.covers(self.arena.pull.foreign):
+            line = f"computing the tables from the {self.arena.pull.progress.matches_done:,} matches restored"
+        return line
+
+    def ui(self) -> Any:
+        """The Gradio pages over the standings, with the operator's lines, the matches in
+        flight, the PvE queue, the audits, the restore and the isolation verdict."""
+        from leaderboard.pages import build
+
+        arena = self.arena
+        return build(self.standings, self.settings, operator=arena.operator_lines, live=arena.matchmaker.live,
+                     queue=arena.matchmaker.queue, audits=arena.matchmaker.audit_summary, restoring=self.restoring,
+                     isolation=arena.isolation_report)
+
+    def serve(self, *, host: str, port: int, block: bool = True, quiet: bool = False) -> Any:
+        """Serve the pages and the webhook route on `host:port`; blocks unless `block=False`."""
+        from leaderboard.pages import CSS
+        from matchmaking.hub.webhooks import launch
+
+        self.demo = self.ui()
+        launch(self.demo, self.arena.webhooks, server_name=host, server_port=port, css=CSS,
+               prevent_thread_lock=not block, quiet=quiet)
+        return self.demo
+
+    def stop(self) -> None:
+        if self.demo is not None:
+            self.demo.close()
+        if self.publisher is not None:
+            self.publisher.stop()
+        self.standings.stop()
+        self.arena.stop()
+
+
+def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedule: bool = True,
+                background: bool = True, bootstrap: int | None = None) -> Space:
+    """Start the Space's parts and wire them: what `app.py`, the tests and the benchmarks run.
+
+    Args:
+        settings: every setting, already checked (`ArenaSettings.from_env`).
+        space_url: where the pages will be served (the embedded Hub's webhook is registered there).
+        schedule: run the matchmaker's rounds on its schedule (False: the caller runs them).
+        background: refresh the standings and publish model cards in background threads
+            (False: the caller calls `standings.refresh()` and `publisher.run_once()`).
+        bootstrap: the Plackett-Luce fit's bootstrap resamples (None: the refresher's default;
+            tests use fewer).
+    """
+    from leaderboard.analytics import AnalyticsKeeper
+    from leaderboard.refresher import StandingsRefresher
+    from matchmaking.service.space import Arena
+
+    arena = Arena.start(settings, schedule=schedule, space_url=space_url)
+    analytics = AnalyticsKeeper(arena.store, cache=settings.data_dir / "cache" / "analytics")
+    options = {} if bootstrap is None else {"bootstrap": bootstrap}
+    standings = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint,
+                                   analytics=analytics, published=arena.mirror.published,
+                                   luck_horizon=settings.match_horizon, ready=arena.pull.done.is_set, **options)
+    standings.refresh()
+    publisher = model_card_publisher(settings, arena.api, standings, arena.statuses, writer=arena.writers.writer,
+                                     leads=arena.writers.leads)
+    if background:
+        standings.run_in_background()
+        if publisher is not None:
+            publisher.run_in_background(settings.model_cards_every_s)
+    return Space(settings, arena, standings, publisher)
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -59,47 +148,16 @@ def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the Hub client's: one line per request
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # one line per job run is noise
-    # the Hub client logs every retry and failed push; the Arena's Hub status says it once
     logging.getLogger("huggingface_hub").setLevel(logging.CRITICAL)
-
-    from leaderboard.analytics import AnalyticsKeeper
-    from leaderboard.pages import CSS, build
-    from leaderboard.refresher import StandingsRefresher
-    from matchmaking.service import Arena
-    from matchmaking.webhooks import launch
 
     host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
-    arena = Arena.start(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
-    analytics = AnalyticsKeeper(arena.store, cache=settings.data_dir / "cache" / "analytics")
-    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, analytics=analytics,
-                              published=arena.mirror.published,
-                              luck_horizon=settings.match_horizon, ready=arena.pull.done.is_set)
-    data.refresh()
-    data.run_in_background()
-    publisher = model_card_publisher(settings, arena.api, data, arena.statuses, writer=arena.writers.writer,
-                                     leads=arena.writers.leads)
-    if publisher is not None:
-        publisher.run_in_background(settings.model_cards_every_s)
-    def restoring() -> str | None:
-        """How far the restore has got, until the tables include every shard it brought."""
-        line = arena.restoring()
-        if line is None and not data.covers(arena.pull.foreign):
-            line = f"computing the tables from the {arena.pull.progress.matches_done:,} matches restored"
-        return line
-
-    demo = build(data, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue,
-                 audits=arena.matchmaker.audit_summary, restoring=restoring, isolation=arena.isolation_report)
-    # A Space is stopped with SIGTERM on every restart and rebuild: stop as on Ctrl-C, so the
-    # last matches are pushed and the heartbeat says this writer stopped (the next one leads at once).
+    space = build_space(settings, space_url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}")
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        launch(demo, arena.webhooks, server_name=host, server_port=port, css=CSS)
+        space.serve(host=host, port=port)
     finally:
-        if publisher is not None:
-            publisher.stop()
-        data.stop()
-        arena.stop()
+        space.stop()
     return 0
 
 

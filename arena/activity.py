@@ -1,6 +1,6 @@
 """What the Space is doing right now: matches in flight and the PvE queue's forecast.
 
-The matchmaker produces these records (`matchmaking.live`, `matchmaking.pve_queue`) and
+The matchmaker produces these records (`matchmaking.service.live`, `matchmaking.service.pve_queue`) and
 the pages show them ("Now playing", the Submissions tab's queue and estimates); they are
 never part of the history: the history holds what has happened, these what is happening.
 """

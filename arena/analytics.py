@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from arena.errors import ArenaError, DamagedFileError
 from arena.replay import KILL
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ _ROW, _COL, _HEALTH, _FOOD, _WATER = range(5)
 SAVE_VERSION = 1
 
 
-class ReplayAnalysisError(ValueError):
+class ReplayAnalysisError(ArenaError, ValueError):
     """A replay's content contradicts itself (teams naming agents it has no frames for, a
     match id that is another match's): the replay is skipped; check or restore the file."""
 
@@ -332,7 +333,7 @@ class Analytics:
             with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                 meta = json.loads(npz["meta"].tobytes())
                 if meta.get("version") != SAVE_VERSION:
-                    raise KeyError(f"saved analytics have version {meta.get('version')}, this code reads {SAVE_VERSION}")
+                    raise DamagedFileError(f"saved analytics have version {meta.get('version')}, this code reads {SAVE_VERSION}")
                 book = cls()
                 for i, p in enumerate(meta["players"]):
                     book.players[p["player"]] = PolicyAnalytics(
@@ -349,5 +350,5 @@ class Analytics:
                 book.analysed = set(meta["analysed"])
                 book.skipped = dict(meta["skipped"])
         except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise ValueError(f"not saved analytics ({type(exc).__name__}: {exc})") from exc
+            raise DamagedFileError(f"not saved analytics ({type(exc).__name__}: {exc})") from exc
         return book

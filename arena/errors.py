@@ -116,3 +116,58 @@ class SubmissionIntegrityError(ArenaError, RuntimeError):
     """What a node fetched is not the commit the Hub lists for that revision (a file
     missing, of another size or content); the message names the file, and the node's copy
     is removed so that the next match fetches it again."""
+
+
+class InvalidArgumentError(ArenaError, ValueError):
+    """A value given to one of the Arena's functions, classes or commands is outside what it
+    accepts (a count below 1, an unknown name, a missing companion argument); the message
+    names the value and what is accepted. A bug in the caller, or a bad command line."""
+
+
+class CheckpointOrderError(ArenaError, ValueError):
+    """Ratings were asked to extend a checkpoint with a match that is not after its last one
+    (the history was rewritten or restored in another order): recompute from scratch."""
+
+
+class NotInMatchError(ArenaError, KeyError):
+    """A policy was looked up in a match it did not play."""
+
+
+class VanishedFileError(ArenaError, FileNotFoundError):
+    """A file of the history disappeared while it was read (compacted or flushed away
+    meanwhile); the reader lists the folder again, so callers rarely see it."""
+
+
+class SandboxError(ArenaError, RuntimeError):
+    """The sandbox itself failed, not a team: its zygote did not start a team's process, or the
+    isolation self-test's own process failed. The team's match goes on without it (a fault);
+    the log says why."""
+
+
+class ConfinementError(ArenaError, OSError):
+    """The kernel refused one of the sandbox's mechanisms (Landlock, no_new_privs) while a
+    team's process was being confined; the team does not run. `errno` is the kernel's answer."""
+
+
+class SandboxViolation(ArenaError, PermissionError):
+    """Code in a sandboxed team tried what the sandbox forbids (opening a network connection)."""
+
+
+class NotSendableError(ArenaError, TypeError):
+    """A team's answer holds a value that cannot cross the sandbox's boundary as JSON (an
+    object, a key that is not a string, nesting too deep): the team's fault for that tick."""
+
+
+class ComputationError(ArenaError, RuntimeError):
+    """A numerical routine of the ratings did not converge or failed (the message names it);
+    the table that needed it is left as it was."""
+
+
+class HubAnswerError(ArenaError, RuntimeError):
+    """The Hub answered a request without doing what it asked (a pull request asked for and
+    not opened); retried on the next round."""
+
+
+class HubStartError(ArenaError, RuntimeError):
+    """The embedded Hub (`localhub`) did not start or answer in time: its port is taken, or
+    its process died (its log says why). Choose another port with NMMO_ARENA_LOCAL_HUB_PORT."""

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arena.errors import ComputationError, InvalidArgumentError
 from arena.ratings.results import Outcome, RatedTable, players_of, seat_arrays
 
 #: A pair must have met this often before its "beats" counts as clear (a cycle edge).
@@ -266,7 +267,7 @@ def nash_average(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     a = np.asarray(a, dtype=float)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or not np.allclose(a, -a.T, atol=1e-9):
-        raise ValueError("`a` must be a square antisymmetric matrix (a[i, j] == -a[j, i]): build it with `meta_game`.")
+        raise InvalidArgumentError("`a` must be a square antisymmetric matrix (a[i, j] == -a[j, i]): build it with `meta_game`.")
     n = a.shape[0]
     if n == 0:
         return np.zeros(0), np.zeros(0)
@@ -290,7 +291,7 @@ def _support(a: np.ndarray) -> np.ndarray:
     bounds = [(0, None)] * n + [(0, 1)] * n
     result = linprog(cost, A_ub=upper, b_ub=bound, bounds=bounds, method="highs")
     if result.status != 0:  # cannot happen for an antisymmetric matrix (uniform scaling of any equilibrium is feasible)
-        raise RuntimeError(f"the equilibrium support LP failed: {result.message}")
+        raise ComputationError(f"the equilibrium support LP failed: {result.message}")
     x = np.maximum(result.x[:n], 0.0)
     return x / x.sum()
 
@@ -351,7 +352,7 @@ def head_to_head(history: Sequence[Outcome] | RatedTable, *, min_meetings: int =
         (3, 0.0, {'a': 0.0, 'b': -1.946})
     """
     if min_meetings < 1:
-        raise ValueError(f"`min_meetings` must be 1 or more, got {min_meetings}.")
+        raise InvalidArgumentError(f"`min_meetings` must be 1 or more, got {min_meetings}.")
     players = players_of(history)
     met, wins, ties = _counts(history, players)
     with np.errstate(invalid="ignore", divide="ignore"):

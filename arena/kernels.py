@@ -1,29 +1,34 @@
-"""Compiled inner loops of the rating engines (numba), each beside the pure-Python rule it repeats.
+"""The rating engines' inner loops, compiled with numba: the TrueSkill update itself, and
+loops each beside the pure-Python rule it repeats.
 
 Why this exists: recomputing the ratings from the published history is the Arena's promise
 of transparency, and in pure Python it took minutes for 100,000 matches (TrueSkill 93 s, the
-Plackett-Luce bootstrap 356 s). The loops below do the same arithmetic over whole arrays:
+Plackett-Luce bootstrap 356 s). Here are the TrueSkill update and loops over whole arrays:
 
-- `trueskill_history`: `arena.trueskill_ffa.rate_ffa` applied match after match, operation
-  by operation in the same order (the package's own `erfc` polynomial, the same stable sort,
-  the same stopping rule, pow() where Python writes `x**2`), so the ratings equal the
-  pure-Python ones bit for bit (tests/test_kernels.py), and the `trueskill` package's within
-  1e-6 (3.6e-11 over 2,000 matches of 16, `bench.ratings_recompute`). Where
-  the pure-Python code would raise (a `FloatingPointError` of the package, a math domain
-  error, a division by zero, an overflow) the kernel stops before that match and says so;
-  the caller rates that one match in Python (`arena.ratings.trueskill.rate_match`, with its mpmath
-  fallback) and resumes, so such matches behave exactly as before.
+- `rate_ffa`: THE TrueSkill update of the Arena, one free-for-all match of one-player teams,
+  the `trueskill` package's own schedule specialised to that case, equal to the package
+  within 1e-6 and bit for bit in practice (tests/test_trueskill_update.py). Every caller
+  uses it: `arena.ratings.trueskill.rate_match` for one match (with the package's mpmath
+  fallback where the float maths fails) and `trueskill_history` below for a whole history.
+- `trueskill_history`: `rate_ffa` applied match after match, as
+  `arena.ratings.trueskill.trueskill_reference` applies `rate_match` (bit for bit,
+  tests/test_kernels.py; the `trueskill` package's within 1e-6: 3.6e-11 over 2,000 matches
+  of 16, `bench.ratings_recompute`). Where `rate_ffa` fails (the float maths would raise a
+  `FloatingPointError` of the package, a math domain error, a division by zero, an
+  overflow) the loop stops before that match and says so; the caller rates that one match
+  with `rate_match` and its mpmath fallback, and resumes.
 - `elo_history`: `arena.ratings.elo_ratings`'s per-match duels.
 - `plackett_luce_nll`: the Plackett-Luce negative log-likelihood and its gradient
   (`arena.ratings.mle.negative_log_likelihood`) in one pass over the matches, the GIL released
   so that bootstrap resamples fit on several threads at once (equal within about 1e-15).
 - `pair_counts`: `arena.head_to_head._counts`, every pair's meetings, wins and ties.
 
-numba is optional: `AVAILABLE` says whether it imported; without it the callers keep their
-pure-Python paths (same results, minutes instead of seconds). Compiled code is cached on
-disk (`cache=True`): next to this module if that folder is writable, else in numba's
-user-wide cache or `NUMBA_CACHE_DIR` (set below to a temporary folder when neither is
-writable, e.g. a read-only Space folder). The first compilation takes several seconds
+numba is optional: `AVAILABLE` says whether it imported. Without it `rate_ffa` runs as plain
+Python (the same numbers, slower) and the other callers keep their pure-Python paths (same
+results, minutes instead of seconds). Compiled code is cached on disk (`cache=True`): next
+to this module if that folder is writable, else in numba's user-wide cache or
+`NUMBA_CACHE_DIR` (set below to a temporary folder when neither is writable, e.g. a
+read-only Space folder). The first compilation takes several seconds
 (`bench.ratings_recompute` reports it as `compile_s`); later runs load the cache.
 """
 
@@ -52,7 +57,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
     numba = None
     AVAILABLE = False
 
-__all__ = ["AVAILABLE", "OK", "trueskill_history", "elo_history", "plackett_luce_nll", "pair_counts"]
+__all__ = ["AVAILABLE", "OK", "rate_ffa", "trueskill_history", "elo_history", "plackett_luce_nll", "pair_counts"]
 
 #: `trueskill_history` finished every match.
 OK = -1
@@ -66,13 +71,15 @@ _POW_LIMIT = 1e150
 
 
 def _jit(**options):
-    """numba.njit with the cache, or the function itself (never called) without numba."""
+    """numba.njit with the cache, or, without numba, the function itself (run as plain Python)."""
     if not AVAILABLE:
         return lambda f: f
     return numba.njit(cache=True, **options)
 
 
 # -- TrueSkill ----------------------------------------------------------------------------
+# The package's cdf(x) is 0.5 * erfc(-x / sqrt(2)) and its pdf(x) is _PDF_0 * exp(-(x**2 / 2)),
+# bit for bit; they are written out below because the calls cost as much as the rest of a step.
 
 
 @_jit(inline="always")
@@ -92,10 +99,15 @@ def _erfc(x):
 
 @_jit(inline="always")
 def _sum_message(a_pi, a_tau, b_pi, b_tau, b_coeff):
-    """`trueskill_ffa._sum_message`; a third value False where Python would raise."""
+    """Message of a sum factor to x = a + b_coeff * b (b_coeff is +1 or -1), as `SumFactor.update`.
+
+    a and b are the cavities (each variable divided by this factor's message to it). A cavity
+    with zero precision makes the message flat (pi = 0), as the package's ZeroDivisionError
+    branch does. The third value is False where the package would divide by zero.
+    """
     if a_pi != 0 and b_pi != 0:
         variance = 1.0 / a_pi + 1.0 / b_pi
-        if variance < _INF:
+        if variance < _INF:  # the usual case; no overflow, so the same as the general path below
             if variance == 0:
                 return 0.0, 0.0, False
             pi = 1.0 / variance
@@ -112,21 +124,102 @@ def _sum_message(a_pi, a_tau, b_pi, b_tau, b_coeff):
 
 @_jit(inline="always")
 def _as_rating(mu, sigma):
-    """`trueskill_ffa._as_rating`: the round trip through the package's pi and tau."""
+    """(mu, sigma) as read back from `trueskill.Rating(mu, sigma)`, which stores pi and tau.
+
+    The round trip can move the last bit; repeating it keeps results identical to the package's.
+    """
     pi = sigma ** -2.0  # as in Python (pow, not 1 / sigma**2); the caller checks for 0 and overflow
     tau = pi * mu
     return (tau / pi if pi != 0 else pi), (math.sqrt(1.0 / pi) if pi != 0 else _INF)
 
 
-@_jit()
-def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, out_sigma, order,
-              work, two):
-    """`trueskill_ffa.rate_ffa` on the first n entries; False where Python would raise.
+@_jit(inline="always")
+def _v_w_win(t, eps, two):
+    """`TrueSkill.v_win` and `w_win` at (t, eps): the truncation of a won difference.
 
-    `order` (int64[n]) and `work` (float64[16, n]) are scratch space. `two` is 2.0, passed
-    in so that `x ** two` stays a call of pow() as Python's `x**2` is (the compiler would
-    turn a constant `x ** 2.0` into x * x, which differs from pow in the last bit)."""
-    # stable sort of the players by rank (insertion sort: n <= a few dozen)
+    The third value is False where the package raises FloatingPointError (w outside (0, 1)),
+    or where x**2 would overflow. `two` is 2.0 (see `rate_ffa`)."""
+    x = t - eps
+    if abs(x) > _POW_LIMIT:
+        return 0.0, 0.0, False
+    den = 0.5 * _erfc(-x / _SQRT2)  # cdf(x)
+    v = (_PDF_0 * math.exp(-(x ** two / 2)) / den) if den != 0 else -x
+    w = v * (v + x)
+    return v, w, 0 < w < 1
+
+
+@_jit(inline="always")
+def _v_w_draw(t, eps, two):
+    """`TrueSkill.v_draw` and `w_draw` at (t, eps): the truncation of a drawn difference.
+
+    The third value is False where the package raises FloatingPointError (cdf(a) - cdf(b) is
+    0), or where a square would overflow. `two` is 2.0 (see `rate_ffa`)."""
+    abs_t = abs(t)
+    a, b = eps - abs_t, -eps - abs_t
+    if abs(a) > _POW_LIMIT or abs(b) > _POW_LIMIT:
+        return 0.0, 0.0, False
+    den = 0.5 * _erfc(-a / _SQRT2) - 0.5 * _erfc(-b / _SQRT2)  # cdf(a) - cdf(b)
+    if den == 0:
+        return 0.0, 0.0, False
+    pdf_a, pdf_b = _PDF_0 * math.exp(-(a ** two / 2)), _PDF_0 * math.exp(-(b ** two / 2))
+    v = (pdf_b - pdf_a) / den
+    if abs(v) > _POW_LIMIT:
+        return 0.0, 0.0, False
+    w = (v ** two) + (a * pdf_a - b * pdf_b) / den
+    return (-v if t < 0 else v), w, True
+
+
+@_jit()
+def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, out_sigma, order, work, two):
+    """The Arena's TrueSkill update: one free-for-all match of one-player teams (the first n
+    entries of `mus`, `sigmas`, `ranks`), new ratings written into `out_mu`, `out_sigma`.
+
+    Returns True, or False where the float maths fails: where the package's default backend
+    raises (a `FloatingPointError` in its `w_win` / `w_draw`, or, in extreme matches,
+    `ValueError: math domain error`), or where the arithmetic would divide by zero or
+    overflow. The caller then rates the match with the package's `backend="mpmath"`.
+
+    Why a specialisation: `trueskill.TrueSkill.rate` builds a factor graph of Python objects
+    for every match (about 11 ms for a 16-team free-for-all). The Arena rates a whole team
+    (8 agents) as ONE player, so the graph is always the same chain:
+
+        rating_i -> performance_i -> team performance_i -> difference of rank neighbours -> truncation
+
+    This runs the package's message-passing schedule on that chain over arrays, repeating
+    the package's arithmetic operation by operation (in natural parameters: precision
+    pi = 1/sigma**2 and tau = pi * mu), with the package's own `erfc` and draw margin
+    (`arena.ratings.trueskill.draw_margin`). Kept from `TrueSkill.rate` / `run_schedule`
+    (trueskill 0.4.5), in this order:
+
+    1. players are sorted by rank (a stable sort); results are put back in input order;
+    2. prior, performance and team-performance messages are sent down once;
+    3. the chain of the N-1 differences of rank neighbours is iterated in rounds: a forward
+       sweep over differences 0..N-3, then a backward sweep over N-2..1 (so the two end
+       differences are truncated once per round, the middle ones twice); at most 10 rounds,
+       stopping when the largest change a truncation made to its difference is <=
+       `min_delta` (in practice a 16-player match nearly always runs all 10 rounds);
+    4. the two end differences send their messages out to their teams, then every team
+       performance goes up to its player's performance and on to the rating.
+
+    The result equals the package's within 1e-6 on thousands of random matches, bit for bit
+    in practice (tests/test_trueskill_update.py).
+
+    Args:
+        mus, sigmas: float64[>= n] each player's rating (a team is rated as one player).
+        ranks: int64[>= n] each player's rank, lower is better; equal ranks are draws.
+        n: the number of players (at least 2).
+        beta: performance noise: the skill gap giving about a 76% chance of winning.
+        tau: dynamic factor, added in quadrature to every sigma before the match.
+        draw_margin: the draw margin between two one-player teams.
+        min_delta: the chain stops iterating once no truncation moves its difference by
+            more than this (> 0).
+        out_mu, out_sigma: float64[>= n] the new ratings, in the order of the input.
+        order, work: scratch space, int64[>= n] and float64[16, >= n].
+        two: 2.0, passed in so that `x ** two` stays a call of pow() as Python's `x**2` is
+            (the compiler would turn a constant `x ** 2.0` into x * x, which differs from
+            pow in the last bit).
+    """
+    # stable sort of the players by rank (insertion sort: n <= a few dozen), as `rate` sorts
     for k in range(n):
         order[k] = k
     for k in range(1, n):
@@ -137,14 +230,21 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
             j -= 1
         order[j + 1] = key
     perf_variance = beta ** two
+    # Each variable is kept as its value plus the messages it received.
     rating_pi, rating_tau = work[0], work[1]
     perf_pi, perf_tau = work[2], work[3]
     team_pi, team_tau = work[4], work[5]
-    down_pi, down_tau = work[6], work[7]
+    down_pi, down_tau = work[6], work[7]  # the team factor's messages, fixed once sent down
+    # diff_j divided by the difference factor's message: all that is needed of diff_j's value
+    # and that message, as the package always computes it ("value - old message + new").
     cav_pi, cav_tau = work[8], work[9]
-    trunc_pi, trunc_tau = work[10], work[11]
-    left_pi, left_tau = work[12], work[13]
-    right_pi, right_tau = work[14], work[15]
+    trunc_pi, trunc_tau = work[10], work[11]  # truncation j -> diff_j
+    left_pi, left_tau = work[12], work[13]  # difference factor j -> team_j
+    right_pi, right_tau = work[14], work[15]  # difference factor j -> team_{j+1}
+
+    # ALGO LOGIC: send down once. rating_i = N(mu_i, sigma_i**2 + tau**2) (PriorFactor);
+    # performance_i = rating_i + N(0, beta**2) (LikelihoodFactor); team performance_i =
+    # performance_i (SumFactor, weight 1).
     for k in range(n):
         i = order[k]
         s = sigmas[i]
@@ -172,6 +272,10 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
         team_pi[k] = t_pi
         team_tau[k] = t_pi * (p_tau / p_pi if p_pi != 0 else p_pi)
         down_pi[k], down_tau[k] = team_pi[k], team_tau[k]
+
+    # ALGO LOGIC: the difference chain. diff_j = team_j - team_{j+1}, truncated to > margin
+    # (a win) or to |diff_j| <= margin (a draw). Messages start flat (0, 0), as the package's
+    # new factors' do.
     m = n - 1
     for j in range(m):
         cav_pi[j] = cav_tau[j] = trunc_pi[j] = trunc_tau[j] = 0.0
@@ -180,15 +284,20 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
     for _ in range(_MAX_ROUNDS):
         delta = 0.0
         for step in range(steps):
-            # forward over 0..m-2 passing right, then backward over m-1..1 passing left
+            # One round: forward over 0..m-2, each passing its news right (toward 2), then
+            # backward over m-1..1, each passing it left (toward 1); two players: the one
+            # difference, passing nothing (toward 0).
             if m == 1:
                 j, toward = 0, 0
             elif step < m - 1:
                 j, toward = step, 2
             else:
                 j, toward = m - 1 - (step - (m - 1)), 1
+            # Cavities of team_j and team_{j+1}: their values divided by this factor's messages.
             a_pi, a_tau = team_pi[j] - left_pi[j], team_tau[j] - left_tau[j]
             b_pi, b_tau = team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j]
+
+            # ALGO LOGIC: (a) difference factor -> diff_j = team_j - team_{j+1} (SumFactor.down).
             variance = (1.0 / a_pi + 1.0 / b_pi) if (a_pi != 0 and b_pi != 0) else _INF
             if a_pi != 0 and b_pi != 0 and variance < _INF:
                 if variance == 0:
@@ -199,7 +308,11 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
                 pi, tau_, ok = _sum_message(a_pi, a_tau, b_pi, b_tau, -1.0)
                 if not ok:
                     return False
+            # Variable.update_message: the value becomes value / old message * new message.
             d_pi, d_tau = cav_pi[j] + pi, cav_tau[j] + tau_
+
+            # ALGO LOGIC: (b) truncation -> diff_j (TruncateFactor.up): moment-match the cavity
+            # of diff_j truncated by the result, through the v and w functions.
             tr_pi, tr_tau = trunc_pi[j], trunc_tau[j]
             c_pi, c_tau = d_pi - tr_pi, d_tau - tr_tau
             if c_pi < 0:  # math domain error
@@ -209,38 +322,24 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
                 return False
             t = c_tau / sqrt_pi
             eps = draw_margin * sqrt_pi
-            if ranks[order[j]] == ranks[order[j + 1]]:  # a draw: _v_w_draw
-                abs_t = abs(t)
-                a_, b_ = eps - abs_t, -eps - abs_t
-                if abs(a_) > _POW_LIMIT or abs(b_) > _POW_LIMIT:
-                    return False
-                den = 0.5 * _erfc(-a_ / _SQRT2) - 0.5 * _erfc(-b_ / _SQRT2)
-                if den == 0:
-                    return False
-                pdf_a, pdf_b = _PDF_0 * math.exp(-(a_ ** two / 2)), _PDF_0 * math.exp(-(b_ ** two / 2))
-                v = (pdf_b - pdf_a) / den
-                if abs(v) > _POW_LIMIT:
-                    return False
-                w = (v ** two) + (a_ * pdf_a - b_ * pdf_b) / den
-                if t < 0:
-                    v = -v
-            else:  # a win: _v_w_win
-                x = t - eps
-                if abs(x) > _POW_LIMIT:
-                    return False
-                den = 0.5 * _erfc(-x / _SQRT2)
-                v = (_PDF_0 * math.exp(-(x ** two / 2)) / den) if den != 0 else -x
-                w = v * (v + x)
-                if not (0 < w < 1):
-                    return False
+            if ranks[order[j]] == ranks[order[j + 1]]:
+                v, w, ok = _v_w_draw(t, eps, two)
+            else:
+                v, w, ok = _v_w_win(t, eps, two)
+            if not ok:
+                return False
             denom = 1.0 - w
             if denom == 0:
                 return False
             new_pi, new_tau = c_pi / denom, (c_tau + sqrt_pi * v) / denom
+            # Variable.update_value: the message becomes new value * old message / old value.
             trunc_pi[j], trunc_tau[j] = new_pi + tr_pi - d_pi, new_tau + tr_tau - d_tau
+
+            # ALGO LOGIC: (c) difference factor -> the next team of the sweep (SumFactor.up),
+            # from the new cavity of diff_j and the cavity of the other team (unchanged).
             e_pi, e_tau = new_pi - pi, new_tau - tau_
             cav_pi[j], cav_tau[j] = e_pi, e_tau
-            if toward == 2:
+            if toward == 2:  # team_{j+1} = team_j - diff_j
                 variance = (1.0 / a_pi + 1.0 / e_pi) if (a_pi != 0 and e_pi != 0) else _INF
                 if a_pi != 0 and e_pi != 0 and variance < _INF:
                     if variance == 0:
@@ -253,7 +352,7 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
                         return False
                 team_pi[j + 1], team_tau[j + 1] = b_pi + pi, b_tau + tau_
                 right_pi[j], right_tau[j] = pi, tau_
-            elif toward == 1:
+            elif toward == 1:  # team_j = diff_j + team_{j+1}
                 variance = (1.0 / e_pi + 1.0 / b_pi) if (e_pi != 0 and b_pi != 0) else _INF
                 if e_pi != 0 and b_pi != 0 and variance < _INF:
                     if variance == 0:
@@ -266,6 +365,10 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
                         return False
                 team_pi[j], team_tau[j] = a_pi + pi, a_tau + tau_
                 left_pi[j], left_tau[j] = pi, tau_
+
+            # ALGO LOGIC: (d) how much the truncation moved diff_j (Variable.delta: the larger
+            # of |change of tau| and sqrt|change of pi|; 0 if pi changed by infinity). The
+            # round's delta is the largest; once above min_delta, the rest cannot matter.
             if delta <= min_delta:
                 pi_delta = abs(d_pi - new_pi)
                 if pi_delta == _INF:
@@ -275,10 +378,13 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
                     sqrt_delta = math.sqrt(pi_delta)
                     if sqrt_delta > moved:
                         moved = sqrt_delta
-                if moved > delta or m == 1:
+                if moved > delta or m == 1:  # with two players the package takes it as is, even NaN
                     delta = moved
         if delta <= min_delta:
             break
+
+    # ALGO LOGIC: the two ends of the chain send their messages out, in this order:
+    # diff_0 -> team_0 (= diff_0 + team_1), then diff_{m-1} -> team_m (= team_{m-1} - diff_{m-1}).
     j = 0
     pi, tau_, ok = _sum_message(cav_pi[j], cav_tau[j], team_pi[j + 1] - right_pi[j],
                                 team_tau[j + 1] - right_tau[j], 1.0)
@@ -293,6 +399,9 @@ def _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, 
     team_pi[j + 1] = team_pi[j + 1] - right_pi[j] + pi
     team_tau[j + 1] = team_tau[j + 1] - right_tau[j] + tau_
     right_pi[j], right_tau[j] = pi, tau_
+
+    # ALGO LOGIC: back up: team performance -> performance (SumFactor.up) -> rating
+    # (LikelihoodFactor.up), then un-sort.
     for k in range(n):
         i = order[k]
         c_pi, c_tau = team_pi[k] - down_pi[k], team_tau[k] - down_tau[k]
@@ -331,11 +440,11 @@ def trueskill_history(seats, scores, widths, start, mu, sigma, matches, present,
         fixed, fixed_mu, fixed_sigma: anchors, entering every match with their fixed rating.
         trail_match, trail_mu, trail_sigma: [P, K] ring buffers of each player's last K new
             ratings (match row, mu, sigma), `trail_count[p]` written so far (K = 0: none).
-        two: 2.0, from the caller (see `_rate_ffa`).
+        two: 2.0, from the caller (see `rate_ffa`).
 
     Returns:
-        `OK`, or the row of the first match the pure-Python code must rate (it would raise
-        here); every match before it is applied.
+        `OK`, or the row of the first match `rate_ffa` cannot rate (its float maths fails
+        there: rate it with `rate_match`); every match before it is applied.
     """
     width = seats.shape[1]
     keep = trail_match.shape[1]
@@ -359,8 +468,8 @@ def trueskill_history(seats, scores, widths, start, mu, sigma, matches, present,
                 mus[k], sigmas[k] = fixed_mu[p], fixed_sigma[p]
             else:
                 mus[k], sigmas[k] = mu[p], sigma[p]
-        if n < 2 or not _rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, new_mu, new_sigma,
-                                  order, work, two):
+        if n < 2 or not rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, new_mu, new_sigma,
+                                 order, work, two):
             return r
         # a player seated more than once takes the mean of its updates, in seat order
         for k in range(n):

@@ -100,7 +100,7 @@ class TeamLog:
         lines = []
         for tick, stream, text in data["lines"]:
             if stream not in STREAMS:
-                raise ValueError(f"unknown stream {stream!r}")
+                raise DamagedFileError(f"unknown stream {stream!r}")
             lines.append(LogLine(int(tick), str(stream), str(text)))
         gap = data.get("gap_at")
         return cls(
@@ -244,7 +244,7 @@ def read(data: bytes) -> tuple[str, list[TeamLog]]:
     try:
         body = json.loads(gzip.decompress(data))
         if not isinstance(body, dict) or body.get("version") != VERSION:
-            raise ValueError(f"log version {body.get('version') if isinstance(body, dict) else '?'} is not supported "
+            raise DamagedFileError(f"log version {body.get('version') if isinstance(body, dict) else '?'} is not supported "
                              f"(this code reads {VERSION})")
         teams = [TeamLog.from_dict(team) for team in body["teams"]]
         match_id = str(body["match_id"])

@@ -142,7 +142,7 @@ def _events(events: np.ndarray, col: Mapping[str, int], code: Mapping[str, int])
 def _tiers(players: np.ndarray, events: list[list[Any]], teams: Mapping[int, Sequence[int]]) -> list[list[Any]]:
     """[tick, team, task, tier, points] for every tier a team reached, in tick order.
 
-    Mirrors `matchmaking.progress` (the record is the authority; this is for display)."""
+    Mirrors `matchmaking.engine.progress` (the record is the authority; this is for display)."""
     team_of = {agent: team for team, agents in teams.items() for agent in agents}
     best: dict[tuple[int, str], int] = {}
     out: list[list[Any]] = []
@@ -204,17 +204,17 @@ def read(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     try:
         raw = gzip.decompress(data)
         if raw[:4] != MAGIC:
-            raise ValueError("not an NMMO Arena replay (bad magic bytes)")
+            raise DamagedFileError("not an NMMO Arena replay (bad magic bytes)")
         (length,) = struct.unpack("<I", raw[4:8])
         header = json.loads(raw[8 : 8 + length])
         if not isinstance(header, dict) or header.get("version") not in READABLE:
-            raise ValueError(f"replay version {header.get('version') if isinstance(header, dict) else '?'} is not "
+            raise DamagedFileError(f"replay version {header.get('version') if isinstance(header, dict) else '?'} is not "
                              f"supported (this code reads {', '.join(map(str, READABLE))})")
         header.setdefault("faults", [])  # version 1: recorded before faults were
         for row in header["faults"]:
             tick, team, kind, message = row
             if not (isinstance(tick, int) and isinstance(team, int) and isinstance(kind, str) and isinstance(message, str)):
-                raise ValueError(f"a fault event is malformed: {row!r}")
+                raise DamagedFileError(f"a fault event is malformed: {row!r}")
         base = 8 + length
         arrays = {}
         for spec in header["arrays"]:
@@ -223,9 +223,9 @@ def read(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             arrays[spec["name"]] = np.frombuffer(raw, dtype=dtype, count=count, offset=base + spec["offset"]).reshape(spec["shape"])
         missing = {"map", "players", "npc_count", "npcs"} - set(arrays)
         if missing:
-            raise ValueError(f"arrays missing: {', '.join(sorted(missing))}")
+            raise DamagedFileError(f"arrays missing: {', '.join(sorted(missing))}")
         if arrays["players"].shape[0] != int(header["ticks"]) + 1:
-            raise ValueError("fewer frames than ticks")
+            raise DamagedFileError("fewer frames than ticks")
     except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, struct.error, zlib.error) as exc:
         raise DamagedFileError(f"this replay is damaged and cannot be played ({type(exc).__name__}: {exc})") from exc
     return header, arrays

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from arena.errors import PolicyNotFoundError
+from arena.errors import InvalidArgumentError, PolicyNotFoundError
 from arena.schema import BUILTIN_PREFIX
 
 
@@ -111,28 +111,28 @@ POOL_FILL: tuple[str, ...] = tuple(sorted(ANCHORS, key=lambda p: -ANCHORS[p]))
 
 
 class Pairing(str, Enum):
-    """How PvP pools of 16 are drawn from the qualified revisions (`matchmaking.pairing`)."""
+    """How PvP pools of 16 are drawn from the qualified revisions (`matchmaking.service.pairing`).
+
+    Every PvP pool plays one match on its own seed, and each match is rated on its own.
+    """
 
     RANDOM = "random"
     """The paper's: uniformly random pools, least-played first (the default)."""
-    CLOSEST_RATING = "closest-rating"
-    """AI vs. AI's: a policy and 15 of its 31 closest ratings."""
     UNCERTAINTY = "uncertainty"
     """The least certain ratings first."""
 
 
-class PvpFormat(str, Enum):
-    """How PvP matches are played and rated (`matchmaking.seating`)."""
-
-    SINGLE = "single"
-    """Each pool plays one match on its own seed; each match is rated."""
-    DUPLICATE = "duplicate"
-    """Each pool plays a duplicate set: one seed once per map edge, the seats rotated so
-    every team spawns on every edge; the set is rated as one result."""
-
-
-#: Matches in a duplicate set: one per map edge.
-DUPLICATE_SET_SIZE = 4
+#: Options retired on `RETIRED_ON` because their own studies rejected them, each with why
+#: (the figures are in docs/changelog.md): pairings (values of `NMMO_ARENA_PAIRING`) and the
+#: PvP format (`NMMO_ARENA_PVP_FORMAT`: duplicate sets). A Space started with one is refused
+#: (`arena.settings`); records of duplicate sets stay readable (docs/history.md).
+RETIRED_ON = "2026-12-03"
+RETIRED_PAIRINGS: dict[str, str] = {
+    "closest-rating": "its study found that it splits the field into groups that rarely meet: "
+                      "32% of the pairs never met in 3,000 simulated matches",
+}
+RETIRED_PVP_FORMAT = ("its study found that duplicate sets need more matches than single matches before the "
+                      "order settles, 20 against 16; every PvP match is a single match")
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class PveRules:
     def opponents(self, stage: int) -> tuple[str, ...]:
         """Names of the built-in teams a submission meets in `stage`."""
         if stage not in self.stages:
-            raise ValueError(f"No PvE stage {stage}; stages are {sorted(self.stages)}.")
+            raise InvalidArgumentError(f"No PvE stage {stage}; stages are {sorted(self.stages)}.")
         return self.stages[stage]
 
     def describe(self, stage: int) -> str:

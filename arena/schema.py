@@ -23,11 +23,13 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from arena.errors import DamagedFileError, NotInMatchError
 from arena.scoring import Task
 
 #: Bumped whenever a field is added, removed or changes meaning. Version 2 added the
 #: spawn point of each team (`spawn_side`, `spawn_index`), duplicate sets (`set_id`,
-#: `set_size`, `set_rotation`) and `held_out`; version 1 records read with their defaults.
+#: `set_size`, `set_rotation`: written by Arenas before 2026-12-03, when duplicate sets
+#: existed; read, never set now) and `held_out`; version 1 records read with their defaults.
 SCHEMA_VERSION = 2
 
 #: Versions this code reads (`MatchResult.from_dict`, the history's shards).
@@ -180,7 +182,7 @@ class MatchResult:
     """Seed of the map choice, spawn order and built-in teams' randomness."""
     map_id: int
     """Map played: 1..256 the published pool (the same id is the same map for the same nmmo
-    version), 257 and above the held-out pool of the Space's secret (`matchmaking.maps`)."""
+    version), 257 and above the held-out pool of the Space's secret (`matchmaking.engine.maps`)."""
     horizon: int
     """Ticks the match was set to last."""
     ticks: int
@@ -198,12 +200,14 @@ class MatchResult:
     stage: int = 0
     """PvE stage (1-3); 0 outside PvE."""
     set_id: str = ""
-    """The duplicate set this match belongs to (one seed played `set_size` times with the
-    seats rotated, rated as one result); empty for a match played on its own."""
+    """Empty. Recorded by Arenas before 2026-12-03, when duplicate sets existed (one seed
+    played `set_size` times with the seats rotated): the set this match belongs to. Read,
+    never set now; such a match is rated on its own, as every match (docs/history.md)."""
     set_size: int = 1
-    """Matches in the set (1 outside a set)."""
+    """1. Before 2026-12-03: matches in the set."""
     set_rotation: int = 0
-    """Which rotation of the set's seating this match is, 0 to `set_size - 1`."""
+    """0. Before 2026-12-03: which rotation of the set's seating this match is, 0 to
+    `set_size - 1`."""
     held_out: bool = False
     """Whether the map is from the held-out pool (generated from the Space's secret) rather
     than the published one that PvE and the evaluation tool play."""
@@ -214,7 +218,7 @@ class MatchResult:
         for team in self.teams:
             if team.policy_id == policy_id:
                 return team
-        raise KeyError(f"Policy {policy_id!r} did not play in match {self.match_id}.")
+        raise NotInMatchError(f"Policy {policy_id!r} did not play in match {self.match_id}.")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -225,7 +229,7 @@ class MatchResult:
     def from_dict(cls, data: Mapping[str, Any]) -> MatchResult:
         version = int(data.get("schema_version", 0))
         if version not in READABLE_VERSIONS:
-            raise ValueError(
+            raise DamagedFileError(
                 f"Match record has schema version {version}, this code reads {READABLE_VERSIONS}: "
                 "upgrade the project or convert the record."
             )

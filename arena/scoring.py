@@ -6,7 +6,7 @@ over the four tasks, at most 84. Teams are ranked by Achievement, equal scores s
 rank, and a team "wins" (counts toward Top1Ratio) when its rank is 1.
 
 Every threshold lives in `RULES` and nowhere else. Pure functions only: the raw values
-come from `matchmaking.progress`, which reads them off the game.
+come from `matchmaking.engine.progress`, which reads them off the game.
 """
 
 from __future__ import annotations

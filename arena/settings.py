@@ -5,7 +5,9 @@ every field of `ArenaSettings` has one (`NMMO_ARENA_...`, listed by `variables()
 docs/operators.md). Every value is checked before anything starts: `ArenaSettings.from_env()`
 raises one `SettingsError` naming each bad variable, its value and what is accepted, and
 an `NMMO_ARENA_...` variable that is no setting at all (a typo) is refused the same way,
-so that a Space never runs for hours on a value it silently ignored.
+so that a Space never runs for hours on a value it silently ignored. An option that was
+retired (`RETIRED`, `setting(retired=...)`) is refused with what became of it: a Space
+started with it must not run on as if it were still played.
 
 The defaults of the PvE thresholds are the rules' own (`arena.rules.PVE`).
 """
@@ -21,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from arena import PROJECT_ROOT
-from arena.errors import SettingsError
-from arena.rules import PVE, Pairing, PvpFormat
+from arena.errors import ArenaError, SettingsError
+from arena.rules import PVE, RETIRED_ON, RETIRED_PAIRINGS, RETIRED_PVP_FORMAT, Pairing
 
 #: Prefix of every variable this module reads.
 PREFIX = "NMMO_ARENA_"
@@ -30,6 +32,9 @@ PREFIX = "NMMO_ARENA_"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+#: Variables of retired settings, each refused whatever its value, with why it was retired.
+RETIRED: dict[str, str] = {f"{PREFIX}PVP_FORMAT": RETIRED_PVP_FORMAT}
 
 
 def default_cache_dir() -> Path:
@@ -39,7 +44,7 @@ def default_cache_dir() -> Path:
 
 # -- parsing and checking one value -----------------------------------------------------
 
-class _Bad(ValueError):
+class _Bad(ArenaError, ValueError):
     """A value that does not parse or does not pass its check; the message says what is accepted."""
 
 
@@ -132,10 +137,13 @@ def _folder(v: Path) -> str:
 
 
 def setting(default: Any = None, *, env: str, parse: Callable[[str], Any], check: Callable[[Any], str] | None = None,
-            factory: Callable[[], Any] | None = None, doc: str, secret: bool = False) -> Any:
+            factory: Callable[[], Any] | None = None, doc: str, secret: bool = False,
+            retired: Mapping[Any, str] | None = None) -> Any:
     """A field of `ArenaSettings`: its variable (`NMMO_ARENA_` + `env`), parser and check;
-    a `secret` one's value is never repeated in a message."""
-    metadata = {"env": PREFIX + env, "parse": parse, "check": check, "doc": doc, "secret": secret}
+    a `secret` one's value is never repeated in a message; `retired` values (value -> why)
+    are refused as retired rather than as unknown."""
+    metadata = {"env": PREFIX + env, "parse": parse, "check": check, "doc": doc, "secret": secret,
+                "retired": dict(retired or {})}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata, repr=not secret)
     return field(default=default, metadata=metadata, repr=not secret)
@@ -179,9 +187,7 @@ class ArenaSettings:
     ray_address: str | None = setting(None, env="RAY", parse=_optional, check=_ray,
         doc="a Ray cluster to run matches on (auto, ray://HOST:PORT); unset: local worker processes")
     pairing: str = setting(Pairing.RANDOM.value, env="PAIRING", parse=_text, check=_choice(tuple(p.value for p in Pairing)),
-        doc="how PvP pools are drawn")
-    pvp_format: str = setting(PvpFormat.SINGLE.value, env="PVP_FORMAT", parse=_text, check=_choice(tuple(f.value for f in PvpFormat)),
-        doc="how PvP matches are played and rated: single matches, or duplicate sets of 4 with rotated seats")
+        retired=RETIRED_PAIRINGS, doc="how PvP pools are drawn")
     pvp_matches_per_round: int = setting(0, env="PVP_PER_ROUND", parse=_integer, check=_at_least(0),
         doc="PvP matches started per PvP round (0: one per worker)")
     pve_matches_per_round: int = setting(0, env="PVE_PER_ROUND", parse=_integer, check=_at_least(0),
@@ -251,6 +257,9 @@ class ArenaSettings:
         known = {f.metadata["env"]: f for f in fields(cls)}
         problems: list[str] = []
         for name in sorted(k for k in environ if k.startswith(PREFIX) and k not in known):
+            if name in RETIRED:
+                problems.append(_retired(name, environ[name], "setting", RETIRED[name], f"Unset {name}."))
+                continue
             close = difflib.get_close_matches(name, known, n=1)
             hint = f" Did you mean {close[0]}?" if close else ""
             problems.append(f"{name} is not a setting of the Arena.{hint} Known settings: {', '.join(sorted(known))}.")
@@ -290,7 +299,7 @@ class ArenaSettings:
 
     @property
     def local_hub_token_file(self) -> Path:
-        """The embedded Hub's write token, made on the first start (`matchmaking.embedded_hub`)."""
+        """The embedded Hub's write token, made on the first start (`matchmaking.hub.embedded`)."""
         return self.data_dir / "local-hub-token"
 
     @property
@@ -300,13 +309,13 @@ class ArenaSettings:
 
     @property
     def webhook_secret_file(self) -> Path:
-        """The embedded default's webhook secret, made on the first start (`matchmaking.webhooks`)."""
+        """The embedded default's webhook secret, made on the first start (`matchmaking.hub.webhooks`)."""
         return self.data_dir / "webhook-secret"
 
     @property
     def map_secret_file(self) -> Path:
         """The held-out maps' secret when `NMMO_ARENA_MAP_SECRET` is unset, made on the first
-        start (`matchmaking.maps.space_key`); sandboxed teams cannot read DATA."""
+        start (`matchmaking.engine.maps.space_key`); sandboxed teams cannot read DATA."""
         return self.data_dir / "map-secret"
 
     @property
@@ -352,8 +361,18 @@ def _shown(value: Any) -> str:
 
 def _problem(f: Any, value: Any, text: str | None) -> str:
     check = f.metadata.get("check")
+    why = f.metadata.get("retired", {}).get(value)
+    if why:  # (a retired value is no longer among the accepted ones: the check names those)
+        env = f.metadata["env"]
+        others = f" (accepted: {check(value)})" if check is not None and check(value) else ""
+        return _retired(env, text if text is not None else str(value), "option", why,
+                        f"Unset {env} for the default ({_shown(_default(f))}), or set another value{others}.")
     wanted = check(value) if check is not None else ""
     return _message(f, text if text is not None else str(value), wanted) if wanted else ""
+
+
+def _retired(env: str, text: str, what: str, why: str, advice: str) -> str:
+    return f"{env}={text!r} is a retired {what} (retired on {RETIRED_ON}: {why}). {advice}"
 
 
 def _message(f: Any, text: str, wanted: str) -> str:

@@ -18,9 +18,9 @@ import sys
 from arena.ratings import outcomes, plackett_luce
 from arena.schema import MatchResult
 from bench.match_speed import stage1_lineup
-from matchmaking.config import MatchConfig
-from matchmaking.executor import default_workers, run_matches
-from matchmaking.match import MatchSpec
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec
+from matchmaking.service.executor import default_workers, run_matches
 
 
 def main() -> int:

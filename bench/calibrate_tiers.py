@@ -15,13 +15,13 @@ import json
 import sys
 from collections import Counter, defaultdict
 
+from arena.policies import builtin
 from arena.rules import stage_opponents
 from arena.schema import TASK_NAMES, MatchResult
 from arena.scoring import RULES, Task
-from matchmaking.config import MatchConfig
-from matchmaking.executor import default_workers, run_matches
-from matchmaking.match import MatchSpec, policies_for
-from matchmaking.policy import builtin
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for
+from matchmaking.service.executor import default_workers, run_matches
 
 
 def tier_report(results: list[MatchResult]) -> dict[str, dict[str, dict[str, object]]]:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from arena.settings import ArenaSettings
-from matchmaking.service import Arena
+from matchmaking.service.space import Arena
 
 
 def main() -> int:

@@ -22,11 +22,13 @@ import sys
 import time
 
 from bench.match_speed import stage1_lineup
-from matchmaking import game
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, in_process_host, run_match
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.engine.observations import ObservationLayout
 from matchmaking.sandbox.host import always_sandboxed_host, protect_process
-from matchmaking.sandbox.protocol import ObservationLayout, ObservationReader, SharedBlock
+from matchmaking.sandbox.protocol import ObservationReader, SharedBlock
+from matchmaking.teams.factory import in_process_host
 
 
 def transfer_cost(repeats: int = 300) -> dict[str, float]:

@@ -23,13 +23,13 @@ import sys
 import time
 
 from arena import PROJECT_ROOT
+from arena.policies import local
 from bench.match_speed import stage1_lineup
-from matchmaking import game
-from matchmaking.config import MatchConfig
-from matchmaking.executor import _play
-from matchmaking.match import MatchSpec
-from matchmaking.policy import local
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec
 from matchmaking.sandbox.host import sandboxed_host
+from matchmaking.service.executor import play_outcome
 
 POLICIES = PROJECT_ROOT / "tests" / "policies"
 TEAMS = {"quiet": POLICIES / "adversarial" / "idle", "flood": POLICIES / "adversarial" / "loud",
@@ -40,7 +40,7 @@ def _timed(spec: MatchSpec) -> dict:
     from arena.logs import read
 
     wall, cpu = time.perf_counter(), time.process_time()
-    outcome = _play(spec, sandboxed_host, True)
+    outcome = play_outcome(spec, sandboxed_host, True)
     elapsed, cpu = time.perf_counter() - wall, time.process_time() - cpu
     _, logs = read(outcome.logs)
     team = outcome.result.teams[0]

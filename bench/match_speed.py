@@ -37,13 +37,14 @@ from dataclasses import replace
 import numpy as np
 from nmmo.entity.entity import EntityState
 
+from arena.policies import PolicyRef, builtin
 from arena.rules import stage_opponents
-from matchmaking import game
-from matchmaking.builtin import SCRIPTED_AGENTS
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, policies_for, run_match, team_seed
-from matchmaking.policy import PolicyRef, builtin
-from matchmaking.progress import TravelTracker, team_progress
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for, run_match, team_seed
+from matchmaking.engine.progress import TravelTracker, team_progress
+from matchmaking.teams.builtin import SCRIPTED_AGENTS
+from matchmaking.teams.factory import in_process_host
 
 
 def stage1_lineup() -> tuple[PolicyRef, ...]:
@@ -105,7 +106,7 @@ def bare_match(spec: MatchSpec, *, track: bool = False) -> dict[str, object]:
 
 def _timed_runner(spec: MatchSpec) -> dict[str, object]:
     started, cpu_started = time.perf_counter(), time.process_time()
-    result = run_match(spec)
+    result = run_match(spec, host_factory=in_process_host)
     return {
         "seconds": time.perf_counter() - started,
         "cpu_seconds": time.process_time() - cpu_started,
@@ -158,7 +159,7 @@ def machine_scaling() -> float:
 
 def _warm_up(_: int) -> None:
     """Import the engine in a pool worker before timing starts."""
-    import matchmaking.match  # noqa: F401
+    import matchmaking.engine.match  # noqa: F401
 
     time.sleep(0.5)  # long enough that every worker takes one warm-up task
 

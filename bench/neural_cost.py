@@ -32,11 +32,12 @@ import time
 from pathlib import Path
 
 from arena import PROJECT_ROOT
-from matchmaking.config import MatchConfig
-from matchmaking.hosting import TeamSlot
-from matchmaking.match import MatchSpec, in_process_host, run_match
-from matchmaking.policy import local
-from matchmaking.sandbox.host import SandboxedTeam, _anonymous_rss_mb
+from arena.policies import local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.hosting import TeamSlot
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.sandbox.host import SandboxedTeam, anonymous_rss_mb
+from matchmaking.teams.factory import in_process_host
 
 DEFAULT_POLICY = PROJECT_ROOT / "examples" / "policies" / "apprentice-torch"
 
@@ -105,7 +106,7 @@ def start_and_memory(policy: Path, ticks: int = 8) -> tuple[float, float, float]
             with open(f"/proc/{self.inner.pid}/status") as f:
                 status = dict(line.split(":", 1) for line in f)
             found["rss"] = int(status["VmRSS"].split()[0]) / 1024
-            found["own"] = _anonymous_rss_mb(self.inner.pid) - self.inner._baseline_mb
+            found["own"] = anonymous_rss_mb(self.inner.pid) - self.inner._baseline_mb
             return answer
 
     spec = MatchSpec(seed=2, policies=(local(policy),), config=MatchConfig(num_teams=1, horizon=ticks))
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import torch  # noqa: F401  (the in-process team gets the one thread a sandboxed team has)
 
-    from matchmaking.sandbox.frameworks import pin_threads
+    from matchmaking.teams.frameworks import pin_threads
 
     pin_threads()
     inside, sandboxed, acts = [], [], []

@@ -3,16 +3,18 @@
     python -m bench.pairing_study [--policies 100] [--matches 3000] [--seeds 3] [--spread 1.5]
 
 A population with hidden skills plays 16-team matches (`arena.simulation`, coarse
-scores: ties and zeros like real matches). Each pairing rule of `matchmaking.pairing`
-chooses the pools from the live TrueSkill ratings, as the matchmaker does. Reported per
-rule, averaged over seeds:
+scores: ties and zeros like real matches). Each pairing rule of `matchmaking.service.pairing`
+(random, uncertainty-first) chooses the pools from the live TrueSkill ratings, as the
+matchmaker does. Reported per rule, averaged over seeds:
 
 - rank correlation (Spearman) of TrueSkill mu and of the Plackett-Luce fit with the hidden
   skills, after 1/4, 1/2 and all of the matches;
 - coverage: the share of policy pairs that met at least once;
 - for a newcomer added after half the matches: how many of its matches it takes until its
   95% interval (from the Plackett-Luce likelihood's curvature, the others held at their
-  fitted ratings) is narrower than `--width` rating units.
+  fitted ratings) is narrower than `--width` rating units, and how many matches the Arena
+  plays meanwhile (`newcomer_total_matches`: what a submitter waits for);
+- the field's rank correlation over those same matches.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from scipy.stats import spearmanr
 from arena.ratings import Outcome, TrueSkillState, outcomes, plackett_luce, player_id, trueskill_ratings
 from arena.rules import Pairing
 from arena.simulation import Population, play
-from matchmaking.pairing import make_pool
+from matchmaking.service.pairing import make_pool
 
 
 def newcomer_width(history: list[Outcome], newcomer: str, others: dict[str, float], skill_guess: float) -> float:
@@ -59,14 +61,13 @@ def simulate(how: Pairing, *, policies: int, matches: int, seed: int, width: flo
     history: list[Outcome] = []
     met: set[tuple[str, str]] = set()
     report: dict[str, float] = {}
-    newcomer_matches, narrowed_at = 0, None
+    newcomer_matches, narrowed_at, narrowed_total = 0, None, None
     fitted_at_half: dict[str, float] = {}
     for index in range(matches):
         joined = index >= matches // 2
         candidates = ids if joined else ids[:newcomer_index]
-        ratings = {p: r.mu for p, r in state.ratings.items()}
         uncertainty = {p: r.sigma for p, r in state.ratings.items()}
-        pool = make_pool(candidates, counts=counts, rng=rng, how=how, ratings=ratings, uncertainty=uncertainty, fill=())
+        pool = make_pool(candidates, counts=counts, rng=rng, how=how, uncertainty=uncertainty, fill=())
         result = play([p.rsplit("@", 1)[0] for p in pool], [truth[p] for p in pool], rng=rng, index=index)
         outcome = outcomes([result])[0]
         history.append(outcome)
@@ -81,7 +82,7 @@ def simulate(how: Pairing, *, policies: int, matches: int, seed: int, width: flo
             if narrowed_at is None and newcomer_matches % 5 == 0:
                 guess = float(np.mean(list(fitted_at_half.values())))
                 if newcomer_width(history, ids[newcomer_index], fitted_at_half, guess) < width:
-                    narrowed_at = newcomer_matches
+                    narrowed_at, narrowed_total = newcomer_matches, index + 1 - matches // 2
         if index + 1 in (matches // 4, matches // 2, matches):
             rated = [p for p in ids if p in state.ratings]
             label = {matches // 4: "quarter", matches // 2: "half", matches: "all"}[index + 1]
@@ -90,6 +91,7 @@ def simulate(how: Pairing, *, policies: int, matches: int, seed: int, width: flo
     report["mle_spearman_all"] = float(spearmanr([fitted[p].rating for p in ids], [truth[p] for p in ids]).correlation)
     report["pairs_met"] = len(met) / (policies * (policies - 1) / 2)
     report["newcomer_matches_to_narrow"] = float(narrowed_at) if narrowed_at is not None else float("nan")
+    report["newcomer_total_matches"] = float(narrowed_total) if narrowed_total is not None else float("nan")
     return report
 
 
@@ -113,7 +115,8 @@ def main() -> int:
         print(
             f"{how.value:>15}: TrueSkill rank correlation {r['trueskill_spearman_quarter']:.3f} / {r['trueskill_spearman_half']:.3f} / "
             f"{r['trueskill_spearman_all']:.3f} (1/4, 1/2, all matches), Plackett-Luce {r['mle_spearman_all']:.3f}; "
-            f"pairs that met {r['pairs_met']:.2%}; newcomer's 95% interval < {args.width} after {r['newcomer_matches_to_narrow']:.0f} of its matches",
+            f"pairs that met {r['pairs_met']:.2%}; newcomer's 95% interval < {args.width} after {r['newcomer_matches_to_narrow']:.0f} of its matches, "
+            f"{r['newcomer_total_matches']:.0f} matches of the Arena",
             flush=True,
         )
     if args.json:

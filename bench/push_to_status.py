@@ -56,18 +56,14 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
 
-    from leaderboard.pages import build
-    from leaderboard.refresher import StandingsRefresher
-    from matchmaking.service import Arena
-    from matchmaking.webhooks import launch
+    from app import build_space
 
     data = Path(tempfile.mkdtemp(prefix="arena-bench-"))
     settings = ArenaSettings(data_dir=data, sync_every_s=600.0, match_horizon=args.horizon, local_hub_port=0)
     port = _free_port()
-    arena = Arena.start(settings, space_url=f"http://127.0.0.1:{port}")
-    refresher = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, bootstrap=0)
-    demo = build(refresher, settings, operator=arena.operator_lines)
-    launch(demo, arena.webhooks, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    space = build_space(settings, space_url=f"http://127.0.0.1:{port}", bootstrap=0)
+    space.serve(host="127.0.0.1", port=port, block=False, quiet=True)
+    arena = space.arena
     rows = []
     try:
         busy = _until(lambda: sum(s.status is Status.EVALUATING for s in arena.statuses.states()) >= 4, timeout=600)
@@ -95,8 +91,7 @@ def main() -> int:
                          "verdict": state.status.value if state else "none"})
             print(f"push {i + 1}: queued after {queued:.2f} s, {rows[-1]['verdict']} after {verdict:.1f} s", flush=True)
     finally:
-        demo.close()
-        arena.stop()
+        space.stop()
     report = {
         "horizon": args.horizon,
         "pushes": rows,

@@ -8,7 +8,7 @@ The same full matches (a sandboxed submission from the embedded Hub against PvE 
 1. the local pool (`LocalExecutor`) with 1 worker process, and with 2;
 2. Ray (`RayExecutor` through the Ray Client, as `NMMO_ARENA_RAY=ray://...` makes the Space
    do) on one cluster of a head with no CPU and 2 worker nodes of 1 CPU each
-   (`matchmaking.local_cluster`: separate `ray start` processes, each worker node in its own
+   (`matchmaking.service.local_cluster`: separate `ray start` processes, each worker node in its own
    mount and PID namespaces, fetching the submission from the Hub into its own cache and
    generating its own maps): on 1 node (the matches ask for that node's own resource) and
    on both.
@@ -40,15 +40,15 @@ import time
 from pathlib import Path
 
 from arena import PROJECT_ROOT
+from arena.policies import PolicyRef, builtin
 from arena.rules import stage_opponents
 from arena.schema import FaultKind
 from bench.match_speed import machine_scaling
-from matchmaking.config import MatchConfig
-from matchmaking.executor import LocalExecutor, RayExecutor
-from matchmaking.local_cluster import LocalCluster
-from matchmaking.match import MatchSpec, policies_for
-from matchmaking.policy import PolicyRef, builtin
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for
 from matchmaking.sandbox.host import sandboxed_host
+from matchmaking.service.executor import LocalExecutor, RayExecutor
+from matchmaking.service.local_cluster import LocalCluster
 
 SUBMISSION = PROJECT_ROOT / "examples" / "policies" / "gatherer"
 
@@ -82,6 +82,7 @@ def main() -> int:
     from huggingface_hub import HfApi
 
     from localhub import LocalHub
+    from matchmaking.hub.pushing import push_submission
 
     work = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
     token = secrets.token_hex(16)
@@ -89,8 +90,7 @@ def main() -> int:
     hub = LocalHub(work / "hub", write_token="bench").start()
     try:
         api = HfApi(endpoint=hub.endpoint, token="bench")
-        api.create_repo("bench/gatherer")
-        sha = api.upload_folder(repo_id="bench/gatherer", folder_path=SUBMISSION, commit_message="bench").oid
+        sha = push_submission(api, "bench/gatherer", folder=SUBMISSION, message="bench")
         download = work / "download"
         api.snapshot_download("bench/gatherer", revision=sha, local_dir=download)  # what the Space's validation fetched
 

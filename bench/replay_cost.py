@@ -16,15 +16,16 @@ import time
 
 from arena.replay import ReplayRecorder
 from bench.match_speed import stage1_lineup
-from matchmaking import game
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.teams.factory import in_process_host
 
 
 def _timed(spec: MatchSpec, record: bool) -> dict[str, float]:
     recorder = ReplayRecorder() if record else None
     wall, cpu = time.perf_counter(), time.process_time()
-    run_match(spec, recorder=recorder)
+    run_match(spec, recorder=recorder, host_factory=in_process_host)
     return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "bytes": len(recorder.data) if recorder else 0}
 
 

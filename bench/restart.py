@@ -5,7 +5,7 @@ replays nothing.
 
 On a Hub served as its own process (`python -m localhub`, standing in for huggingface.co):
 
-1. **The writer.** Space A (`matchmaking.service.Arena`, its data folder, a fixed map
+1. **The writer.** Space A (`matchmaking.service.space.Arena`, its data folder, a fixed map
    secret) discovers, validates and plays the PvE of one example policy and a PvP round
    (real matches, 16 ticks: `--real 0` skips them), and holds a synthetic history of N
    matches (`arena.simulation.random_history_columns`, 1,000 policies) in its own day shards
@@ -34,7 +34,6 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -54,6 +53,7 @@ from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import narrow
 from localhub.process import HubProcess
+from matchmaking.hub.pushing import push_submission, submission_card
 
 TARGETS = {10_000: 60.0, 1_000_000: 300.0}
 TOKEN = "bench-restart-token"
@@ -85,11 +85,7 @@ def same(a: tuple[pd.DataFrame, pd.DataFrame], b: tuple[pd.DataFrame, pd.DataFra
 
 
 def push_example(api: Any, repo_id: str) -> None:
-    api.create_repo(repo_id, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copytree(EXAMPLE, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        (Path(tmp) / "README.md").write_text("---\ntags:\n- nmmo-arena\nteam_name: Bench\n---\n")
-        api.upload_folder(repo_id=repo_id, folder_path=tmp)
+    push_submission(api, repo_id, folder=EXAMPLE, card=submission_card("nmmo-arena", "Bench"))
 
 
 def main() -> int:
@@ -106,7 +102,7 @@ def main() -> int:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a skipped round is no news
     from huggingface_hub import HfApi
 
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     with tempfile.TemporaryDirectory(prefix="bench-restart-") as tmp:
         root = Path(tmp)

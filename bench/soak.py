@@ -34,14 +34,14 @@ import psutil
 from tqdm import tqdm
 
 from arena import PROJECT_ROOT
+from arena.policies import builtin, local
 from arena.rules import stage_opponents
 from history.store import HistoryStore
 from leaderboard.refresher import StandingsRefresher
-from matchmaking.config import MatchConfig
-from matchmaking.executor import LocalExecutor
-from matchmaking.match import MatchSpec
-from matchmaking.policy import builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec
 from matchmaking.sandbox.host import protect_process, sandboxed_host
+from matchmaking.service.executor import LocalExecutor
 
 EXAMPLES = PROJECT_ROOT / "examples" / "policies"
 
@@ -51,7 +51,7 @@ def lineups(count: int, staging: Path) -> list[tuple]:
     packaged = staging / "builtin-forage"
     packaged.mkdir(parents=True, exist_ok=True)
     (packaged / "policy.py").write_text(
-        "from matchmaking.builtin import builtin_factory\n\n_make = builtin_factory('forage')\n\n\n"
+        "from matchmaking.teams.builtin import builtin_factory\n\n_make = builtin_factory('forage')\n\n\n"
         "class Team:\n    def __init__(self, team_id, env_config):\n        self._team = _make(team_id, env_config)\n\n"
         "    def act(self, observations):\n        return self._team.act(observations)\n"
     )

@@ -16,12 +16,12 @@ import json
 import sys
 from statistics import fmean
 
+from arena.policies import parse_target
 from arena.schema import TASK_NAMES
-from matchmaking.config import MatchConfig
-from matchmaking.executor import default_workers, run_matches
-from matchmaking.match import MatchSpec
-from matchmaking.policy import parse_target
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec
 from matchmaking.sandbox.host import sandboxed_host
+from matchmaking.service.executor import default_workers, run_matches
 
 
 def main() -> int:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import socket
 import sys
 import tempfile
@@ -37,13 +36,13 @@ from pathlib import Path
 
 from huggingface_hub import HfApi
 
+from app import build_space
 from arena import PROJECT_ROOT
 from arena.lifecycle import Status
 from arena.settings import ArenaSettings
-from leaderboard.pages import build
-from leaderboard.refresher import StandingsRefresher
-from matchmaking.service import _BUILTIN_POLICY, Arena, _card
-from matchmaking.webhooks import launch
+from matchmaking.hub.pushing import push_submission, submission_card
+from matchmaking.service.space import Arena
+from matchmaking.teams.builtin import packaged_policy
 
 EXAMPLES = PROJECT_ROOT / "examples" / "policies"
 EIGHT_EXAMPLES = ("wanderer", "explorer", "gatherer", "apprentice-onnx")
@@ -52,15 +51,7 @@ EIGHT_BUILTINS = ("random", "forage", "combat", "elite")
 
 def push(api: HfApi, repo_id: str, *, folder: Path | None = None, files: dict[str, str] | None = None, tag: str) -> float:
     """Push one submission; returns the time of the push (after the commit returned)."""
-    api.create_repo(repo_id, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        staging = Path(tmp)
-        if folder is not None:
-            shutil.copytree(folder, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        for name, text in (files or {}).items():
-            (staging / name).write_text(text)
-        (staging / "README.md").write_text(_card(tag, repo_id, "bench submission"))
-        api.upload_folder(repo_id=repo_id, folder_path=staging, commit_message="submit")
+    push_submission(api, repo_id, folder=folder, files=files, card=submission_card(tag, repo_id, "bench submission"))
     return time.time()
 
 
@@ -109,10 +100,9 @@ def main() -> int:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     # the Space as app.py serves it: the UI, and the webhook route through which pushes arrive
-    arena = Arena.start(settings, space_url=f"http://127.0.0.1:{port}")
-    refresher = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, bootstrap=0)
-    launch(build(refresher, settings, operator=arena.operator_lines, live=arena.matchmaker.live, queue=arena.matchmaker.queue),
-           arena.webhooks, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    space = build_space(settings, space_url=f"http://127.0.0.1:{port}", bootstrap=0)
+    space.serve(host="127.0.0.1", port=port, block=False, quiet=True)
+    arena = space.arena
     tag = settings.submission_tag
     report: dict = {"horizon": args.horizon, "workers": args.workers, "early_after_s": args.early}
     try:
@@ -123,7 +113,7 @@ def main() -> int:
             push(api, eight[-1], folder=EXAMPLES / name, tag=tag)
         for name in EIGHT_BUILTINS:
             eight.append(f"bench/builtin-{name}")
-            push(api, eight[-1], files={"policy.py": _BUILTIN_POLICY.format(name=name)}, tag=tag)
+            push(api, eight[-1], files={"policy.py": packaged_policy(name)}, tag=tag)
 
         def states() -> dict:
             return {s.repo_id: s for s in arena.statuses.states()}
@@ -152,7 +142,7 @@ def main() -> int:
         report["late"]["others_in_later_stages_at_push"] = in_later
         report["late"]["later_stage_matches_started"] = len(later)
     finally:
-        arena.stop()
+        space.stop()
     for who in ("early", "late"):
         if who in report:
             report[who].pop("verdict_at", None)

@@ -3,8 +3,8 @@
 Standalone on purpose: it imports only pandas, numpy, scipy, `trueskill` and the standard
 library, never the Arena's code, so it checks the Space from outside. Every convention it
 applies is written in the README ("How the ratings are computed, exactly"); this file is
-that section as code, read top to bottom: read the shards, group them into rated results,
-then TrueSkill, Elo, the Plackett-Luce MLE with its bootstrap, the head to head with its
+that section as code, read top to bottom: read the shards, take their PvP matches as rated
+results, then TrueSkill, Elo, the Plackett-Luce MLE with its bootstrap, the head to head with its
 Nash average, the held-out standing and its gap to PvE, then the table.
 
 Get the data (a snapshot of the Hub dataset, or the history folder of a local Space):
@@ -83,7 +83,9 @@ NASH_ZERO = 1e-9
 PVE_STAGE = 1
 FAR_MIN_RANKS, FAR_FIELD_SHARE = 3, 0.25
 
-#: What a schema-version-1 shard lacks, and the value it reads as.
+#: What a schema-version-1 shard lacks, and the value it reads as. (The set columns were
+#: written by Arenas before 2026-12-03, when duplicate sets existed; they are read and
+#: ignored: every PvP match is one result, a set's matches included.)
 V1_DEFAULTS = {"set_id": "", "set_size": 1, "set_rotation": 0, "held_out": False, "spawn_side": -1, "spawn_index": -1}
 
 
@@ -138,40 +140,23 @@ def read_rows(data: Path, through: str | None = None) -> tuple[pd.DataFrame, lis
     return rows, [names[p] for p in shards]
 
 
-# -- 2. what is rated: PvP matches, and complete duplicate sets as one result each -------
+# -- 2. what is rated: every PvP match, one result each --------------------------------
 
 
 @dataclass(frozen=True)
 class Result:
     started_at: str
-    id: str  # the match id, or the set id of a duplicate set
+    id: str  # the match id
     players: tuple[str, ...]
     scores: tuple[float, ...]
 
 
 def rated_results(rows: pd.DataFrame) -> list[Result]:
-    """Results in rating order (start time, then id). A duplicate set (matches sharing a
-    set_id) counts once all its set_size matches are in: its players sorted, each scored
-    by its mean Achievement over its seats in the set; its start is its first match's."""
+    """Results in rating order (start time, then id): each PvP match, its players in slot
+    order, each scored by its Achievement (set_id is ignored: a set's matches count one by one)."""
     pvp = rows[rows["track"] == "pvp"].sort_values(["started_at", "match_id", "slot"])
-    singles, sets = [], {}
-    for (started_at, match_id), match in pvp.groupby(["started_at", "match_id"], sort=True):
-        players, scores = tuple(match["player"]), tuple(int(s) for s in match["achievement"])
-        set_id, set_size = str(match["set_id"].iloc[0] or ""), int(match["set_size"].iloc[0] or 1)
-        if set_id:
-            sets.setdefault(set_id, []).append((started_at, match_id, set_size, players, scores))
-        else:
-            singles.append(Result(started_at, match_id, players, scores))
-    for set_id, members in sets.items():
-        if len({m[1] for m in members}) < max(m[2] for m in members):
-            continue  # incomplete: not rated yet
-        seats: dict[str, list[int]] = {}
-        for _, _, _, players, scores in members:
-            for p, s in zip(players, scores):
-                seats.setdefault(p, []).append(s)
-        players = tuple(sorted(seats))
-        singles.append(Result(min(m[0] for m in members), set_id, players, tuple(sum(seats[p]) / len(seats[p]) for p in players)))
-    return sorted(singles, key=lambda r: (r.started_at, r.id))
+    return [Result(started_at, match_id, tuple(match["player"]), tuple(int(s) for s in match["achievement"]))
+            for (started_at, match_id), match in pvp.groupby(["started_at", "match_id"], sort=True)]
 
 
 # -- 3. TrueSkill: online, in rating order ----------------------------------------------
@@ -479,7 +464,7 @@ def pvp_table(rows: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> pd.DataFrame:
         "Achievement": agg["achievement"].to_numpy(),
     })
     lows = np.array([mle.at[p, "low"] if p in mle.index else -np.inf for p in agg.index])
-    # a player not rated yet (its only PvP matches in an incomplete duplicate set) has no rank
+    # (every player of a PvP match is rated here; the Space leaves a player newer than its last fit unranked)
     table.insert(0, "Rank", [1 + int(np.sum(lows > mle.at[p, "high"])) if p in mle.index else np.nan for p in agg.index])
     table = table.sort_values(["Rank", "MLE"], ascending=[True, False], kind="stable")
     return table.round(2).reset_index(drop=True)

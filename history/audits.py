@@ -102,7 +102,7 @@ class AuditLog:
         return audits
 
 
-def _order(match_id: str) -> str:
+def audit_order(match_id: str) -> str:
     """A fixed pseudo-random order of match ids: the sample is spread over the history
     (not only its oldest matches), and the same on every restart."""
     return hashlib.sha256(match_id.encode()).hexdigest()
@@ -120,7 +120,7 @@ def next_to_audit(history: Iterable[MatchResult], audited: Iterable[str], *, nmm
     fixed pseudo-random order of match ids; None when every such match has been audited."""
     done = set(audited)
     candidates = [r for r in history if r.match_id not in done and auditable(r, nmmo_version=nmmo_version, arena_version=arena_version)]
-    return min(candidates, key=lambda r: _order(r.match_id), default=None)
+    return min(candidates, key=lambda r: audit_order(r.match_id), default=None)
 
 
 @dataclass(frozen=True)
@@ -143,13 +143,17 @@ class AuditSummary:
         return f"{self.reproduced} of {self.audited} audited matches reproduced"
 
 
-def summarize(audits: Iterable[Audit], history: Iterable[MatchResult], *, nmmo_version: str,
-              arena_version: str) -> AuditSummary:
+def other_versions(history: Iterable[MatchResult], *, nmmo_version: str, arena_version: str) -> int:
+    """Recorded matches the audit cannot rerun here: played by the Space (not the evaluation
+    tool's `local` track) with another nmmo or Arena version than the one installed."""
+    return sum(1 for r in history if r.track != "local" and (r.nmmo_version, r.arena_version) != (nmmo_version, arena_version))
+
+
+def summarize(audits: Iterable[Audit], *, other_version: int) -> AuditSummary:
     """The audits' verdicts, one per match (its latest audit), and how many recorded
-    matches are out of the audit's reach because of their versions."""
+    matches are out of the audit's reach because of their versions (`other_versions`)."""
     latest: dict[str, Audit] = {}
     for audit in audits:
         latest[audit.match_id] = audit
-    other = sum(1 for r in history if r.track != "local" and (r.nmmo_version, r.arena_version) != (nmmo_version, arena_version))
     failed = tuple(a for a in latest.values() if not a.identical)
-    return AuditSummary(audited=len(latest), reproduced=len(latest) - len(failed), failed=failed, other_version=other)
+    return AuditSummary(audited=len(latest), reproduced=len(latest) - len(failed), failed=failed, other_version=other_version)

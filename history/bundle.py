@@ -69,7 +69,7 @@ def write(f: BinaryIO, sizes: Mapping[str, int], read: Callable[[str], bytes]) -
     for match_id in ids:
         data = read(match_id)
         if len(data) != sizes[match_id]:
-            raise ValueError(f"entry {match_id} has {len(data)} bytes, not the {sizes[match_id]} its index says")
+            raise DamagedFileError(f"entry {match_id} has {len(data)} bytes, not the {sizes[match_id]} its index says")
         f.write(data)
 
 

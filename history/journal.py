@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from arena.errors import DamagedFileError
+
 log = logging.getLogger(__name__)
 
 #: Orders a record among the union's (records whose key is equal keep their files' order).
@@ -106,7 +108,7 @@ class Journal:
             try:
                 record = json.loads(line)
                 if not isinstance(record, dict):
-                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
+                    raise DamagedFileError(f"a JSON {type(record).__name__}, not an object")
             except ValueError as exc:
                 self._report(path, number, f"{type(exc).__name__}: {exc}")
                 continue

@@ -44,6 +44,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitSch
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import filter_repo_objects
 
+from arena.errors import InvalidArgumentError
 from history.restore import DatasetPull
 from history.store import CompactionPlan, CompactionReport, HistoryReader, HistoryStore
 from history.writers import Writers
@@ -206,7 +207,7 @@ class HistoryPusher(CommitScheduler):
             Whatever the Hub raised: the compaction is finished at the next call.
         """
         if self.store is None:
-            raise ValueError("this pusher was given no store to compact: pass store= (HubMirror does)")
+            raise InvalidArgumentError("this pusher was given no store to compact: pass store= (HubMirror does)")
         with self.exclusive:
             report = self.store.compact(publish=self._publish)
             self._marker().parent.mkdir(parents=True, exist_ok=True)

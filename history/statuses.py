@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from arena.files import write_atomically
 from arena.lifecycle import RevisionState, Status, StatusEvent, check_transition
 from history.journal import Journal
 
@@ -109,12 +110,7 @@ class StatusLog:
                                     "text": line.decode(errors="replace")}) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        tmp = self.own.with_name(f".{self.own.name}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(b"".join(line + b"\n" for line in good))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.own)
+        write_atomically(self.own, b"".join(line + b"\n" for line in good))
         for number, _, why in bad:
             message = f"status log {self.own}: line {number} is damaged ({why}); set apart in {self.damaged_path.name}"
             self.damaged.append(message)

@@ -28,16 +28,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import secrets
-import shutil
 import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from arena.errors import DamagedFileError
+from arena.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +64,7 @@ class Identity:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    with open(tmp, "w") as f:
-        json.dump(data, f, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, sort_keys=True))
 
 
 def identity(data_dir: Path, history_dir: Path, *, ledger: Path | None = None) -> Identity:
@@ -86,7 +81,7 @@ def identity(data_dir: Path, history_dir: Path, *, ledger: Path | None = None) -
         data = json.loads(path.read_text())
         found = Identity(str(data["writer"]), float(data["created_at"]), bool(data.get("legacy", False)))
         if not WRITER_ID.fullmatch(found.writer):
-            raise ValueError(f"{path} names writer {found.writer!r}, not an id like w0123456789ab: delete the file "
+            raise DamagedFileError(f"{path} names writer {found.writer!r}, not an id like w0123456789ab: delete the file "
                              "for a new one (a new writer loses nothing: its files are new)")
         return found
     history_dir = Path(history_dir)
@@ -109,18 +104,9 @@ def identity(data_dir: Path, history_dir: Path, *, ledger: Path | None = None) -
 
 
 def _copy_into(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.copy")
-    shutil.copyfile(source, tmp)
-    with open(tmp, "rb+") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell():
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                f.write(b"\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    """Copy a JSON-lines log, ending its last line if a crash left it open."""
+    data = source.read_bytes()
+    write_atomically(target, data if not data or data.endswith(b"\n") else data + b"\n")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,6 @@ From the latest {luck.matches} full matches{left_out}: {luck.policies} policies,
 - **Of Achievement's variance**: {parts}; unexplained {max(shares['residual'], 0.0):.0%}.
 
 A spread is the typical size of an effect, estimation noise taken out; a map's own richness and the
-lobby move every team of a match alike, so they show only in Achievement. Duplicate sets (the same
-seed with the seats rotated) take the seat out of PvP ratings. Method: docs/rules.md, "Luck".
+lobby move every team of a match alike, so they show only in Achievement. PvP ratings do not correct
+for the seat: seats are dealt at random, so its luck spreads over a policy's matches. Method: docs/rules.md, "Luck".
 """

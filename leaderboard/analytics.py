@@ -25,8 +25,9 @@ import pandas as pd
 from arena import replay as replay_format
 from arena.analytics import CAUSES, Analytics, PolicyAnalytics, trajectories
 from arena.errors import DamagedFileError
+from arena.files import write_atomically
 from arena.schema import TASK_NAMES
-from history.store import HistoryReader, _write_atomically  # the history's one atomic write
+from history.store import HistoryReader
 from leaderboard.team_rows import TeamRows
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class AnalyticsKeeper:
             return
         with self._lock:
             data = self.book.to_bytes()
-        _write_atomically(self.path, data)
+        write_atomically(self.path, data)
 
     def player(self, player: str) -> PolicyAnalytics | None:
         """A copy of one player's analytics (None if none of its matches was analysed)."""

@@ -17,7 +17,7 @@ import gradio as gr
 import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
-from arena.rules import BUILTIN_TEAMS, DUPLICATE_SET_SIZE, MATCH, PVE, PvpFormat
+from arena.rules import BUILTIN_TEAMS, MATCH, PVE
 from arena.schema import player_id
 from arena.scoring import tier_table
 from arena.settings import ArenaSettings
@@ -61,13 +61,6 @@ def _stage_kinds(scripted: list[int], learned: list[int]) -> str:
     return text + "."
 
 
-def _pvp_format(name: str) -> str:
-    if PvpFormat(name) is PvpFormat.DUPLICATE:
-        return (f"in **duplicate sets**: one seed played {DUPLICATE_SET_SIZE} times with the seats rotated so that every "
-                "team spawns once on every edge of the map, the set rated as one result (so the spawn point's luck cancels).")
-    return "one **single match** per pool, each rated on its own."
-
-
 def about_markdown(settings: ArenaSettings, *, hub_url: str) -> str:
     """The About / Submit tab: how to submit, the rules as this Space runs them, the data."""
     tag, history_repo = settings.submission_tag, settings.history_repo
@@ -88,7 +81,7 @@ The Arena finds it, validates it in a sandbox (the Submissions tab says why if i
 rejected), plays PvE: {settings.pve_matches_per_stage} matches a stage against built-in teams
 (a Top1Ratio of {settings.next_stage_top1:g} opens the next stage), and qualifies it for PvP at a
 mean Achievement of {settings.qualify_achievement:g} in stage 1. PvP pools {MATCH.num_teams} qualified
-policies ({settings.pairing} pairing), {_pvp_format(settings.pvp_format)}
+policies ({settings.pairing} pairing), one **single match** per pool, each rated on its own.
 
 PvE, validation and `python -m matchmaking.evaluate` play the **published** maps (ids 1-256: anyone
 can generate them and reproduce a PvE result); PvP plays **held-out** maps, generated from this
@@ -270,7 +263,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         data: the standings, kept fresh in the background.
         settings: the rules the Space runs with (their values appear in the prose).
         operator: the operator's status lines (the Hub, damaged files).
-        live: the matches in flight (`matchmaking.live`).
+        live: the matches in flight (`matchmaking.service.live`).
         queue: each revision's place in the PvE queue and its forecast (`Matchmaker.queue`).
         audits: what the audits of recorded matches found (`Matchmaker.audit_summary`).
         restoring: while the Space restores its state from the history dataset, how far it

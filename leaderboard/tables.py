@@ -157,7 +157,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     )
     if mle:
         lows = np.array([mle[p].low if p in mle else -np.inf for p in players])
-        # a player not rated yet (its only PvP matches in an incomplete duplicate set) has no rank
+        # a player newer than the last Plackett-Luce fit (`Standings.mle_source`) has no rank yet
         table.insert(0, "Rank", [1 + int(np.sum(lows > high[p])) if p in high else np.nan for p in players])
         table = table.sort_values(["Rank", "MLE"], ascending=[True, False])
     else:
@@ -178,7 +178,7 @@ def source_line(standings: Standings) -> str:
         return (f"Computed from 0 matches: no {where} yet (matches are rated once they are in a shard"
                 f"{' pushed to the Hub dataset' if source.published else ''}).")
     line = (f"Computed from {standings.matches:,} matches in the {where} through `{source.through}` "
-            f"({standings.pvp_matches:,} PvP, {standings.rated_results:,} rated results: a duplicate set is one).")
+            f"({standings.pvp_matches:,} PvP).")
     if not source.published:
         line += " Not yet confirmed in the Hub dataset."
     return line

@@ -33,8 +33,8 @@ from localhub.store import (
     HubError,
     HubStore,
     Repo,
-    _pull_base_commit,
-    _pull_ref,
+    pull_base_commit,
+    pull_ref,
 )
 
 #: Discussions per page of a repo's discussion list (the Hub's).
@@ -140,8 +140,8 @@ class DiscussionRoutes:
 
     def _diff(self, repo: Repo, pr: Discussion) -> str:
         """A unified diff of the pull request's text files against where it started."""
-        before = self.store.commit(repo, _pull_base_commit(pr)).files
-        after = self.store.commit(repo, pr.merge_commit or self.store.refs(repo)[_pull_ref(pr)]).files
+        before = self.store.commit(repo, pull_base_commit(pr)).files
+        after = self.store.commit(repo, pr.merge_commit or self.store.refs(repo)[pull_ref(pr)]).files
         chunks = []
         for path in sorted(set(before) | set(after)):
             if before.get(path) == after.get(path):

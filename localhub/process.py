@@ -13,6 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from arena.errors import HubStartError
+
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -47,7 +49,7 @@ class HubProcess:
             except OSError:
                 if time.time() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError(f"python -m localhub did not answer on {self.endpoint} within {timeout:.0f} s") from None
+                    raise HubStartError(f"python -m localhub did not answer on {self.endpoint} within {timeout:.0f} s") from None
                 time.sleep(0.1)
 
     def api(self) -> Any:

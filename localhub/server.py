@@ -38,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from arena.errors import HubStartError
 from localhub.discussions import DiscussionRoutes
 from localhub.store import (
     PR_REF_PREFIX,
@@ -48,8 +49,8 @@ from localhub.store import (
     HubStore,
     Repo,
     RepoExists,
-    _pull_ref,
     card_metadata,
+    pull_ref,
 )
 from localhub.webhooks import Webhooks
 
@@ -361,7 +362,7 @@ class LocalHubApp(DiscussionRoutes):
                 repo, title=title, description=header.get("description", "") or title, author=author,
                 pull_request=True, status="open", base=branch, base_commit=parent,
             )
-            branch, parent = _pull_ref(pull_request), None
+            branch, parent = pull_ref(pull_request), None
         commit = self.store.commit_changes(
             repo,
             branch=branch,
@@ -459,7 +460,7 @@ class LocalHub:
         deadline = time.monotonic() + timeout
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError(f"The local Hub did not start on {self.host}:{self.port}.")
+                raise HubStartError(f"The local Hub did not start on {self.host}:{self.port}.")
             time.sleep(0.02)
         self.port = self.server.servers[0].sockets[0].getsockname()[1]
         return self

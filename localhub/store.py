@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -40,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from arena.errors import ArenaError
+from arena.files import write_atomically
 
 REPO_TYPES = ("model", "dataset")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -52,7 +53,7 @@ PR_REF_PREFIX = "refs/pr/"
 DISCUSSION_STATUSES = ("open", "closed", "merged", "draft")
 
 
-class HubError(Exception):
+class HubError(ArenaError):
     """A request the store cannot satisfy; `code` is the Hub's `X-Error-Code`."""
 
     status = 400
@@ -104,20 +105,6 @@ def object_id(kind: str, name: str) -> str:
 def now_iso() -> str:
     """UTC now in the only date format `huggingface_hub` parses (`...Z`)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def card_metadata(readme: bytes) -> dict[str, Any]:
@@ -221,9 +208,9 @@ class HubStore:
             if (path / "repo.json").exists():
                 raise RepoExists(f"You already created this {repo_type} repo")
             created = now_iso()
-            _atomic_write(path / "repo.json", json.dumps({"id": repo_id, "type": repo_type, "createdAt": created}).encode())
+            write_atomically(path / "repo.json", json.dumps({"id": repo_id, "type": repo_type, "createdAt": created}).encode())
             first = self._write_commit(path, parents=(), title="initial commit", message="", author="", files={}, card={})
-            _atomic_write(path / "refs.json", json.dumps({"main": first.id}).encode())
+            write_atomically(path / "refs.json", json.dumps({"main": first.id}).encode())
         return Repo(repo_type, repo_id, path, created)
 
     def repo(self, repo_type: str, repo_id: str) -> Repo:
@@ -289,7 +276,7 @@ class HubStore:
         oid = git_blob_id(content)
         path = self.blob_path(oid)
         if not path.exists():
-            _atomic_write(path, content)
+            write_atomically(path, content)
         return oid
 
     # -- commits -------------------------------------------------------------------------
@@ -336,7 +323,7 @@ class HubStore:
                 card = {}
             commit = self._write_commit(repo.path, parents=(head.id,), title=title, message=message, author=author, files=files, card=card)
             refs[branch] = commit.id
-            _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+            write_atomically(repo.path / "refs.json", json.dumps(refs).encode())
             if branch.startswith(PR_REF_PREFIX):
                 self._add_commit_event(repo, int(branch[len(PR_REF_PREFIX):]), commit)
             return commit
@@ -346,7 +333,7 @@ class HubStore:
         data = {"parents": list(parents), "title": title, "message": message, "date": date, "author": author, "files": dict(files), "card": dict(card)}
         body = json.dumps(data, sort_keys=True).encode()
         sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
-        _atomic_write(path / "commits" / f"{sha}.json", body)
+        write_atomically(path / "commits" / f"{sha}.json", body)
         return Commit(id=sha, parents=parents, title=title, message=message, date=date, author=author, files=dict(files), card=dict(card))
 
 
@@ -384,7 +371,7 @@ class HubStore:
                     raise RevisionNotFound(f"Invalid rev id: {base}")
                 start = self.commit(repo, base_commit).id if base_commit else refs[base]
                 refs[f"{PR_REF_PREFIX}{num}"] = start
-                _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+                write_atomically(repo.path / "refs.json", json.dumps(refs).encode())
             discussion = Discussion(
                 num=num, title=title, author=author, created_at=now_iso(), is_pull_request=pull_request,
                 status=status or ("draft" if pull_request else "open"),
@@ -429,7 +416,7 @@ class HubStore:
             if not pr.is_pull_request or pr.status not in ("open", "draft"):
                 raise BadRequest(f"Discussion {num} is not an open pull request (status {pr.status}).")
             refs = self.refs(repo)
-            ref, base = _pull_ref(pr), _pull_base(pr)
+            ref, base = pull_ref(pr), _pull_base(pr)
             head = self.commit(repo, refs[ref])
             target = self.commit(repo, refs[base])
             if target.id == pr.base_commit or target.id == head.id:  # the base has not moved: fast-forward
@@ -441,7 +428,7 @@ class HubStore:
                 merged = self._write_commit(repo.path, parents=(target.id, head.id), title=f"Merge {pr.ref}: {pr.title}",
                                             message=comment, author=author, files=files, card=card)
             refs[base] = merged.id
-            _atomic_write(repo.path / "refs.json", json.dumps(refs).encode())
+            write_atomically(repo.path / "refs.json", json.dumps(refs).encode())
             if comment.strip():
                 self._append_event(repo, num, _event("comment", author, {"edited": False, "hidden": False, "latest": {"raw": comment, "html": html_escape(comment), "updatedAt": now_iso(), "author": {"name": author}}}))
             self._append_event(repo, num, _event("status-change", author, {"status": "merged"}), status="merged", merge_commit=merged.id)
@@ -452,8 +439,8 @@ class HubStore:
         if not pr.is_pull_request or pr.status == "merged":
             return []
         refs = self.refs(repo)
-        base = self.commit(repo, _pull_base_commit(pr)).files
-        head, target = self.commit(repo, refs[_pull_ref(pr)]).files, self.commit(repo, refs[_pull_base(pr)]).files
+        base = self.commit(repo, pull_base_commit(pr)).files
+        head, target = self.commit(repo, refs[pull_ref(pr)]).files, self.commit(repo, refs[_pull_base(pr)]).files
         changed = {p for p in set(base) | set(head) if base.get(p) != head.get(p)}
         return sorted(p for p in changed if base.get(p) != target.get(p) and head.get(p) != target.get(p))
 
@@ -461,7 +448,7 @@ class HubStore:
         clashes = self.conflicts(repo, pr)
         if clashes:
             raise MergeConflict(f"Cannot merge {pr.ref}: conflicting changes in {', '.join(clashes)}. Update the pull request from {pr.base} first.")
-        base = self.commit(repo, _pull_base_commit(pr)).files
+        base = self.commit(repo, pull_base_commit(pr)).files
         files = dict(target.files)
         for path in set(base) | set(head.files):
             if base.get(path) == head.files.get(path):
@@ -486,7 +473,7 @@ class HubStore:
     def _write_discussion(self, repo: Repo, discussion: Discussion) -> None:
         data = asdict(discussion)
         data["events"] = list(discussion.events)
-        _atomic_write(repo.path / "discussions" / f"{discussion.num}.json", json.dumps(data, sort_keys=True).encode())
+        write_atomically(repo.path / "discussions" / f"{discussion.num}.json", json.dumps(data, sort_keys=True).encode())
 
     @staticmethod
     def _read_discussion(path: Path) -> Discussion:
@@ -506,7 +493,7 @@ def _check_path(path: str) -> None:
         raise BadRequest(f"Invalid path in repo: {path!r}")
 
 
-def _pull_ref(pr: Discussion) -> str:
+def pull_ref(pr: Discussion) -> str:
     """A pull request's ref (`refs/pr/N`); a discussion has none."""
     if pr.ref is None:
         raise BadRequest(f"Discussion {pr.num} is not a pull request.")
@@ -519,7 +506,7 @@ def _pull_base(pr: Discussion) -> str:
     return pr.base
 
 
-def _pull_base_commit(pr: Discussion) -> str:
+def pull_base_commit(pr: Discussion) -> str:
     if pr.base_commit is None:
         raise BadRequest(f"Discussion {pr.num} is not a pull request (it has no base commit).")
     return pr.base_commit

@@ -43,7 +43,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from localhub.store import BadRequest, HubError, Repo, _atomic_write, object_id
+from arena.files import write_atomically
+from localhub.store import BadRequest, HubError, Repo, object_id
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ class WebhookRegistry:
             self._hooks = {h.id: h for h in map(Webhook.from_json, json.loads(self.path.read_text()))}
 
     def _save(self) -> None:
-        _atomic_write(self.path, json.dumps([h.to_json() for h in self._hooks.values()], indent=1).encode())
+        write_atomically(self.path, json.dumps([h.to_json() for h in self._hooks.values()], indent=1).encode())
 
     def all(self) -> list[Webhook]:
         with self._lock:

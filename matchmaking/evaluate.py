@@ -27,16 +27,16 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
-from arena.errors import ArenaError
+from arena.errors import ArenaError, InvalidArgumentError
+from arena.policies import PolicyRef, builtin, parse_target
 from arena.rules import PVE, stage_opponents
 from arena.schema import TASK_NAMES, MatchResult
-from matchmaking import isolation
-from matchmaking.config import MatchConfig
-from matchmaking.executor import default_workers, run_matches
-from matchmaking.match import MatchSpec, policies_for
-from matchmaking.policy import PolicyRef, builtin, parse_target
-from matchmaking.pve import PolicySummary, summarize
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for
+from matchmaking.sandbox import isolation
 from matchmaking.sandbox.host import protect_process, sandboxed_host
+from matchmaking.service.executor import default_workers, run_matches
+from matchmaking.service.pve import PolicySummary, summarize
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,9 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.matches < 1:
-            raise ValueError(f"--matches must be at least 1, got {args.matches}.")
+            raise InvalidArgumentError(f"--matches must be at least 1, got {args.matches}.")
         if args.workers < 1:
-            raise ValueError(f"--workers must be at least 1, got {args.workers}.")
+            raise InvalidArgumentError(f"--workers must be at least 1, got {args.workers}.")
         target = parse_target(args.target)
         specs = evaluation_specs(target, matches=args.matches, horizon=args.horizon, seed=args.seed)
     except (ArenaError, ValueError) as exc:

@@ -9,9 +9,9 @@ Usage::
 
 1. **Checks**, in this process and without running the policy: the files that would be
    uploaded (as `upload_folder` lists them) go through discovery's own format and size
-   checks (`matchmaking.discovery.format_problem`, `size_problem`), and `policy.py` is
+   checks (`matchmaking.hub.discovery.format_problem`, `size_problem`), and `policy.py` is
    parsed, not imported, to see that it binds `Team`. `--validate` also plays the
-   Arena's 16-tick validation match in its sandbox (`matchmaking.validation`), exactly
+   Arena's 16-tick validation match in its sandbox (`matchmaking.service.validation`), exactly
    as the Space will: the policy never runs in this process.
 2. **The model card**: the submission tag (`NMMO_ARENA_TAG`, `nmmo-arena`) is added to
    `README.md`'s metadata with `huggingface_hub.ModelCard` (its other metadata and its
@@ -43,15 +43,12 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError, Repository
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects, validate_repo_id
 
 from arena.errors import HubAuthError, NoHubError, SettingsError, SubmissionCheckError
+from arena.policies import POLICY_FILE
 from arena.settings import ArenaSettings
-from matchmaking import embedded_hub
-from matchmaking.discovery import format_problem, size_problem
-from matchmaking.hub import answered, describe
-from matchmaking.policy import POLICY_FILE
-
-#: Never uploaded: what `upload_folder` leaves out anyway, plus Python's caches.
-IGNORED = ["__pycache__", "*/__pycache__", "**/__pycache__/**", "*.pyc"]
-CARD = "README.md"
+from matchmaking.hub import embedded as embedded_hub
+from matchmaking.hub.discovery import format_problem, size_problem
+from matchmaking.hub.health import answered, describe
+from matchmaking.hub.pushing import CARD, IGNORED, push_submission
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,8 +215,7 @@ def push(target: HubTarget, folder: Path, repo_id: str, *, message: str) -> tupl
             before = api.model_info(repo_id).sha
         except RepositoryNotFoundError:
             before = None
-            api.create_repo(repo_id, exist_ok=True)
-        sha = api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=message, ignore_patterns=IGNORED).oid
+        sha = push_submission(api, repo_id, folder=folder, message=message)
         return sha, sha != before
     except HfHubHTTPError as exc:
         if exc.response is not None and exc.response.status_code in (401, 403):
@@ -248,9 +244,9 @@ def watch_hint(target: HubTarget, repo_id: str) -> str:
 
 def _validate(folder: Path, ticks: int) -> str:
     """The Arena's validation match, in the sandbox; its reason. Raises if it fails."""
-    from matchmaking.policy import PolicyRef
+    from arena.policies import PolicyRef
     from matchmaking.sandbox.host import protect_process
-    from matchmaking.validation import validate
+    from matchmaking.service.validation import validate
 
     protect_process()  # as the Space: the sandboxed team must not read this process's environment
     report = validate(PolicyRef(policy_id=f"local:{folder.resolve().name}", revision="local", path=folder.resolve()), ticks=ticks)

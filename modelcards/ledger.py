@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.errors import DamagedFileError
 from history.journal import Journal
 from modelcards.publications import CardResults, Published
 
@@ -66,7 +67,7 @@ class LedgerState:
         elif kind == "merged":
             self.pull_requests.pop(key[0], None)
         else:
-            raise ValueError(f"unknown ledger event {kind!r}")
+            raise DamagedFileError(f"unknown ledger event {kind!r}")
 
 
 class PublicationLedger:

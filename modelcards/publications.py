@@ -32,6 +32,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from arena.errors import InvalidArgumentError
 from arena.lifecycle import RevisionState, StageFigures, Status
 from arena.schema import player_id
 from leaderboard.standings import Standings
@@ -111,9 +112,9 @@ class PublishRule:
 
     def __post_init__(self) -> None:
         if list(self.sigma_steps) != sorted(self.sigma_steps, reverse=True) or any(s <= 0 for s in self.sigma_steps):
-            raise ValueError(f"sigma_steps must be positive and falling, e.g. (6, 4, 3); got {self.sigma_steps}.")
+            raise InvalidArgumentError(f"sigma_steps must be positive and falling, e.g. (6, 4, 3); got {self.sigma_steps}.")
         if self.score_move <= 0 or self.min_interval_s < 0:
-            raise ValueError("score_move must be positive and min_interval_s at least 0.")
+            raise InvalidArgumentError("score_move must be positive and min_interval_s at least 0.")
 
     def level(self, pvp: PvPFigures | None) -> int:
         """How many sigma steps a rating is below (0 without PvP)."""

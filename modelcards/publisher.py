@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 
-from arena.errors import CardMetadataError
+from arena.errors import CardMetadataError, HubAnswerError
 from arena.lifecycle import RevisionState
 from leaderboard.standings import Standings
 from modelcards.card import arena_results, eval_results, opted_out, with_results
@@ -161,7 +161,7 @@ class ModelCardPublisher:
             info = self.api.create_commit(repo_id, operations=operations, commit_message=PR_TITLE,
                                           commit_description=body, create_pr=True)
             if info.pr_num is None:
-                raise RuntimeError(f"the Hub opened no pull request on {repo_id} (create_pr=True answered without one)")
+                raise HubAnswerError(f"the Hub opened no pull request on {repo_id} (create_pr=True answered without one)")
             pr = PullRequest(int(info.pr_num), str(info.pr_url), revision)
             action = "opened"
         else:

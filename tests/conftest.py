@@ -8,8 +8,8 @@ import pytest
 @pytest.fixture(scope="session")
 def stage1_opponents():
     """The 15 built-in teams of PvE stage 1."""
+    from arena.policies import builtin
     from arena.rules import stage_opponents
-    from matchmaking.policy import builtin
 
     return [builtin(name) for name in stage_opponents(1)]
 

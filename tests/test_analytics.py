@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from arena.analytics import CAUSES, Analytics, analyse, death_causes, trajectories
+from arena.policies import builtin
 from arena.replay import KILL, ReplayRecorder, encode, read
 from history.store import HistoryStore
 from leaderboard.analytics import AnalyticsKeeper, analytics_json, task_profile
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import with_players
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
-from matchmaking.policy import builtin
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.teams.factory import in_process_host
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +28,7 @@ LINEUP = ("random", "forage", "combat", "elite")
 def _play(seed: int, horizon: int, names=LINEUP):
     recorder = ReplayRecorder()
     lineup = tuple(builtin(n) for n in names * (16 // len(names)))
-    result = run_match(MatchSpec(seed=seed, policies=lineup, config=MatchConfig(horizon=horizon), track="pvp"), recorder=recorder)
+    result = run_match(MatchSpec(seed=seed, policies=lineup, config=MatchConfig(horizon=horizon), track="pvp"), recorder=recorder, host_factory=in_process_host)
     return result, recorder.data
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from matchmaking import game
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
-from matchmaking.policy import builtin, load_team_class, local
+from arena.policies import builtin, local
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import sandboxed_host
-from matchmaking.validation import validate
+from matchmaking.service.validation import validate
+from matchmaking.teams.factory import in_process_host
+from matchmaking.teams.loading import load_team_class
 from tests_support import EXAMPLES
 
 pytest.importorskip("torch")
@@ -83,7 +85,7 @@ def test_the_learned_built_in_is_the_same_network_played_in_process():
     assert builtin_team("Apprentice").kind == "learned"
     config = MatchConfig(horizon=20)
     lineup = (builtin("apprentice"), local(TORCH)) + tuple(builtin(n) for n in ("combat", "forage", "random") * 4 + ("forage", "random"))
-    played = run_match(MatchSpec(seed=6, policies=lineup, config=config))  # in-process, as built-ins play
+    played = run_match(MatchSpec(seed=6, policies=lineup, config=config), host_factory=in_process_host)  # in-process, as built-ins play
     by_builtin, by_example = played.teams[0], played.teams[1]
     assert by_builtin.fault_counts == {} and by_example.fault_counts == {}
     assert by_builtin.alive == by_example.alive == 8

@@ -6,10 +6,10 @@ import numpy as np
 from nmmo.core import action
 
 from arena.rules import BUILTIN_TEAMS
-from matchmaking import game
-from matchmaking.builtin import _to_contract, builtin_factory
-from matchmaking.config import MatchConfig
-from matchmaking.contract import check_actions
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.contract import check_actions
+from matchmaking.teams.builtin import _to_contract, builtin_factory
 
 BUILTINS = tuple(team.name for team in BUILTIN_TEAMS)
 

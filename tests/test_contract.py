@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from matchmaking.contract import check_actions
+from matchmaking.engine.contract import check_actions
 
 SPACE = {"Move": {"Direction": 5}, "Attack": {"Style": 3, "Target": 101}}
 

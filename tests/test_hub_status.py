@@ -20,7 +20,7 @@ def free_port() -> int:
 
 
 def test_an_unreachable_hub_is_reported_once_and_its_return_too(tmp_path, caplog):
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     port = free_port()
     hub = LocalHub(tmp_path / "hub", port=port).start()

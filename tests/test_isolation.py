@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from arena import PROJECT_ROOT
-from matchmaking.isolation import PROBES, STRICT, WARN, IsolationGate, IsolationReport, ProbeResult
+from matchmaking.sandbox.isolation import PROBES, STRICT, WARN, IsolationGate, IsolationReport, ProbeResult
 from tests_support import EXAMPLES, POLICIES, open_interpreter, unprivileged
 
 PY = sys.executable

@@ -1,4 +1,6 @@
-"""The compiled rating loops (`arena.kernels`) against the pure-Python code they replace."""
+"""The compiled rating loops (`arena.kernels`) against the pure-Python code they replace; for
+TrueSkill, the compiled history loop against the per-match loop of `rate_match` (the one
+update itself is tested against the `trueskill` package in tests/test_trueskill_update.py)."""
 
 from __future__ import annotations
 
@@ -26,9 +28,9 @@ from arena.ratings import (
     trueskill_trail,
 )
 from arena.ratings.mle import build_design, negative_log_likelihood
-from arena.ratings.trueskill import trueskill_reference
+from arena.ratings.trueskill import draw_margin, trueskill_reference
+from arena.scoring import competition_ranks
 from arena.simulation import Population, random_history
-from arena.trueskill_ffa import _draw_margin
 from tests_synthetic import arena_history
 
 pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
@@ -36,11 +38,12 @@ pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not inst
 
 @pytest.fixture(scope="module")
 def arena_like() -> list[Outcome]:
-    """Anchors, built-ins seated several times, a submission seated twice, duplicate sets."""
+    """Anchors, built-ins seated several times, a submission seated twice, old duplicate sets' matches."""
     return outcomes(arena_history(matches=150, sets=6, seed=5))
 
 
 def test_compiled_trueskill_equals_the_python_loop_bit_for_bit(arena_like):
+    """`trueskill_history` over a history equals `rate_match` applied match by match."""
     assert trueskill_ratings(arena_like) == trueskill_reference(arena_like)
     population = outcomes(random_history(Population.random(60, seed=1), 400, seed=1))
     assert trueskill_ratings(population, anchors={}) == trueskill_reference(population, anchors={})
@@ -61,15 +64,20 @@ def test_compiled_trueskill_extends_a_checkpoint_like_the_python_loop(arena_like
     ],
 )
 def test_a_match_the_compiled_loop_cannot_rate_is_rated_in_python(ratings, scores):
-    """Where the float maths fails (the pure-Python code raises and falls back to the
-    package's mpmath backend), the compiled loop stops before the match, `_rate_match`
-    rates it, and the loop carries on: the result is the pure-Python loop's."""
+    """Where the float maths fails (the package raises), the compiled loop stops before the
+    match, `rate_match` rates it with the package's mpmath backend, and the loop carries on:
+    the result is the pure-Python loop's, and the refused match's is the package's."""
     players = [f"p{i}" for i in range(len(ratings))]
     state = TrueSkillState(ratings={p: TrueSkillRating(m, s, 3) for p, (m, s) in zip(players, ratings)},
                            last_key=("t0", "m0"), matches=3)
     history = [Outcome(("t1", "m1"), tuple(players), tuple(scores)),
                Outcome(("t2", "m2"), tuple(players), tuple(reversed(scores)))]
     assert trueskill_ratings(history, state=state, anchors={}) == trueskill_reference(history, state=state, anchors={})
+    env = trueskill.TrueSkill(mu=TRUESKILL_MU, sigma=TRUESKILL_SIGMA, beta=TRUESKILL_BETA, tau=0.0,
+                              draw_probability=DRAW_PROBABILITY, backend="mpmath")
+    expected = env.rate([(env.create_rating(m, s),) for m, s in ratings], ranks=competition_ranks(scores))
+    first = trueskill_ratings(history[:1], state=state, anchors={}).ratings
+    assert [(first[p].mu, first[p].sigma) for p in players] == [(float(m), float(s)) for (m, s), in expected]
     # the kernel itself refuses the match (returns its row) rather than rating it
     n = len(players)
     empty = np.zeros((n, 0))
@@ -77,7 +85,7 @@ def test_a_match_the_compiled_loop_cannot_rate_is_rated_in_python(ratings, score
         np.arange(n)[None, :], np.array([scores], dtype=float), np.array([n]), 0,
         np.array([m for m, _ in ratings]), np.array([s for _, s in ratings]), np.zeros(n, dtype=np.int64),
         np.ones(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n),
-        TRUESKILL_BETA, 0.0, _draw_margin(TRUESKILL_MU, TRUESKILL_SIGMA, TRUESKILL_BETA, 0.0, DRAW_PROBABILITY),
+        TRUESKILL_BETA, 0.0, draw_margin(TRUESKILL_BETA, DRAW_PROBABILITY),
         trueskill.DELTA, empty.astype(np.int64), empty, empty, np.zeros(n, dtype=np.int64), 2.0)
     assert stop == 0
 

@@ -95,11 +95,20 @@ print("ok")
 ROOMS = ("app", "arena", "bench", "history", "leaderboard", "localhub", "matchmaking", "modelcards", "training")
 
 
+#: The rooms inside `matchmaking/` (its own top level holds the command-line tools).
+MATCHMAKING_ROOMS = ("engine", "teams", "sandbox", "hub", "service")
+
+
+def _room_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "matchmaking" and len(parts) > 1 and parts[1] in MATCHMAKING_ROOMS:
+        return f"matchmaking.{parts[1]}"
+    return parts[0]
+
+
 def _room(path: Path) -> str:
-    parts = path.relative_to(ROOT).parts
-    if parts[:2] == ("matchmaking", "sandbox"):
-        return "matchmaking.sandbox"
-    return parts[0] if len(parts) > 1 else path.stem
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return _room_of(".".join(parts)) if len(parts) > 1 else path.stem
 
 
 def _imported_rooms(path: Path) -> set[str]:
@@ -107,10 +116,33 @@ def _imported_rooms(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+        if isinstance(node, ast.ImportFrom) and node.module in [f"matchmaking.{r}" for r in MATCHMAKING_ROOMS]:
+            names = [node.module]  # `from matchmaking.engine import game`: the room itself
+        elif isinstance(node, ast.ImportFrom) and node.module == "matchmaking":
+            names = [f"matchmaking.{a.name}" for a in node.names]
         for name in names:
             if name.split(".")[0] in ROOMS:
-                found.add("matchmaking.sandbox" if name.startswith("matchmaking.sandbox") else name.split(".")[0])
+                found.add(_room_of(name))
     return found
+
+
+#: Imports that must never exist, whatever the page draws: (room, room it must not import, why).
+NEVER = [
+    ("matchmaking.engine", "matchmaking.teams", "the engine is told how to host a team (`HostFactory`), never which teams exist"),
+    ("matchmaking.engine", "matchmaking.sandbox", "the engine never knows whether a team is confined"),
+    ("matchmaking.teams", "matchmaking.sandbox", "a team is the same code in the match process and in a sandbox"),
+    ("matchmaking.sandbox", "matchmaking.service", "isolation depends on no scheduling"),
+    ("matchmaking.hub", "matchmaking.engine", "finding and fetching submissions plays no match"),
+    *[(room, "matchmaking", "nothing but benchmarks and tests imports the command-line tools")
+      for room in ("matchmaking.engine", "matchmaking.teams", "matchmaking.sandbox", "matchmaking.hub", "matchmaking.service")],
+]
+
+
+@pytest.mark.parametrize("room, forbidden, why", NEVER)
+def test_rooms_never_import_what_comes_after_them(room, forbidden, why):
+    offenders = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.joinpath(*room.split(".")).rglob("*.py")
+                       if forbidden in _imported_rooms(path))
+    assert not offenders, f"{offenders} import {forbidden}: {why}"
 
 
 def test_the_architecture_pages_arrows_are_the_imports():
@@ -153,3 +185,58 @@ def test_the_operators_page_lists_every_setting():
     page = (ROOT / "docs" / "operators.md").read_text()
     for f in fields(ArenaSettings):
         assert f"| `{f.metadata['env']}` |" in page, f"{f.metadata['env']} is missing from docs/operators.md's configuration table"
+
+
+def _private_imports(path: Path) -> list[str]:
+    """`from room.module import _name`, and `module._name` on a module imported from a room."""
+    tree = ast.parse(path.read_text())
+    found, modules = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] in ROOMS:
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            modules.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            modules.update({a.asname: a.name for a in node.names if a.asname and a.name.split(".")[0] in ROOMS})
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"{modules[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A leading underscore means "this module's own": a neighbour that needs it gets a public name."""
+    offenders = {}
+    for path in [ROOT / "app.py", *[p for room in ROOMS[1:] for p in (ROOT / room).rglob("*.py")]]:
+        if found := _private_imports(path):
+            offenders[path.relative_to(ROOT).as_posix()] = sorted(set(found))
+    assert not offenders, f"private names imported across modules: {offenders}"
+
+
+#: Builtin exceptions that are not errors of the Arena: control flow, signals and broken invariants.
+NOT_ERRORS = {"KeyboardInterrupt", "SystemExit", "StopIteration", "GeneratorExit", "NotImplementedError",
+              "AssertionError"}  # an invariant broken: a bug, never an error a caller handles
+
+
+def test_every_error_the_arena_raises_is_an_arena_error():
+    """`raise ValueError(...)` says nothing a caller can catch precisely: each error the Arena
+    raises on purpose is a class under `arena.errors.ArenaError` (which also subclasses the
+    nearest builtin, so broad handlers keep working)."""
+    import builtins
+
+    builtin_errors = {name for name, value in vars(builtins).items()
+                      if isinstance(value, type) and issubclass(value, BaseException)} - NOT_ERRORS
+    offenders = []
+    for path in [ROOT / "app.py", *[p for room in ("arena", "history", "leaderboard", "localhub", "matchmaking", "modelcards")
+                                    for p in (ROOT / room).rglob("*.py")]]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                called = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(called, ast.Name) and called.id in builtin_errors:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} raises {called.id}")
+            elif (isinstance(node, ast.ClassDef) and node.name != "ArenaError"
+                  and any(isinstance(b, ast.Name) and b.id in builtin_errors for b in node.bases)):
+                if not any(isinstance(b, ast.Name) and (b.id == "ArenaError" or b.id.endswith("Error") and b.id not in builtin_errors)
+                           for b in node.bases):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} class {node.name} is not under ArenaError")
+    assert not offenders, "\n".join(offenders)

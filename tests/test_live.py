@@ -7,12 +7,12 @@ import time
 
 import pytest
 
+from arena.policies import builtin
 from arena.rules import stage_opponents
-from matchmaking.config import MatchConfig
-from matchmaking.executor import LocalExecutor
-from matchmaking.live import STALE_S, LiveBoard
-from matchmaking.match import MatchSpec, policies_for
-from matchmaking.policy import builtin
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for
+from matchmaking.service.executor import LocalExecutor
+from matchmaking.service.live import STALE_S, LiveBoard
 
 
 def play_watching(executor, spec, in_flight) -> tuple[list, list]:
@@ -67,7 +67,7 @@ def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
     """On Ray the nodes share no disk with the Space: a match reports to the cluster's
     actor (`ClusterBoard`), which `in_flight()` asks; here on a local Ray runtime."""
     pytest.importorskip("ray")
-    from matchmaking.executor import RayExecutor
+    from matchmaking.service.executor import RayExecutor
 
     spec = MatchSpec(seed=6, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
                      config=MatchConfig(horizon=300), track="pvp")

@@ -15,9 +15,9 @@ import pytest
 
 from arena.errors import DamagedFileError
 from arena.logs import BoundedLog, MatchLogs, read, render_text
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
-from matchmaking.policy import builtin, local
+from arena.policies import builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import sandboxed_host
 from matchmaking.sandbox.output import OutputCapture
 from tests_support import POLICIES

@@ -115,10 +115,10 @@ def test_only_matches_with_spawn_points_count_and_too_few_is_said():
         luck_report(one, bootstrap=0)
 
 
-def test_frames_and_records_agree_and_sets_count_as_matches():
+def test_frames_and_records_agree_and_old_sets_count_as_matches():
     population = Population.random(20, seed=10)
     history = seated_history(population, 30, effects=planted(), seed=11)
-    # a duplicate set's matches are separate matches (the seat is what differs between them)
+    # an old duplicate set's matches (recorded before sets were retired) are separate matches
     history = [dataclasses.replace(r, set_id="set-a" if i < 4 else "", set_size=4 if i < 4 else 1, set_rotation=i % 4)
                for i, r in enumerate(history)]
     frame = pd.DataFrame([row for r in history for row in rows(r)])

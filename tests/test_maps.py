@@ -17,13 +17,14 @@ from nmmo.core.terrain import MapGenerator
 
 from arena import PROJECT_ROOT
 from arena.errors import MatchSetupError, SettingsError
+from arena.policies import builtin, local
 from arena.settings import ArenaSettings
 from localhub import LocalHub
-from matchmaking import game, maps
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, in_process_host, run_match
-from matchmaking.policy import builtin, local
+from matchmaking.engine import game, maps
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import protect_process, sandboxed_host
+from matchmaking.teams.factory import in_process_host
 from tests_support import EXAMPLES, POLICIES, fault_of, push_policy
 
 KEY = maps.held_out_key("the-space-secret-for-tests")
@@ -84,13 +85,13 @@ def test_held_out_maps_are_none_of_the_published_ones():
 def test_a_held_out_match_records_its_pool_and_its_folder_hides_the_key(tmp_path):
     config = MatchConfig(horizon=2, num_teams=2, cache_dir=tmp_path, map_key=KEY)
     spec = MatchSpec(seed=31, policies=(builtin("forage"), builtin("combat")), config=config, track="pvp", held_out=True)
-    result = run_match(spec)
+    result = run_match(spec, host_factory=in_process_host)
     assert result.held_out and result.map_id > maps.PUBLISHED_POOL and result.map_id == maps.map_id_for(31, held_out=True, config=config)
     map_id, folder = maps.spec_map(31, True, KEY, config)
     assert map_id == result.map_id and folder.parent == maps.held_out_folder(KEY, config)
     assert maps.key_fingerprint(KEY) in str(folder) and KEY not in str(folder)
     assert np.array_equal(np.load(folder / "map1" / "map.npy"), maps.generate_held_out(map_id - 256, KEY)[1].astype(int))
-    published = run_match(MatchSpec(seed=31, policies=spec.policies, config=config, track="pvp"))
+    published = run_match(MatchSpec(seed=31, policies=spec.policies, config=config, track="pvp"), host_factory=in_process_host)
     assert not published.held_out and published.map_id == old_map_id(31)
     # the key is in no text a team or a log receives
     assert KEY not in repr(config) and KEY not in json.dumps(game.env_config(config, team_id=0, seed=1))
@@ -151,7 +152,7 @@ def test_a_sandboxed_team_cannot_read_the_secret_or_the_held_out_maps(tmp_path):
 
 @pytest.mark.slow
 def test_the_matchmaker_plays_pvp_on_held_out_maps_and_pve_on_published_ones(tmp_path):
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     hub = LocalHub(tmp_path / "hub").start()
     try:

@@ -8,10 +8,11 @@ from dataclasses import replace
 import pytest
 
 from arena.errors import MatchSetupError
+from arena.policies import builtin, local
 from arena.schema import FaultKind, MatchResult
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, policies_for, run_match
-from matchmaking.policy import builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for, run_match
+from matchmaking.teams.factory import in_process_host
 from tests_support import EXAMPLES, policy_dir
 
 SHORT = MatchConfig(horizon=40, step_wall_timeout_s=0.5, max_faults_recorded=10)
@@ -23,9 +24,9 @@ def test_same_seed_and_policies_give_identical_records(stage1_opponents):
     # dropped, and then the games differ by design; the runner's timeouts are tested below)
     patient = replace(SHORT, step_wall_timeout_s=60.0, step_timeout_s=60.0)
     lineup = policies_for(local(EXAMPLES / "explorer"), stage1_opponents)
-    first = run_match(MatchSpec(seed=11, policies=lineup, config=patient))
-    second = run_match(MatchSpec(seed=11, policies=lineup, config=patient))
-    other = run_match(MatchSpec(seed=12, policies=lineup, config=patient))
+    first = run_match(MatchSpec(seed=11, policies=lineup, config=patient), host_factory=in_process_host)
+    second = run_match(MatchSpec(seed=11, policies=lineup, config=patient), host_factory=in_process_host)
+    other = run_match(MatchSpec(seed=12, policies=lineup, config=patient), host_factory=in_process_host)
     assert first.outcome() == second.outcome()
     assert first.match_id == second.match_id != other.match_id
     assert first.outcome()["teams"] != other.outcome()["teams"]
@@ -51,7 +52,7 @@ def mixed_match() -> MatchResult:
         )
     ]
     lineup = tuple(builtins + [local(EXAMPLES / "explorer")] + tests + [builtin("forage")])
-    return run_match(MatchSpec(seed=5, policies=lineup, config=SHORT))
+    return run_match(MatchSpec(seed=5, policies=lineup, config=SHORT), host_factory=in_process_host)
 
 
 def team(result: MatchResult, name: str):

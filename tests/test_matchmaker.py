@@ -21,7 +21,7 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.standings import compute
 from localhub import LocalHub
-from matchmaking.config import MatchConfig
+from matchmaking.engine.config import MatchConfig
 from tests_support import EXAMPLES, POLICIES, TESTS, push_policy
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ def hub(tmp_path):
 
 
 def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     settings = ArenaSettings(
         data_dir=tmp_path / "data", hub_endpoint=hub.endpoint, match_horizon=80, workers=2, next_stage_top1=0.0,
@@ -128,11 +128,11 @@ def test_ray_executor_gives_the_same_results(hub, tmp_path):
     """A local Ray runtime plays what the local pool plays, each from its own fetch of the
     commit (the Ray task from the node's cache; `tests/test_ray_cluster.py` for real nodes)."""
     pytest.importorskip("ray")
+    from arena.policies import PolicyRef, builtin
     from arena.rules import stage_opponents
-    from matchmaking.executor import LocalExecutor, RayExecutor
-    from matchmaking.match import MatchSpec, policies_for
-    from matchmaking.policy import PolicyRef, builtin
+    from matchmaking.engine.match import MatchSpec, policies_for
     from matchmaking.sandbox.host import sandboxed_host
+    from matchmaking.service.executor import LocalExecutor, RayExecutor
 
     api = HfApi(endpoint=hub.endpoint, token="t")
     sha = api.model_info("alice/gatherer").sha
@@ -161,7 +161,7 @@ def test_kill_9_while_validating_then_restart_resumes_every_revision(hub, tmp_pa
     """A Space killed mid-validation leaves revisions `validating`; the next start resumes
     them, and every revision reaches a final or evaluating state."""
     from arena.lifecycle import FINAL
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     api = HfApi(endpoint=hub.endpoint, token="t")
     push_policy(api, "dora/slow", POLICIES / "slow_start")

@@ -309,7 +309,7 @@ def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monke
     from app import model_card_publisher
     from arena.settings import ArenaSettings
     from localhub import LocalHub
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     hub = LocalHub(tmp_path / "hub", write_token="t").start()
     try:

@@ -7,12 +7,13 @@ import shutil
 
 import pytest
 
-from matchmaking import game
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
-from matchmaking.policy import builtin, load_team_class, local
+from arena.policies import builtin, local
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import sandboxed_host
-from matchmaking.validation import validate
+from matchmaking.service.validation import validate
+from matchmaking.teams.loading import load_team_class
 from tests_support import POLICIES, fault_of
 
 torch = pytest.importorskip("torch")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from arena.errors import NotPortableError, SubmissionIntegrityError
+from arena.policies import PolicyRef, builtin, local
 from arena.rules import stage_opponents
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, policies_for
-from matchmaking.nodes import NodeCache, git_blob_id, portable
-from matchmaking.policy import PolicyRef, builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for
+from matchmaking.service.nodes import NodeCache, git_blob_id, portable
 from tests_support import EXAMPLES, push_policy
 
 

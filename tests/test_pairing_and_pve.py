@@ -10,8 +10,8 @@ import pytest
 
 from arena.rules import ANCHORS, POOL_FILL, PVE, Pairing, builtin_team
 from arena.schema import MatchResult, TaskResult, TeamResult
-from matchmaking.pairing import make_pool
-from matchmaking.pve import plan, qualifies, stage_seed, summarize
+from matchmaking.service.pairing import make_pool
+from matchmaking.service.pve import plan, qualifies, stage_seed, summarize
 
 PLAYERS = [f"p{i:02d}@x" for i in range(40)]
 
@@ -40,13 +40,6 @@ def test_random_pools_seat_the_least_played_first():
     assert max(seen.values()) - min(seen.values()) <= 1
 
 
-def test_closest_rating_pools_stay_near_the_focus():
-    ratings = {p: float(i) for i, p in enumerate(PLAYERS)}
-    counts = {p: 10 for p in PLAYERS} | {PLAYERS[0]: 0}
-    pool = make_pool(PLAYERS, counts=counts, rng=np.random.default_rng(3), how=Pairing.CLOSEST_RATING, ratings=ratings, closest=20)
-    assert PLAYERS[0] in pool and max(ratings[p] for p in pool) <= 20
-
-
 def test_uncertainty_pools_take_the_least_certain():
     uncertainty = {p: float(i) for i, p in enumerate(PLAYERS)}
     pool = make_pool(PLAYERS, counts={}, rng=np.random.default_rng(4), how=Pairing.UNCERTAINTY, uncertainty=uncertainty)
@@ -54,8 +47,8 @@ def test_uncertainty_pools_take_the_least_certain():
 
 
 def test_pool_arguments_are_checked():
-    with pytest.raises(ValueError, match="needs `ratings`"):
-        make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), how=Pairing.CLOSEST_RATING)
+    with pytest.raises(ValueError, match="needs `uncertainty`"):
+        make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), how=Pairing.UNCERTAINTY)
     with pytest.raises(ValueError, match="at least 1"):
         make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), size=0)
     a = make_pool(PLAYERS, counts={}, rng=np.random.default_rng(9))
@@ -120,7 +113,7 @@ def test_stage_opponents_and_builtin_names():
 
 def test_builtin_names_are_case_insensitive_everywhere():
     from arena.errors import PolicyNotFoundError
-    from matchmaking.policy import builtin, parse_target
+    from arena.policies import builtin, parse_target
 
     assert builtin("Forage") == builtin("forage") and builtin("Forage").policy_id == "builtin:forage"
     assert parse_target("builtin:Combat") == builtin("combat")
@@ -144,7 +137,7 @@ def test_replace_keeps_plans_pure():
 
 
 def test_a_stage_ends_as_soon_as_its_bars_are_decided():
-    from matchmaking.pve import decide
+    from matchmaking.service.pve import decide
 
     winner = [pve_match(1, i, achievement=84, top=True) for i in range(3)]  # 252 points: the mean of ten is >= 25 whatever comes
     assert decide(winner, ME, of=10, top1_bar=0.5, qualify_bar=25).qualifies is True
@@ -162,7 +155,7 @@ def test_a_stage_ends_as_soon_as_its_bars_are_decided():
 
 
 def test_an_early_decision_agrees_with_the_full_stage_whatever_the_rest_brings():
-    from matchmaking.pve import decide
+    from matchmaking.service.pve import decide
 
     rng = np.random.default_rng(4)
     for _ in range(300):

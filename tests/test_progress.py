@@ -14,9 +14,9 @@ from nmmo.systems import item as items
 from nmmo.systems import skill
 
 from arena.scoring import RULES, Task, achievement
-from matchmaking import game
-from matchmaking.config import MatchConfig
-from matchmaking.progress import TravelTracker, team_progress
+from matchmaking.engine import game
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.progress import TravelTracker, team_progress
 
 COLS = EntityState.State.attr_name_to_col
 

@@ -73,7 +73,7 @@ def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api)
         assert set(standings.teams.frame()["match_id"]) == {m.match_id for m in matches[:4]}
         assert set(standings.trueskill.ratings) <= standings.teams.players()
         assert source_line(standings) == (f"Computed from 4 matches in the published shards through `{name(store, first)}` "
-                                          "(4 PvP, 4 rated results: a duplicate set is one).")
+                                          "(4 PvP).")
         assert mirror.push_now()
         store.flush()
         assert refresher.refresh().matches == 7  # what the second push published; the WAL's 3 wait

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchmaking.pve_queue import PveWork, forecast, pick
+from matchmaking.service.pve_queue import PveWork, forecast, pick
 
 
 def work(name: str, stage: int, played: int, since: float, left: int | None = None) -> PveWork:

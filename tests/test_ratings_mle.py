@@ -96,7 +96,7 @@ def test_order_of_matches_changes_nothing(simulated):
 
 def test_permuted_start_times_change_no_rating_interval_or_rank():
     """Start times decide the online engines' order, never the MLE's: permuting them
-    (duplicate sets, a policy seated twice, ties and anchors included) leaves every
+    (old duplicate sets' matches, a policy seated twice, ties and anchors included) leaves every
     rating, interval, rank and rank interval identical."""
     history = arena_history(matches=80, sets=4, seed=2)
     permuted = permute_start_times(history, seed=3)

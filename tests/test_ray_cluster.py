@@ -1,5 +1,5 @@
 """The Arena on a real multi-node Ray cluster: a head and two worker nodes, each a separate
-`ray start` process on this machine (`matchmaking.local_cluster`).
+`ray start` process on this machine (`matchmaking.service.local_cluster`).
 
 How a worker node is kept apart from the Space: its own **mount and PID namespaces**. In
 its mount namespace the machine's `/tmp` (this test's data folder, the Space's submission
@@ -37,7 +37,7 @@ pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from matchmaking.local_cluster import LocalCluster
+    from matchmaking.service.local_cluster import LocalCluster
 
     c = LocalCluster(tmp_path_factory.mktemp("cluster"))
     try:
@@ -52,7 +52,7 @@ def cluster(tmp_path_factory):
 #: Ticks of the Space's matches here (`matchmaker_forever.py`'s argument) ...
 HORIZON = 24
 #: ... and the latest reported tick at which a match counts as in the middle: reports come
-#: about once a second (`matchmaking.live`), so a match shown at tick 8 may be some ticks
+#: about once a second (`matchmaking.service.live`), so a match shown at tick 8 may be some ticks
 #: further on, with more than a second of play still left (the probe sleeps 0.1 s a tick):
 #: it cannot finish between being seen and its node's loss (one seen near its end did, and
 #: was recorded before the kill).
@@ -95,7 +95,7 @@ def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(clust
         for w in cluster.workers:  # and no node sees the Space's data or the project's checkout
             assert not w.path(str(data)).exists() and not w.path(str(PROJECT_ROOT / "arena")).exists()
         # lose a node in the middle of a match, as the Space's "Now playing" shows it (the
-        # nodes report to the cluster's board, `matchmaking.live.ClusterBoard`)
+        # nodes report to the cluster's board, `matchmaking.service.live.ClusterBoard`)
         victim, lost = None, set()
         while not lost and time.monotonic() < deadline:
             playing = in_flight(data)

@@ -42,7 +42,7 @@ PVE_STAGE1, PVE_STAGE2 = 3, 1
 
 def held_out_some(history: list[MatchResult]) -> list[MatchResult]:
     """Every third single match from the 21st on (version 1 records had no held-out maps)
-    and the first two complete duplicate sets, whole, played on held-out maps."""
+    and the matches of the first two complete (old) duplicate sets, played on held-out maps."""
     set_ids = list(dict.fromkeys(r.set_id for r in history if r.set_id))[:2]
     singles = [r for r in history if not r.set_id]
     chosen = {r.match_id for r in singles[20::3]} | {r.match_id for r in history if r.set_id in set_ids}
@@ -108,9 +108,10 @@ def write_v1_shard(store: HistoryStore, results) -> Path:
 @pytest.fixture(scope="module")
 def space(tmp_path_factory):
     """A history written through the real store: a version 1 shard, two shards of
-    version 2 (duplicate sets, an incomplete one, a policy seated twice, ties, anchors,
-    matches and sets on held-out maps, PvE matches of stages 1 and 2, a newcomer that
-    met only the built-ins), and matches still in the WAL; the Space's standings over it."""
+    version 2 (matches of duplicate sets as Arenas recorded them before sets were retired,
+    an incomplete set among them; a policy seated twice, ties, anchors, matches on held-out
+    maps, PvE matches of stages 1 and 2, a newcomer that met only the built-ins), and
+    matches still in the WAL; the Space's standings over it."""
     root = tmp_path_factory.mktemp("recompute")
     store = HistoryStore(root / "history")
     history = held_out_some(arena_history(matches=70, sets=4, seed=7))
@@ -161,7 +162,7 @@ def test_the_history_has_every_case(space):
     pve = len(SUBMISSIONS) * (PVE_STAGE1 + PVE_STAGE2)
     assert standings.matches == 70 - 5 + 4 * 4 + 2 + 2 + pve  # the WAL's 5 are not in
     assert standings.pvp_matches == standings.matches - pve
-    assert standings.rated_results == 65 + 2 + 4  # four complete sets, one result each; the incomplete one waits
+    assert standings.rated_results == standings.pvp_matches == 65 + 4 * 4 + 2 + 2  # every match, the old sets' one by one
     seats = standings.teams.frame().groupby(["match_id", "player"]).size()
     assert (seats.xs(f"{TWICE}@{revision(TWICE)}", level="player") == 2).any()  # a submission seated twice
     assert set(ANCHORS) <= set(standings.mle)
@@ -177,6 +178,31 @@ def test_the_history_has_every_case(space):
     assert len(held) >= 10 and (held["Held-out"] - held["MLE"]).abs().max() > 0.1
     gaps = table["PvE vs PvP"]
     assert gaps.str.contains("PvE better").any() and gaps.str.contains("PvP better").any() and gaps.str.contains("far").any()
+
+
+def test_old_duplicate_sets_are_read_and_rated_match_by_match(space):
+    """Matches of duplicate sets, recorded before sets were retired (2026-12-03), load from
+    the shards with their set fields unchanged, and each is a rated result of its own, an
+    incomplete set's too: in the Space's standings and in the script alike."""
+    store, standings = space
+    old = [r for r in store.results() if r.set_id]
+    assert len(old) == 4 * 4 + 2 and len({r.set_id for r in old}) == 5  # four complete sets, one incomplete
+    assert {r.set_size for r in old} == {4} and {r.set_rotation for r in old} == {0, 1, 2, 3}
+    assert any(r.held_out for r in old)
+    rated = standings.rated.outcomes()
+    ids = {o.key[1] for o in rated}
+    assert {r.match_id for r in old} <= ids and not ids & {r.set_id for r in old}  # matches, never sets
+    mine = {r.match_id: r for r in old}
+    for o in rated:
+        if o.key[1] in mine:
+            r = mine[o.key[1]]
+            assert o.key[0] == r.started_at and o.scores == tuple(t.achievement for t in r.teams)
+    held_out_ids = {standings.held_out_rated.key(i)[1] for i in range(len(standings.held_out_rated))}
+    assert {r.match_id for r in old if r.held_out} <= held_out_ids
+    script = load_script()
+    data, _ = script.read_rows(store.root, standings.source.through)
+    assert [(r.started_at, r.id, r.players, r.scores) for r in script.rated_results(data)] == \
+        [(*o.key, o.players, o.scores) for o in rated]
 
 
 def test_the_script_reproduces_the_spaces_table(space, tmp_path):
@@ -282,3 +308,18 @@ def test_the_script_stands_alone_and_states_the_spaces_constants():
     assert script.TS_ANCHOR_SIGMA == inspect.signature(ratings.trueskill_ratings).parameters["anchor_sigma"].default
     assert script.SUPPORT_TOL == head_to_head.SUPPORT_TOL
     assert (script.FAR_MIN_RANKS, script.FAR_FIELD_SHARE) == (standings_module.FAR_MIN_RANKS, standings_module.FAR_FIELD_SHARE)
+
+
+def test_the_scripts_trueskill_is_the_arenas(space):
+    """The script rates with the `trueskill` package alone (its mpmath backend where the float
+    maths fails); the Space with its one update, `arena.kernels.rate_ffa`. Before the table
+    rounds them, every rated player's mu and sigma agree within 1e-6, the update's tolerance
+    against the package (tests/test_trueskill_update.py)."""
+    store, standings = space
+    script = load_script()
+    data, _ = script.read_rows(store.root, standings.source.through)
+    theirs = script.trueskill_ratings(script.rated_results(data))
+    ours = standings.trueskill.ratings
+    assert theirs.keys() == ours.keys() and len(ours) >= 10
+    for player, (mu, sigma) in theirs.items():
+        assert abs(ours[player].mu - mu) <= 1e-6 and abs(ours[player].sigma - sigma) <= 1e-6, player

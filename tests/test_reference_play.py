@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from arena.scoring import Task
 from bench.match_speed import bare_match, stage1_lineup
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.teams.factory import in_process_host
 
 
 def test_runner_reproduces_nmmo_scripted_play():
     spec = MatchSpec(seed=3, policies=stage1_lineup(), config=MatchConfig(horizon=80))
     bare = bare_match(spec, track=True)
-    result = run_match(spec)
+    result = run_match(spec, host_factory=in_process_host)
     assert result.ticks == bare["ticks"]
     for team in result.teams:
         progress = bare["progress"][team.slot]

@@ -8,18 +8,19 @@ import numpy as np
 import pytest
 
 from arena.errors import DamagedFileError
+from arena.policies import builtin
 from arena.replay import ReplayRecorder, read
 from arena.rules import stage_opponents
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, policies_for, run_match
-from matchmaking.policy import builtin
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for, run_match
+from matchmaking.teams.factory import in_process_host
 
 
 @pytest.fixture(scope="module")
 def recorded():
     recorder = ReplayRecorder()
     lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])
-    result = run_match(MatchSpec(seed=4, policies=lineup, config=MatchConfig(horizon=150)), recorder=recorder)
+    result = run_match(MatchSpec(seed=4, policies=lineup, config=MatchConfig(horizon=150)), recorder=recorder, host_factory=in_process_host)
     return result, recorder.data
 
 
@@ -62,13 +63,13 @@ def test_damaged_bytes_are_refused_with_a_reason(recorded):
 def test_every_fault_is_an_event_on_the_replay_timeline():
     """A team that raises at tick 5 and returns garbage on every tick: the replay carries
     each fault with team, tick, kind and a bounded message, the record only its first ones."""
-    from matchmaking.policy import local
+    from arena.policies import local
     from tests_support import POLICIES
 
     recorder = ReplayRecorder()
     lineup = (local(POLICIES / "raise_at_tick"), local(POLICIES / "wrong_type")) + (builtin("forage"),) * 14
     config = MatchConfig(horizon=30, max_faults_recorded=10)
-    result = run_match(MatchSpec(seed=2, policies=lineup, config=config), recorder=recorder)
+    result = run_match(MatchSpec(seed=2, policies=lineup, config=config), recorder=recorder, host_factory=in_process_host)
     header, _ = read(recorder.data)
     assert header["version"] == 2
     faults = header["faults"]

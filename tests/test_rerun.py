@@ -17,9 +17,9 @@ from arena import ARENA_VERSION
 from arena.errors import NotReproducibleError
 from arena.schema import MatchResult, TaskResult, TeamResult
 from arena.settings import ArenaSettings
-from history.audits import Audit, AuditLog, next_to_audit, summarize
+from history.audits import Audit, AuditLog, next_to_audit, other_versions, summarize
 from leaderboard.pages import audit_markdown
-from matchmaking.rerun import first_difference, spec_for
+from matchmaking.service.rerun import first_difference, spec_for
 from tests_support import EXAMPLES, TESTS, push_policy
 
 pytestmark = pytest.mark.slow
@@ -59,7 +59,7 @@ def space(tmp_path_factory):
     """A real Space on its embedded Hub (schedule off, 24-tick matches): a submission
     validated, its PvE matches played (the last flushed into a shard), one PvP match
     left in the write-ahead log."""
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     settings = ArenaSettings(
         data_dir=tmp_path_factory.mktemp("space") / "data", local_hub_port=0, match_horizon=24, workers=1,
@@ -216,7 +216,7 @@ def test_the_audit_samples_each_match_once_in_a_fixed_order_and_counts_other_ver
     audits = [Audit("m0", True, None, "2026-01-01T00:00:00+00:00", NMMO, ARENA_VERSION, 1.0, "pvp"),
               Audit("m1", False, {"path": "teams[2].achievement", "recorded": 10, "rerun": 4}, "2026-01-01T01:00:00+00:00",
                     NMMO, ARENA_VERSION, 1.0, "pve")]
-    summary = summarize(audits, history, nmmo_version=NMMO, arena_version=ARENA_VERSION)
+    summary = summarize(audits, other_version=other_versions(history, nmmo_version=NMMO, arena_version=ARENA_VERSION))
     assert (summary.audited, summary.reproduced, summary.other_version) == (2, 1, 1)
     text = audit_markdown(summary, ArenaSettings())
     assert "**1 of 2 audited matches reproduced**; 1 not audited: other version." in text
@@ -243,9 +243,9 @@ def test_the_about_tab_shows_the_tally_computed_at_page_load(tmp_path):
     data = StandingsRefresher(HistoryStore(tmp_path / "history"), statuses=StatusLog(tmp_path / "s.jsonl").states,
                               hub_url="http://hub.example", bootstrap=0)
     data.refresh()
-    tallies = iter([summarize([], [], nmmo_version=NMMO, arena_version=ARENA_VERSION),
-                    summarize([Audit("m0", True, None, "2026-01-01T00:00:00+00:00", NMMO, ARENA_VERSION, 1.0, "pvp")], [],
-                              nmmo_version=NMMO, arena_version=ARENA_VERSION)])
+    tallies = iter([summarize([], other_version=0),
+                    summarize([Audit("m0", True, None, "2026-01-01T00:00:00+00:00", NMMO, ARENA_VERSION, 1.0, "pvp")],
+                              other_version=0)])
     demo = build(data, ArenaSettings(), audits=lambda: next(tallies))
     [about] = [c for c in demo.config["components"] if c.get("props", {}).get("elem_id") == "about-audits"]
     assert "**0 of 0 audited matches reproduced**" in about["props"]["value"]

@@ -72,7 +72,7 @@ def _match_ids(store: HistoryStore) -> set[str]:
 
 
 def test_a_space_restarted_on_an_empty_disk_loses_nothing_and_plays_nothing_twice(served, tmp_path):
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     api = served.api()
     push_policy(api, "alice/gatherer", EXAMPLES / "gatherer")
@@ -193,7 +193,7 @@ def test_a_restore_killed_midway_finishes_at_the_next_start(served, tmp_path):
 def test_a_dataset_with_the_single_status_file_is_migrated_without_losing_an_event(served, tmp_path):
     """An Arena from before writers: `submissions/statuses.jsonl` on the Hub and in its folder.
     Upgraded in place it never rewrites that file; a Space on a fresh disk reads every event once."""
-    from matchmaking.service import Arena
+    from matchmaking.service.space import Arena
 
     api = served.api()
     old = tmp_path / "old"

@@ -17,10 +17,11 @@ from dataclasses import replace
 import pytest
 
 from arena import PROJECT_ROOT
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, in_process_host, run_match
-from matchmaking.policy import builtin, local
+from arena.policies import builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import SandboxedTeam, protect_process, sandboxed_host
+from matchmaking.teams.factory import in_process_host
 from tests_support import POLICIES, fault_of
 
 ADVERSARIES = (
@@ -194,9 +195,9 @@ def test_flooding_output_is_harmless(matches):
 def test_confinement_report():
     """What the sandbox applied on this machine (printed for the CI log)."""
     config = MatchConfig(horizon=4)
-    from matchmaking import game
-    from matchmaking.hosting import TeamSlot
-    from matchmaking.sandbox.protocol import ObservationLayout
+    from matchmaking.engine import game
+    from matchmaking.engine.hosting import TeamSlot
+    from matchmaking.engine.observations import ObservationLayout
 
     env = game.make_env(replace(config, num_teams=1), map_id=1)
     obs = game.reset_env(env, seed=0)

@@ -14,11 +14,12 @@ import time
 
 import pytest
 
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, in_process_host, run_match
-from matchmaking.policy import builtin, local
+from arena.policies import builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import SANDBOX_ROOT, remove_stale_sandboxes, sandboxed_host
 from matchmaking.sandbox.protocol import SHM_PREFIX, SharedBlock
+from matchmaking.teams.factory import in_process_host
 from tests_support import POLICIES, fault_of
 
 HOSTILE = ("nested_reply", "wrong_shape_reply", "wrong_time_reply", "oversized_reply", "disk_filler", "x32_fork")

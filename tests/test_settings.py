@@ -28,8 +28,7 @@ BAD = {
     "NMMO_ARENA_HORIZON": ("abc", "an integer"),
     "NMMO_ARENA_WORKERS": ("-3", "from 0 to 1024"),
     "NMMO_ARENA_RAY": ("not an address", "ray://HOST:PORT"),
-    "NMMO_ARENA_PAIRING": ("bogus", "one of random, closest-rating, uncertainty"),
-    "NMMO_ARENA_PVP_FORMAT": ("triple", "one of single, duplicate"),
+    "NMMO_ARENA_PAIRING": ("bogus", "one of random, uncertainty"),
     "NMMO_ARENA_PVP_PER_ROUND": ("-1", "at least 0"),
     "NMMO_ARENA_PVE_PER_ROUND": ("1.5", "an integer"),
     "NMMO_ARENA_SYNC_S": ("0", "a positive value"),
@@ -58,6 +57,14 @@ BAD = {
 #: Settings whose value is never repeated in a message.
 SECRETS = {"NMMO_ARENA_WEBHOOK_SECRET", "NMMO_ARENA_MAP_SECRET"}
 
+#: Options retired because their own studies rejected them: a Space still started with one
+#: must stop, told that it was retired and to unset it, never run on as if it were played.
+RETIRED = {
+    ("NMMO_ARENA_PVP_FORMAT", "duplicate"): "Unset NMMO_ARENA_PVP_FORMAT.",
+    ("NMMO_ARENA_PVP_FORMAT", "single"): "Unset NMMO_ARENA_PVP_FORMAT.",  # the variable itself is gone
+    ("NMMO_ARENA_PAIRING", "closest-rating"): "Unset NMMO_ARENA_PAIRING for the default (random)",
+}
+
 
 def test_every_setting_has_a_variable_and_a_refused_value_here():
     variables = {f.metadata["env"] for f in fields(ArenaSettings)}
@@ -73,6 +80,24 @@ def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name):
     shown = "(hidden: a secret)" if name in SECRETS else repr(value)
     assert f"{name}={shown} is not accepted" in message and accepted in message
     assert "unset it for the default" in message
+
+
+@pytest.mark.parametrize("name, value", sorted(RETIRED))
+def test_a_retired_option_stops_the_space_saying_it_was_retired(name, value):
+    with pytest.raises(SettingsError) as info:
+        ArenaSettings.from_env({name: value})
+    [problem] = info.value.problems
+    assert problem.startswith(f"{name}={value!r} is a retired ") and "retired on 2026-12-03: its study found" in problem
+    assert RETIRED[name, value] in problem
+    assert "is not a setting" not in problem and "Did you mean" not in problem  # not taken for a typo
+
+
+def test_a_retired_value_is_refused_in_code_too_and_the_others_are_named():
+    with pytest.raises(SettingsError) as info:
+        ArenaSettings(pairing="closest-rating")
+    assert "NMMO_ARENA_PAIRING='closest-rating' is a retired option" in str(info.value)
+    assert "accepted: one of random, uncertainty" in str(info.value)
+    assert not hasattr(ArenaSettings(), "pvp_format")
 
 
 def test_a_secret_stays_out_of_messages_and_repr():
@@ -111,9 +136,11 @@ def test_settings_built_in_code_are_checked_too():
 def test_the_space_stops_before_starting_anything(tmp_path):
     """`python app.py` with a bad value: exit status 2, the message, and no Hub, data or seed."""
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "NMMO_ARENA_DATA": str(tmp_path / "data"), "NMMO_ARENA_WORKERS": "-3", "NMMO_ARENA_HORIZON": "abc"}
+    env = {**os.environ, "NMMO_ARENA_DATA": str(tmp_path / "data"), "NMMO_ARENA_WORKERS": "-3", "NMMO_ARENA_HORIZON": "abc",
+           "NMMO_ARENA_PVP_FORMAT": "duplicate"}
     done = subprocess.run([sys.executable, "app.py"], cwd=root, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "NMMO_ARENA_WORKERS='-3' is not accepted" in done.stderr and "NMMO_ARENA_HORIZON='abc' is not accepted" in done.stderr
+    assert "NMMO_ARENA_PVP_FORMAT='duplicate' is a retired setting" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "data").exists()

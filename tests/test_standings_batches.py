@@ -17,7 +17,7 @@ from arena.schema import rows
 from arena.simulation import Population, random_history
 from history.store import HistoryStore
 from leaderboard import team_rows
-from leaderboard.standings import compute, frames, narrow
+from leaderboard.standings import compute, frames, narrow, update
 from tests_synthetic import arena_history
 
 
@@ -27,8 +27,8 @@ def frame(results) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def history() -> pd.DataFrame:
-    """Every case at once: duplicate sets (one incomplete), a submission seated twice,
-    held-out maps, PvE stages of a submission with two revisions, and ties."""
+    """Every case at once: old duplicate sets' matches (one set incomplete), a submission
+    seated twice, held-out maps, PvE stages of a submission with two revisions, and ties."""
     results = arena_history(matches=40, sets=4, seed=5) + pve_matches(np.random.default_rng(5), first_index=3000, hour=12)
     results = sorted(results, key=lambda r: (r.started_at, r.match_id))
     table = frame(results)
@@ -50,13 +50,27 @@ def batches_of(table: pd.DataFrame, sizes: list[int]) -> list[pd.DataFrame]:
 
 @pytest.mark.parametrize("sizes", [[1], [3], [7, 2, 11], [1000]])
 def test_batches_of_whole_matches_give_the_standings_of_the_whole_frame(history, sizes):
-    """Cut every 3 matches, each duplicate set (4 matches) spans two batches."""
+    """Cut every 3 matches, each old duplicate set (4 matches) spans two batches: its
+    matches are rated one by one wherever they are."""
     batches = batches_of(history, sizes)
     whole = compute(history, bootstrap=0)
     folded = compute(iter(batches), bootstrap=0)
     assert_same(folded, whole, mle_tolerance=0.0)
     assert folded.rated_results == whole.rated_results > 0 and len(folded.held_out_rated) > 0
     assert_same(compute((narrow(b) for b in batches), bootstrap=0), whole, mle_tolerance=0.0)
+
+
+def test_an_update_whose_new_rows_hold_old_sets_equals_a_full_computation(history):
+    """Rows of an old duplicate set split between the standings and an update (refused while
+    a complete set was rated as one result): each match is rated on its own either way."""
+    ids = list(dict.fromkeys(history["match_id"]))
+    in_set = history.groupby("match_id", sort=False)["set_id"].first().loc[ids].to_numpy() != ""
+    first = int(np.argmax(in_set))
+    cut = int(history["match_id"].isin(ids[:first + 2]).sum())  # halfway through the first set
+    carried = update(compute(history.iloc[:cut], bootstrap=0), history.iloc[cut:], bootstrap=0, refresh_mle=True)
+    full = compute(history, bootstrap=0)
+    assert_same(carried, full, mle_tolerance=1e-4)
+    assert full.rated_results == full.pvp_matches == int(in_set.sum()) + 40  # 40 single matches, every set's one by one
 
 
 def test_batches_out_of_start_order_give_the_standings_of_their_rows(history):

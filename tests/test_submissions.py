@@ -9,8 +9,8 @@ import pytest
 
 from arena.lifecycle import Status
 from history.statuses import StatusLog
-from matchmaking.discovery import discover
-from matchmaking.submissions import sync, validate_queued
+from matchmaking.hub.discovery import discover
+from matchmaking.service.submissions import sync, validate_queued
 from tests_support import EXAMPLES, POLICIES, push_policy
 
 
@@ -90,7 +90,7 @@ def test_a_hub_that_never_serves_the_files_ends_the_revision_in_error(tmp_path):
     from huggingface_hub import HfApi
 
     from localhub import LocalHub
-    from matchmaking.submissions import Validator
+    from matchmaking.service.submissions import Validator
 
     hub = LocalHub(tmp_path / "hub").start()
     try:
@@ -122,8 +122,8 @@ def test_an_unreachable_hub_is_not_the_revisions_fault(tmp_path):
     from huggingface_hub import HfApi
 
     from localhub import LocalHub
-    from matchmaking.hub import HubHealth
-    from matchmaking.submissions import Validator
+    from matchmaking.hub.health import HubHealth
+    from matchmaking.service.submissions import Validator
 
     hub = LocalHub(tmp_path / "hub").start()
     api = HfApi(endpoint=hub.endpoint, token="t")
@@ -145,8 +145,8 @@ def test_an_unreachable_hub_is_not_the_revisions_fault(tmp_path):
 
 @pytest.mark.slow
 def test_a_slow_validation_holds_no_other_and_is_cut_off(pushed, tmp_path):
-    from matchmaking.submissions import Validator
-    from matchmaking.validation import validate
+    from matchmaking.service.submissions import Validator
+    from matchmaking.service.validation import validate
 
     api = pushed["api"]
     statuses = StatusLog(tmp_path / "s.jsonl")

@@ -1,5 +1,5 @@
 """`python -m matchmaking.submit`, the real CLI as a subprocess, against the embedded Hub as
-the Space runs it (started and published by `matchmaking.embedded_hub`, the code the Space
+the Space runs it (started and published by `matchmaking.hub.embedded`, the code the Space
 uses), read back with the real `huggingface_hub` client and by discovery itself.
 
 And the project as a package: built with pip from a copy of the checkout and installed
@@ -22,8 +22,8 @@ import pytest
 from huggingface_hub import HfApi, ModelCard
 
 from arena.settings import ArenaSettings
-from matchmaking import embedded_hub
-from matchmaking.discovery import discover
+from matchmaking.hub import embedded as embedded_hub
+from matchmaking.hub.discovery import discover
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "policies"

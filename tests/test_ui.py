@@ -15,16 +15,17 @@ from dataclasses import replace
 import pytest
 
 from arena.lifecycle import Status
+from arena.policies import PolicyRef, builtin
 from arena.replay import ReplayRecorder
 from arena.rules import stage_opponents
 from arena.simulation import Population, play
 from history.statuses import StatusLog
 from history.store import HistoryStore
-from matchmaking.config import MatchConfig
-from matchmaking.live import REPORT_EVERY_S, LiveBoard
-from matchmaking.match import MatchSpec, policies_for, run_match
-from matchmaking.policy import PolicyRef, builtin
-from matchmaking.pve_queue import PveWork, forecast
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, policies_for, run_match
+from matchmaking.service.live import REPORT_EVERY_S, LiveBoard
+from matchmaking.service.pve_queue import PveWork, forecast
+from matchmaking.teams.factory import in_process_host
 from tests_support import SCREENSHOTS, free_port, record_lifecycle, serve_app
 
 pytestmark = pytest.mark.browser
@@ -59,7 +60,7 @@ def app(tmp_path_factory):
     record_lifecycle(registry, "erin/pending", "e" * 40, Status.EVALUATING, "validated")
     recorder = ReplayRecorder()  # one real match, with its replay
     lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])
-    real = run_match(MatchSpec(seed=9, policies=lineup, config=MatchConfig(horizon=60), track="pve", stage=1), recorder=recorder)
+    real = run_match(MatchSpec(seed=9, policies=lineup, config=MatchConfig(horizon=60), track="pve", stage=1), recorder=recorder, host_factory=in_process_host)
     store.record(real, replay=recorder.data)
     store.flush()
 
@@ -359,7 +360,7 @@ def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoi
     from playwright.sync_api import expect
 
     from leaderboard.refresher import StandingsRefresher
-    from matchmaking.isolation import PROBES, IsolationReport, ProbeResult
+    from matchmaking.sandbox.isolation import PROBES, IsolationReport, ProbeResult
 
     probes = tuple(ProbeResult(name, name == "read", "read its contents (the secret)" if name == "read" else "socket: EACCES")
                    for name in PROBES)

@@ -8,12 +8,13 @@ import io
 import numpy as np
 import pytest
 
+from arena.policies import builtin
 from arena.replay import ReplayRecorder
 from history.statuses import StatusLog
 from history.store import HistoryStore
-from matchmaking.config import MatchConfig
-from matchmaking.match import MatchSpec, run_match
-from matchmaking.policy import builtin
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.teams.factory import in_process_host
 from tests_support import SCREENSHOTS, serve_app
 
 pytestmark = pytest.mark.browser
@@ -33,7 +34,7 @@ def app(tmp_path_factory):
     for seed, horizon, names in ((3, 100, ("random", "forage", "combat", "elite")), (8, 40, ("elite", "forage"))):
         recorder = ReplayRecorder()
         lineup = tuple(builtin(n) for n in names * (16 // len(names)))
-        result = run_match(MatchSpec(seed=seed, policies=lineup, config=MatchConfig(horizon=horizon), track="pvp"), recorder=recorder)
+        result = run_match(MatchSpec(seed=seed, policies=lineup, config=MatchConfig(horizon=horizon), track="pvp"), recorder=recorder, host_factory=in_process_host)
         store.record(result, replay=recorder.data)
         played.append(result)
     damaged = type(played[0])(**{**played[0].__dict__, "match_id": "damaged000000000000"})

@@ -1,6 +1,6 @@
 """Faults and logs where the submitter looks, in a real browser (Debian's Chromium).
 
-One real short match is played the way the matchmaker plays it (`executor._play`, every
+One real short match is played the way the matchmaker plays it (`executor.play_outcome`, every
 submitted team in its sandbox, replay and logs recorded): `chatty` prints every tick,
 raises at tick 5 and sleeps past the 1 s limit at tick 9; `raise_at_tick` raises at tick
 5 too; 14 built-in teams fill the match. The recorded match is opened in the viewer: the
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import pytest
 
+from arena.policies import builtin, local
 from history.statuses import StatusLog
 from history.store import HistoryStore
-from matchmaking.config import MatchConfig
-from matchmaking.executor import _play
-from matchmaking.match import MatchSpec
-from matchmaking.policy import builtin, local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec
 from matchmaking.sandbox.host import sandboxed_host
+from matchmaking.service.executor import play_outcome
 from tests_support import POLICIES, SCREENSHOTS, free_port
 
 pytestmark = pytest.mark.browser
@@ -35,7 +35,7 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("ui-faults")
     store = HistoryStore(root / "history")
     lineup = [local(POLICIES / "chatty"), builtin("combat"), local(POLICIES / "raise_at_tick")] + [builtin("forage")] * 13
-    outcome = _play(MatchSpec(seed=5, policies=tuple(lineup), config=CONFIG, track="pve", stage=1), sandboxed_host, True)
+    outcome = play_outcome(MatchSpec(seed=5, policies=tuple(lineup), config=CONFIG, track="pve", stage=1), sandboxed_host, True)
     assert outcome.result is not None, outcome.error
     assert store.record(outcome.result, replay=outcome.replay, logs=outcome.logs)
     store.flush()

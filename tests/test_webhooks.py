@@ -27,6 +27,7 @@ from huggingface_hub import HfApi, WebhookPayload, WebhookWatchedItem
 from huggingface_hub.errors import HfHubHTTPError
 
 from localhub import LocalHub
+from matchmaking.hub.pushing import push_submission, submission_card
 
 ROOT = Path(__file__).resolve().parent.parent
 WANDERER = ROOT / "examples" / "policies" / "wanderer"
@@ -84,9 +85,7 @@ def hub(tmp_path):
 
 
 def push(api: HfApi, repo_id: str, folder: Path, tag: str = "nmmo-arena") -> str:
-    (folder / "README.md").write_text(f"---\ntags:\n- {tag}\n---\n# {repo_id}\n")
-    api.create_repo(repo_id, exist_ok=True)
-    return api.upload_folder(repo_id=repo_id, folder_path=folder).oid
+    return push_submission(api, repo_id, folder=folder, card=submission_card(tag, repo_id))
 
 
 # -- the embedded Hub's side ------------------------------------------------------------------
@@ -208,29 +207,23 @@ def test_delivery_never_holds_the_commit_and_retries_a_receiver_in_trouble(hub, 
 def space(tmp_path_factory):
     """The Arena on the embedded Hub with its Gradio app on a free port, as `app.py` wires
     them, polling only every 600 s."""
+    from app import build_space
     from arena.settings import ArenaSettings
-    from leaderboard.pages import build
-    from leaderboard.refresher import StandingsRefresher
-    from matchmaking.service import Arena
-    from matchmaking.webhooks import launch
 
     settings = ArenaSettings(data_dir=tmp_path_factory.mktemp("space"), seed_examples=False, sync_every_s=600.0,
                              match_horizon=16, workers=1, local_hub_port=0)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    arena = Arena.start(settings, space_url=url)
+    space = build_space(settings, space_url=url, bootstrap=0)
+    arena = space.arena
     # the first scheduled discovery runs once the restore and the isolation self-test are done:
     # after it, only a webhook makes the Space look at the Hub (the next round is 600 s away)
     assert arena.matchmaker.discovered.wait(120)
-    data = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint, bootstrap=0)
-    data.refresh()
-    demo = build(data, settings, operator=arena.operator_lines)
-    launch(demo, arena.webhooks, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    space.serve(host="127.0.0.1", port=port, block=False, quiet=True)
     token = (settings.data_dir / "local-hub-token").read_text().strip()
     yield {"arena": arena, "url": url, "api": HfApi(endpoint=arena.api.endpoint, token=token),
            "secret": (settings.data_dir / "webhook-secret").read_text().strip()}
-    demo.close()
-    arena.stop()
+    space.stop()
 
 
 def wait_for(condition, timeout: float):
@@ -262,7 +255,7 @@ def test_a_push_is_queued_within_5_s_and_validated_within_30_s(space, tmp_path, 
     folder = tmp_path / "wanderer"
     folder.mkdir()
     (folder / "policy.py").write_bytes((WANDERER / "policy.py").read_bytes())
-    with caplog.at_level(logging.INFO, logger="matchmaking.webhooks"):
+    with caplog.at_level(logging.INFO, logger="matchmaking.hub.webhooks"):
         sha = push(api, "alice/wanderer", folder)
         pushed = time.monotonic()
         state, queued_s = wait_for(lambda: arena.statuses.get("alice/wanderer", sha), timeout=5)
@@ -321,7 +314,7 @@ def test_a_webhook_without_the_secret_or_well_formed_changes_nothing(space, tmp_
 
 
 def test_registering_again_updates_the_one_webhook(hub):
-    from matchmaking.webhooks import register
+    from matchmaking.hub.webhooks import register
 
     api = HfApi(endpoint=hub.endpoint, token="tok")
     first = register(api, url="http://127.0.0.1:9/webhooks/hub", secret="first-secret", watched=[{"type": "user", "name": "*"}])
@@ -332,7 +325,7 @@ def test_registering_again_updates_the_one_webhook(hub):
 
 
 def test_pushes_arriving_during_a_discovery_are_taken_together():
-    from matchmaking.webhooks import PushReactor
+    from matchmaking.hub.webhooks import PushReactor
 
     batches, woken = [], []
     first_started, release = threading.Event(), threading.Event()

@@ -125,7 +125,7 @@ def test_a_writer_pushes_and_compacts_only_its_own_files(tmp_path):
     store = HistoryStore(tmp_path / "h", writer=me, legacy=False)
     assert store.owns(files[0]) and not store.owns(files[1]) and not store.owns(files[3])
     assert HistoryStore(tmp_path / "h2", writer=me, legacy=True).owns(files[3])
-    day, stamp = store._stamp()
+    day, stamp = store.stamp()
     assert stamp.endswith(f"-{me}")
 
 

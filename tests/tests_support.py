@@ -22,18 +22,9 @@ def policy_dir(name: str) -> Path:
 
 def push_policy(api, repo_id: str, folder: Path | None, *, tags=("nmmo-arena",), extra: dict[str, bytes] | None = None, name: str = "") -> str:
     """Push a policy folder (plus extra files) as a tagged model repo; return the commit sha."""
-    api.create_repo(repo_id, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        staging = Path(tmp)
-        if folder is not None:
-            shutil.copytree(folder, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        tag_lines = "".join(f"- {t}\n" for t in tags)
-        card = f"---\ntags:\n{tag_lines}team_name: {name or repo_id.split('/')[1]}\n---\n# {repo_id}\n"
-        (staging / "README.md").write_text(card)
-        for path, content in (extra or {}).items():
-            (staging / path).parent.mkdir(parents=True, exist_ok=True)
-            (staging / path).write_bytes(content)
-        return api.upload_folder(repo_id=repo_id, folder_path=staging, commit_message="submit").oid
+    from matchmaking.hub.pushing import push_submission, submission_card
+
+    return push_submission(api, repo_id, folder=folder, files=extra, card=submission_card(tags, name or repo_id.split("/")[1]))
 
 
 def record_lifecycle(statuses, repo_id: str, revision: str, status, reason: str = "", **details):

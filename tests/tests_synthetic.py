@@ -6,8 +6,10 @@ conventions have to settle, in one history.
 - one submission seated twice in some matches (its TrueSkill takes the mean of its two
   updates; Elo and Plackett-Luce count both seats);
 - scores as real matches look (`arena.simulation.play`, coarse): many ties, many zeros;
-- complete duplicate sets (4 matches, one lineup, seats rotated, rated as one result) and
-  one incomplete set (not rated);
+- matches of duplicate sets as Arenas recorded them before sets were retired (2026-12-03):
+  complete sets (4 matches, one lineup, seats rotated) and one incomplete set, their
+  `set_id`, `set_size` and `set_rotation` filled; every one of them is rated as a match
+  of its own, as old history is read now;
 - match ids that are 20 hex digits, so their order is not the start-time order.
 """
 
@@ -42,8 +44,9 @@ def _stamp(seconds: int) -> str:
 
 
 def arena_history(*, matches: int = 60, sets: int = 4, seed: int = 0) -> list[MatchResult]:
-    """`matches` single PvP matches, then `sets` complete duplicate sets and one set
-    missing two of its four matches, in start-time order."""
+    """`matches` single PvP matches, then the matches of `sets` complete duplicate sets and
+    of one set missing two of its four matches (old records: see the module docstring),
+    in start-time order."""
     rng = np.random.default_rng(seed)
     skills = dict(zip(SUBMISSIONS, rng.normal(1.5, 1.5, len(SUBMISSIONS))))
     skills.update(ANCHORS)

@@ -125,11 +125,12 @@ def collect_match(job: tuple[int, int, int, str | None]) -> dict[str, np.ndarray
     """Play one full match; the ticks of its elite seats' members, as arrays. With a
     `learner` (weights file), the network plays those seats and elite only labels."""
     seed, elite_teams, horizon, learner = job
-    from matchmaking.builtin import builtin_factory
-    from matchmaking.config import MatchConfig
-    from matchmaking.hosting import InProcessTeam
-    from matchmaking.match import MatchSpec, in_process_host, run_match
-    from matchmaking.policy import builtin
+    from arena.policies import builtin
+    from matchmaking.engine.config import MatchConfig
+    from matchmaking.engine.hosting import InProcessTeam
+    from matchmaking.engine.match import MatchSpec, run_match
+    from matchmaking.teams.builtin import builtin_factory
+    from matchmaking.teams.factory import in_process_host
 
     sink: dict[str, list] = {name: [] for name in (*STORE, *LABELS)}
     net = None

@@ -29,10 +29,11 @@ Two measures, both pure functions of the history's team rows (history in, `LuckR
   the residual sum to 1. A group that explains nothing can get a share slightly below 0.
 
 Which rows count: every match whose teams all have a spawn point recorded (schema 2);
-older records (`spawn_side == -1`) are left out and counted in `excluded_matches`. A
-duplicate set's matches count as separate matches: the same line-up on rotated seats is
-exactly what shows the seat's effect. Built-in teams are policies like any other (not
-anchored: their anchor values were fitted without seat effects).
+older records (`spawn_side == -1`) are left out and counted in `excluded_matches`. The
+matches of a duplicate set (recorded before sets were retired) count as separate matches,
+as they are rated: the same line-up on rotated seats is exactly what shows the seat's
+effect. Built-in teams are policies like any other (not anchored: their anchor values
+were fitted without seat effects).
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ Elo place them on their own scales by matching duel win probabilities (see
 `ANCHOR_TRUESKILL_MU`, `anchor_elo`).
 """
 
+from arena.ratings.columns import rated_from_codes
 from arena.ratings.elo import ELO_K, EloState, elo_ratings
 from arena.ratings.mle import MLERating, plackett_luce
-from arena.ratings.results import Outcome, Played, RatedTable, by_id, outcomes, rated
+from arena.ratings.results import Outcome, RatedTable, by_id, outcomes
 from arena.ratings.scales import (
     DRAW_PROBABILITY,
     ELO_PER_PL,
@@ -50,7 +51,7 @@ from arena.schema import player_id
 
 __all__ = [
     "ANCHORS", "DRAW_PROBABILITY", "ELO_K", "ELO_PER_PL", "ELO_START", "TRUESKILL_BETA", "TRUESKILL_MU", "TRUESKILL_PER_PL",
-    "TRUESKILL_SIGMA", "EloState", "MLERating", "Outcome", "Played", "RatedTable", "TrueSkillRating", "TrueSkillState",
+    "TRUESKILL_SIGMA", "EloState", "MLERating", "Outcome", "RatedTable", "TrueSkillRating", "TrueSkillState",
     "anchor_elo", "anchor_trueskill_mu", "by_id", "elo_ratings", "extend_trueskill", "outcomes", "plackett_luce",
-    "player_id", "rated", "recomputed", "trueskill_ratings", "trueskill_trail",
+    "player_id", "rated_from_codes", "recomputed", "trueskill_ratings", "trueskill_trail",
 ]

@@ -167,8 +167,7 @@ def plackett_luce(
         anchors (`Mapping[str, float]`): players whose ratings are fixed (built-ins).
         l2 (`float`): penalty pulling free ratings toward the anchors' mean, so that a
             policy that always wins (or always loses) still gets a finite rating.
-        bootstrap (`int`): resamples of whole results (a match, or a whole duplicate set)
-            for the intervals (0: none).
+        bootstrap (`int`): resamples of whole results (matches) for the intervals (0: none).
         seed (`int`): seed of the resampling.
         workers (`int`, *optional*): threads fitting resamples at once (default: one per
             core). The compiled likelihood releases the GIL, so two cores fit two at once;
@@ -195,9 +194,9 @@ def plackett_luce(
             history = history.outcomes()
         del ids
     # ALGO LOGIC: order-free. The fit and the bootstrap see the results sorted by their id
-    # (match id; set id for a duplicate set), never in start-time or input order: the
-    # same set of results gives the same table bit for bit, however its start times or
-    # its order change (floating-point sums included).
+    # (the match id), never in start-time or input order: the same set of results gives
+    # the same table bit for bit, however its start times or its order change
+    # (floating-point sums included).
     if not isinstance(history, RatedTable):
         history = sorted(history, key=by_id)
     design = build_design(history, rows)

@@ -8,74 +8,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena.errors import CheckpointOrderError
 from arena.schema import MatchResult, player_id
 from arena.scoring import competition_ranks
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One rated result as the rating engines see it: a match, or a whole duplicate set."""
+    """One rated result as the rating engines see it: one PvP match.
+
+    Every match is rated on its own, those of a duplicate set recorded before sets were
+    retired (2026-12-03) too: their `set_id` no longer groups them (docs/history.md)."""
 
     key: tuple[str, str]
-    """(start time, match id): the order online engines apply matches in. A duplicate
-    set's key is its first match's start time and the set id."""
+    """(start time, match id): the order online engines apply matches in."""
     players: tuple[str, ...]
     scores: tuple[float, ...]
-    """A match: each seat's Achievement. A set: each player's mean Achievement over its
-    seats in the set's matches."""
+    """Each seat's Achievement."""
 
     def ranks(self) -> list[int]:
         """1 for the best score; equal scores share a rank."""
         return competition_ranks(self.scores)
 
 
-@dataclass(frozen=True)
-class Played:
-    """One recorded match, as `rated` groups them: the fields that decide how it is rated."""
-
-    started_at: str
-    match_id: str
-    set_id: str
-    set_size: int
-    players: tuple[str, ...]
-    scores: tuple[int, ...]
-
-
-def rated(matches: Iterable[Played]) -> list[Outcome]:
-    """What the rating engines rate, in rating order: every match played on its own, and
-    every complete duplicate set as one result.
-
-    A set (matches sharing a `set_id`: one seed, seats rotated) is rated once all its
-    `set_size` matches are recorded; until then none of it is rated. Its result ranks the
-    players by their mean Achievement over all their seats in the set, so the spawn
-    points, which every player has taken in turn, cancel out.
-    """
-    out = []
-    sets: dict[str, list[Played]] = {}
-    for m in matches:
-        if m.set_id:
-            sets.setdefault(m.set_id, []).append(m)
-        else:
-            out.append(Outcome((m.started_at, m.match_id), m.players, m.scores))
-    for set_id, members in sets.items():
-        unique = {m.match_id: m for m in members}
-        if len(unique) < max(m.set_size for m in members):
-            continue
-        totals: dict[str, list[int]] = {}
-        for m in unique.values():
-            for p, score in zip(m.players, m.scores):
-                totals.setdefault(p, []).append(score)
-        players = tuple(sorted(totals))
-        out.append(Outcome(
-            (min(m.started_at for m in unique.values()), set_id),
-            players,
-            tuple(sum(totals[p]) / len(totals[p]) for p in players),
-        ))
-    return sorted(out, key=lambda o: o.key)
-
-
 def by_id(outcome: Outcome) -> tuple:
-    """The order-free sort key of a rated result: its id (match id, or set id), then its
+    """The order-free sort key of a rated result: its id (the match id), then its
     content (ids are unique; the rest only settles a malformed history deterministically)."""
     return (outcome.key[1], outcome.players, outcome.scores, outcome.key[0])
 
@@ -92,7 +49,7 @@ class RatedTable:
     started: np.ndarray
     """[M] each result's start time (`Outcome.key[0]`), object array of str."""
     ids: np.ndarray
-    """[M] each result's id (`Outcome.key[1]`): match id, or set id."""
+    """[M] each result's id (`Outcome.key[1]`): the match id."""
     seats: np.ndarray
     """[M, W] int64 player index of each seat, in the result's own seat order; -1 padding."""
     scores: np.ndarray
@@ -194,15 +151,12 @@ def last_key(history: Sequence[Outcome] | RatedTable, default: tuple[str, str]) 
 
 
 def outcomes(results: Iterable[MatchResult], *, tracks: Sequence[str] = ("pvp",)) -> list[Outcome]:
-    """The rated results of `tracks` (matches, and complete duplicate sets), in rating order."""
-    return rated(
-        Played(
-            r.started_at, r.match_id, r.set_id, r.set_size,
-            tuple(player_id(t.policy_id, t.revision) for t in r.teams),
-            tuple(t.achievement for t in r.teams),
-        )
-        for r in results
-        if r.track in tracks
+    """The rated results of `tracks`, one per match, in rating order (start time, then match id)."""
+    return sorted(
+        (Outcome((r.started_at, r.match_id), tuple(player_id(t.policy_id, t.revision) for t in r.teams),
+                 tuple(t.achievement for t in r.teams))
+         for r in results if r.track in tracks),
+        key=lambda o: o.key,
     )
 
 
@@ -265,13 +219,13 @@ def check_after(history: Sequence[Outcome] | RatedTable, last: tuple[str, str]) 
         if not ok.all():
             row = int(np.argmin(ok))
             before = last if row == 0 else history.key(row - 1)
-            raise ValueError(
+            raise CheckpointOrderError(
                 f"Match {history.ids[row]} is not after the checkpoint's last match {before[1]}: recompute from scratch."
             )
         return
     for outcome in history:
         if outcome.key <= last:
-            raise ValueError(
+            raise CheckpointOrderError(
                 f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
             )
         last = outcome.key

@@ -1,15 +1,20 @@
 """TrueSkill as the IJCAI paper used it: one rating per revision, 16-team free-for-all,
 `tau=0`, a small draw probability; online, in the order of `Outcome.key`, checkpointed and
-extended. The update itself is `arena.trueskill_ffa.rate_ffa` (compiled: `arena.kernels`)."""
+extended. The update itself, the one every caller uses, is `arena.kernels.rate_ffa` (a
+numba kernel, plain Python without numba): `ffa_update` for one match, `trueskill_history`
+for a whole history."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
+import trueskill
 
+from arena.errors import CheckpointOrderError, InvalidArgumentError
 from arena.ratings.results import Outcome, RatedTable, check_after, last_key, players_of, results_after, seat_arrays
 from arena.ratings.scales import DRAW_PROBABILITY, TRUESKILL_BETA, TRUESKILL_MU, TRUESKILL_SIGMA, anchor_trueskill_mu
 from arena.rules import ANCHORS
@@ -37,33 +42,77 @@ class TrueSkillState:
     matches: int = 0
 
 
+@lru_cache(maxsize=16)
+def draw_margin(beta: float, draw_probability: float) -> float:
+    """The draw margin between two one-player teams, from the package's `calc_draw_margin`
+    (it depends on beta and the draw probability only)."""
+    env = trueskill.TrueSkill(beta=beta, draw_probability=draw_probability)
+    return trueskill.calc_draw_margin(draw_probability, 2, env)
+
+
+def ffa_update(
+    ratings: Sequence[tuple[float, float]],
+    ranks: Sequence[int],
+    *,
+    beta: float,
+    tau: float,
+    draw_probability: float,
+    min_delta: float = trueskill.DELTA,
+) -> list[tuple[float, float]] | None:
+    """New (mu, sigma) of each player after one free-for-all of one-player teams, by the
+    Arena's one TrueSkill update (`arena.kernels.rate_ffa`); None where its float maths fails.
+
+    The same result as `trueskill.TrueSkill(beta=beta, tau=tau, draw_probability=
+    draw_probability).rate([(Rating(m, s),) for m, s in ratings], ranks=ranks,
+    min_delta=min_delta)`, read back as (rating.mu, rating.sigma), within 1e-6 (bit for bit
+    in practice) and more than ten times faster. None where that call raises
+    `FloatingPointError` or `ValueError: math domain error` (a result too unlikely for
+    double precision, an extreme rating gap), or would divide by zero or overflow: rate
+    those with the package's `backend="mpmath"` (`rate_match` does).
+
+    Args:
+        ratings: (mu, sigma) of each player (a team is rated as one player).
+        ranks: integer rank of each player, lower is better; equal ranks are draws.
+        beta: performance noise: the skill gap giving about a 76% chance of winning.
+        tau: dynamic factor, added in quadrature to every sigma before the match.
+        draw_probability: fixed draw probability between two teams.
+        min_delta: the iteration stops once no truncation moves its difference by more.
+
+    Raises:
+        ValueError: fewer than two players, not one rank per player, or min_delta <= 0 (as
+            the package).
+    """
+    from arena import kernels
+
+    n = len(ratings)
+    if n < 2:
+        raise InvalidArgumentError("need multiple rating groups")
+    if len(ranks) != n:
+        raise InvalidArgumentError("wrong ranks")
+    if min_delta <= 0:
+        raise InvalidArgumentError("min_delta must be greater than 0")
+    mus = np.array([mu for mu, _ in ratings], dtype=np.float64)
+    sigmas = np.array([sigma for _, sigma in ratings], dtype=np.float64)
+    new_mu, new_sigma = np.zeros(n), np.zeros(n)
+    order, work = np.zeros(n, dtype=np.int64), np.zeros((16, n))
+    rated = kernels.rate_ffa(mus, sigmas, np.asarray(ranks, dtype=np.int64), n, beta, tau,
+                             draw_margin(beta, draw_probability), min_delta, new_mu, new_sigma, order, work, 2.0)
+    return list(zip(new_mu.tolist(), new_sigma.tolist())) if rated else None
+
+
 def rate_match(ratings: list[tuple[float, float]], ranks: list[int]) -> list[tuple[float, float]]:
-    """One free-for-all update; falls back to the package's mpmath backend where the
-    default float maths fails (the package raises FloatingPointError, or ValueError
-    "math domain error" for extreme rating gaps), as the package itself advises."""
-    from arena.trueskill_ffa import rate_ffa
-
-    try:
-        return rate_ffa(
-            ratings,
-            ranks,
-            mu=TRUESKILL_MU,
-            sigma=TRUESKILL_SIGMA,
-            beta=TRUESKILL_BETA,
-            tau=0.0,
-            draw_probability=DRAW_PROBABILITY,
-        )
-    except (FloatingPointError, ValueError):
-        import trueskill
-
-        env = trueskill.TrueSkill(
-            mu=TRUESKILL_MU, sigma=TRUESKILL_SIGMA, beta=TRUESKILL_BETA, tau=0.0,
-            draw_probability=DRAW_PROBABILITY, backend="mpmath",
-        )
-        rated = env.rate([(env.create_rating(mu, sigma),) for mu, sigma in ratings], ranks=ranks)
-        return [(float(team[0].mu), float(team[0].sigma)) for team in rated]
-
-
+    """One free-for-all update in the Arena's environment (`ffa_update`); where its float
+    maths fails (the package would raise FloatingPointError, or ValueError "math domain
+    error" for extreme rating gaps), the package's mpmath backend, as the package advises."""
+    rated = ffa_update(ratings, ranks, beta=TRUESKILL_BETA, tau=0.0, draw_probability=DRAW_PROBABILITY)
+    if rated is not None:
+        return rated
+    env = trueskill.TrueSkill(
+        mu=TRUESKILL_MU, sigma=TRUESKILL_SIGMA, beta=TRUESKILL_BETA, tau=0.0,
+        draw_probability=DRAW_PROBABILITY, backend="mpmath",
+    )
+    teams = env.rate([(env.create_rating(mu, sigma),) for mu, sigma in ratings], ranks=ranks)
+    return [(float(team[0].mu), float(team[0].sigma)) for team in teams]
 
 
 def trueskill_trail(
@@ -77,7 +126,7 @@ def trueskill_trail(
     """`trueskill_ratings`, and each player's last `keep` new ratings as (row in `history`,
     mu, sigma), oldest first: what `observe` would have seen of them, without a Python call
     per rating. Compiled (`arena.kernels`) where numba is installed; the same numbers
-    either way (the compiled loop repeats the pure-Python arithmetic, see tests/test_kernels.py).
+    either way (both loops apply the one update, `rate_ffa`; see tests/test_kernels.py).
 
     Raises:
         `ValueError`: as `trueskill_ratings`.
@@ -118,11 +167,7 @@ def trueskill_trail(
     trail_match = np.zeros((n, keep), dtype=np.int64)
     trail_mu, trail_sigma = np.zeros((n, keep)), np.zeros((n, keep))
     trail_count = np.zeros(n, dtype=np.int64)
-    from arena.trueskill_ffa import _draw_margin
-
-    margin = _draw_margin(TRUESKILL_MU, TRUESKILL_SIGMA, TRUESKILL_BETA, 0.0, DRAW_PROBABILITY)
-    import trueskill
-
+    margin = draw_margin(TRUESKILL_BETA, DRAW_PROBABILITY)
     row = 0
     while True:
         row = kernels.trueskill_history(seats, scores, widths, row, mu, sigma, matches, present, fixed, fixed_mu,
@@ -130,8 +175,8 @@ def trueskill_trail(
                                         trail_mu, trail_sigma, trail_count, 2.0)
         if row == kernels.OK:
             break
-        # ALGO LOGIC: a match the compiled loop cannot rate exactly (the pure-Python code
-        # would raise there): rated in Python, with the package's mpmath fallback, as before.
+        # ALGO LOGIC: a match whose float maths fails: rated by `rate_match`, with the
+        # package's mpmath fallback.
         k = int(widths[row])
         seated = seats[row, :k]
         ranks = competition_ranks(scores[row, :k].tolist())
@@ -205,7 +250,7 @@ def trueskill_reference(
     anchor_sigma: float = 1.0,
     observe: Callable[[Outcome, str, TrueSkillRating], None] | None = None,
 ) -> TrueSkillState:
-    """The pure-Python `trueskill_ratings` (the reference the compiled loop is tested against)."""
+    """`trueskill_ratings` as a Python loop over `rate_match` (the reference the compiled loop is tested against)."""
     state = state or TrueSkillState()
     ratings = dict(state.ratings)
     mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
@@ -214,7 +259,7 @@ def trueskill_reference(
     count = state.matches
     for outcome in history.outcomes() if isinstance(history, RatedTable) else history:
         if outcome.key <= last:
-            raise ValueError(
+            raise CheckpointOrderError(
                 f"Match {outcome.key[1]} is not after the checkpoint's last match {last[1]}: recompute from scratch."
             )
         last = outcome.key
@@ -244,7 +289,7 @@ def trueskill_reference(
     return TrueSkillState(ratings=ratings, last_key=last, matches=count)
 
 
-def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome], **kwargs) -> TrueSkillState:
+def extend_trueskill(state: TrueSkillState, history: Sequence[Outcome] | RatedTable, **kwargs) -> TrueSkillState:
     """Bring a checkpoint up to date: apply only matches after it, or recompute everything
     if a match earlier than the checkpoint has appeared since (out-of-order arrival)."""
     new = results_after(history, state.last_key)

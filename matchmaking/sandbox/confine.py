@@ -37,6 +37,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from arena.errors import ConfinementError, SandboxViolation
+from matchmaking.engine.readable import system_readable
 from matchmaking.sandbox import seccomp
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -102,12 +104,12 @@ def _landlock(read_only: Iterable[Path], read_write: Iterable[Path]) -> str:
                     rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, fd), 12)
                     error = _syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0))
                     if error < 0:
-                        raise OSError(-error, f"landlock_add_rule({path}): {os.strerror(-error)}")
+                        raise ConfinementError(-error, f"landlock_add_rule({path}): {os.strerror(-error)}")
                 finally:
                     os.close(fd)
         error = _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
         if error < 0:
-            raise OSError(-error, f"landlock_restrict_self: {os.strerror(-error)}")
+            raise ConfinementError(-error, f"landlock_restrict_self: {os.strerror(-error)}")
     finally:
         os.close(ruleset)
     extras = (", no TCP" if handled_net else "") + (", no signals or abstract sockets outside" if scoped else "")
@@ -310,17 +312,6 @@ def _become(ids: tuple[int, int], workdir: Path) -> str:
     return f"its own user (uid {uid}): the Space's files and processes are closed to it"
 
 
-def system_readable() -> list[Path]:
-    """What every confined process may read besides its policy and the Arena's code: the
-    interpreter with its packages, system libraries, and a few devices and settings.
-    (`matchmaking.maps` keeps the held-out maps out of all of these.)"""
-    system = [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
-    system += [Path(p) for p in ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo", "/etc/localtime",
-                                 "/etc/ld.so.cache", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
-                                 "/sys/devices/system/cpu", f"/proc/{os.getpid()}")]
-    return system
-
-
 def confine(
     *,
     workdir: Path,
@@ -364,7 +355,7 @@ def confine(
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        raise ConfinementError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     # Landlock's rules are made while every readable path can still be opened; the folders a
     # team's user may not enter (DATA, above its policy) are then closed to it as well
     applied["files"] = _landlock([*system_readable(), *readable], [workdir])
@@ -394,7 +385,7 @@ def _refuse_sockets_in_python() -> None:
 
     def hook(event: str, args: tuple) -> None:
         if event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo"):
-            raise PermissionError(f"network access is not allowed in the Arena sandbox ({event})")
+            raise SandboxViolation(f"network access is not allowed in the Arena sandbox ({event})")
 
     sys.addaudithook(hook)
 

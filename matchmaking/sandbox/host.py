@@ -39,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from arena import PROJECT_ROOT
-from arena.errors import ProtocolError
+from arena.errors import ProtocolError, SandboxError
 from arena.logs import BoundedLog, TeamLog
+from arena.policies import PolicyRef
 from arena.schema import Fault, FaultKind
-from matchmaking.config import MatchConfig
-from matchmaking.hosting import Answer, TeamSlot, over_budget
-from matchmaking.policy import PolicyRef
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.hosting import Answer, TeamSlot, over_budget
 from matchmaking.sandbox.output import OutputCapture
 from matchmaking.sandbox.protocol import (
     SHM_PREFIX,
@@ -54,6 +54,7 @@ from matchmaking.sandbox.protocol import (
     receive_message,
     send_message,
 )
+from matchmaking.teams.factory import in_process_host
 
 _PR_SET_DUMPABLE = 4
 
@@ -194,7 +195,7 @@ class _Zygote:
             socket.send_fds(self.sock, [b"{}"], [ctrl_in, ctrl_out, stdout, stderr])
             with self.changed:
                 if not self.changed.wait_for(lambda: self.started, timeout=timeout):
-                    raise RuntimeError("the sandbox zygote did not start a team process")
+                    raise SandboxError("the sandbox zygote did not start a team process")
                 return self.started.popleft()
 
     def exit_code(self, pid: int, timeout: float) -> int | None:
@@ -260,7 +261,7 @@ class SandboxedTeam:
         stderr_read, stderr_write = os.pipe()
         try:
             self.pid = _Zygote.get().spawn(child_in, child_out, stdout_write, stderr_write)
-            self._baseline_mb = _anonymous_rss_mb(self.pid)  # before the policy's code runs
+            self._baseline_mb = anonymous_rss_mb(self.pid)  # before the policy's code runs
         finally:
             for fd in (child_in, child_out, stdout_write, stderr_write):
                 os.close(fd)
@@ -336,7 +337,7 @@ class SandboxedTeam:
 
     def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
         """Have the env write this team's observations straight into its shared block."""
-        from matchmaking.game import share_observation_arrays
+        from matchmaking.engine.game import share_observation_arrays
 
         for member, agent_id in enumerate(agent_ids):
             share_observation_arrays(env, agent_id, self.slot.layout, self.views[member])
@@ -469,7 +470,7 @@ class SandboxedTeam:
         forked: the interpreter and the preloaded frameworks); why it is over the limit, or ""."""
         if self.pid is None or self._exit_code(0) is not None:
             return ""
-        used = _anonymous_rss_mb(self.pid) - self._baseline_mb
+        used = anonymous_rss_mb(self.pid) - self._baseline_mb
         self.peak_memory_mb = max(self.peak_memory_mb, used)
         if used <= self.config.memory_limit_mb:
             return ""
@@ -544,7 +545,7 @@ class SandboxedTeam:
         return self.output.team_log(slot=self.slot.team_id, policy_id=self.ref.policy_id, revision=self.ref.revision)
 
 
-def _anonymous_rss_mb(pid: int) -> float:
+def anonymous_rss_mb(pid: int) -> float:
     """Resident anonymous memory of a process (heap, stacks, arrays: not files or shared
     memory), in MB; 0 if it is gone."""
     try:
@@ -561,8 +562,6 @@ def sandboxed_host(ref: PolicyRef, slot: TeamSlot):
     """Host factory for `run_match`: built-ins in the match process, every other policy in a
     sandbox."""
     if ref.is_builtin:
-        from matchmaking.match import in_process_host
-
         return in_process_host(ref, slot)
     return SandboxedTeam(ref, slot)
 

@@ -23,13 +23,14 @@ import secrets
 import select
 import struct
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from arena.errors import ProtocolError
+from arena.errors import NotSendableError, ProtocolError
+from matchmaking.engine.observations import ObservationLayout
 
 #: Largest reply a team may send for one tick (its actions are a few hundred bytes).
 MAX_REPLY_BYTES = 1 << 20
@@ -201,7 +202,7 @@ class SharedBlock:
 
     Unlike `multiprocessing.shared_memory`, it is never unmapped explicitly: the mapping
     lives as long as any array viewing it (the env keeps views of it, see
-    `matchmaking.game.share_observation_arrays`), so no array can outlive its memory.
+    `matchmaking.engine.game.share_observation_arrays`), so no array can outlive its memory.
     `unlink` only removes the name.
     """
 
@@ -226,81 +227,6 @@ class SharedBlock:
             os.unlink(f"/dev/shm/{self.name}")
         except FileNotFoundError:
             pass
-
-
-@dataclass(frozen=True)
-class ArrayField:
-    """One array of an agent's observation, at a fixed place of the shared block."""
-
-    path: tuple[str, ...]
-    shape: tuple[int, ...]
-    dtype: str
-    offset: int
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
-
-@dataclass(frozen=True)
-class ObservationLayout:
-    """Where each array of each member's observation lives in a team's shared block."""
-
-    fields: tuple[ArrayField, ...]
-    agent_bytes: int
-    team_size: int
-
-    @property
-    def total_bytes(self) -> int:
-        return self.agent_bytes * self.team_size
-
-    @classmethod
-    def from_observation(cls, sample: Mapping[str, Any], team_size: int) -> ObservationLayout:
-        """Lay out arrays as they appear in one agent's observation (scalars become int64)."""
-        fields = []
-        offset = 0
-        for path, value in _leaves(sample):
-            array = np.asarray(value)
-            dtype = array.dtype if array.ndim else np.dtype(np.int64)
-            field = ArrayField(path=path, shape=tuple(array.shape), dtype=dtype.str, offset=offset)
-            fields.append(field)
-            offset += -(-field.nbytes // 8) * 8  # keep every array 8-byte aligned
-        return cls(fields=tuple(fields), agent_bytes=offset, team_size=team_size)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fields": [[list(f.path), list(f.shape), f.dtype, f.offset] for f in self.fields],
-            "agent_bytes": self.agent_bytes,
-            "team_size": self.team_size,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ObservationLayout:
-        return cls(
-            fields=tuple(ArrayField(tuple(p), tuple(s), d, o) for p, s, d, o in data["fields"]),
-            agent_bytes=int(data["agent_bytes"]),
-            team_size=int(data["team_size"]),
-        )
-
-    def views(self, buffer: memoryview) -> list[list[np.ndarray]]:
-        """Per member, one NumPy view per field into the shared block."""
-        return [
-            [
-                np.ndarray(f.shape, dtype=np.dtype(f.dtype), buffer=buffer, offset=member * self.agent_bytes + f.offset)
-                for f in self.fields
-            ]
-            for member in range(self.team_size)
-        ]
-
-    def write(self, views: list[np.ndarray], observation: Mapping[str, Any]) -> None:
-        """Copy one agent's observation into its views (arrays the env already writes into
-        the block, see `matchmaking.game.share_observation_arrays`, are skipped)."""
-        for field, view in zip(self.fields, views):
-            value = observation
-            for key in field.path:
-                value = value[key]
-            if value is not view:
-                view[...] = value
 
 
 class ObservationReader:
@@ -339,14 +265,6 @@ class ObservationReader:
         return observation
 
 
-def _leaves(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            yield from _leaves(value, prefix + (key,))
-        else:
-            yield prefix + (key,), value
-
-
 def to_json_safe(value: Any, *, depth: int = 0) -> Any:
     """A policy's answer as plain JSON data: dicts with str/int keys, ints, floats, strings.
 
@@ -354,7 +272,7 @@ def to_json_safe(value: Any, *, depth: int = 0) -> Any:
     `TypeError` naming it, so the team gets an INVALID fault instead of a crash.
     """
     if depth > 6:
-        raise TypeError("answer is nested too deeply")
+        raise NotSendableError("answer is nested too deeply")
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, np.integer):
@@ -367,10 +285,10 @@ def to_json_safe(value: Any, *, depth: int = 0) -> Any:
             if isinstance(key, (np.integer, int)) and not isinstance(key, bool):
                 key = f"#{int(key)}"  # JSON keys are strings: mark integer keys to restore them
             elif not isinstance(key, str):
-                raise TypeError(f"dict key {key!r} of type {type(key).__name__} cannot be sent")
+                raise NotSendableError(f"dict key {key!r} of type {type(key).__name__} cannot be sent")
             out[key] = to_json_safe(item, depth=depth + 1)
         return out
-    raise TypeError(f"value of type {type(value).__name__} cannot be an action")
+    raise NotSendableError(f"value of type {type(value).__name__} cannot be an action")
 
 
 def from_json_safe(value: Any) -> Any:

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arena import PROJECT_ROOT
-from matchmaking.hosting import describe_exception
+from matchmaking.engine.hosting import describe_exception
+from matchmaking.engine.observations import ObservationLayout
+from matchmaking.engine.readable import ARENA_CODE
 from matchmaking.sandbox.confine import confine, limit_memory
 from matchmaking.sandbox.protocol import (
-    ObservationLayout,
     ObservationReader,
     ProtocolError,
     SharedBlock,
@@ -27,12 +27,10 @@ from matchmaking.sandbox.protocol import (
     to_json_safe,
 )
 
-#: The Arena's code a team's process may read (it imports parts of it after confinement).
-ARENA_CODE = (PROJECT_ROOT / "arena", PROJECT_ROOT / "matchmaking")
-
 
 def _build_team(init: dict[str, Any]) -> Any:
-    from matchmaking.policy import PolicyRef, team_factory
+    from arena.policies import PolicyRef
+    from matchmaking.teams.factory import team_factory
 
     path = init["policy_path"]
     ref = PolicyRef(policy_id=init["policy_id"], revision=init["revision"], path=None if path is None else Path(path))
@@ -56,8 +54,8 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
     try:
         # the Arena's own code and nmmo are loaded before confinement and count as the
         # interpreter's: the memory limit is what the policy may add on top
-        import matchmaking.builtin  # noqa: F401
-        import matchmaking.policy  # noqa: F401
+        import matchmaking.teams.builtin  # noqa: F401
+        import matchmaking.teams.factory  # noqa: F401
 
         limits = init["limits"]
         policy_path = init["policy_path"]

@@ -41,10 +41,10 @@ def main(fd: int) -> int:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the match process
     sock = socket.socket(fileno=fd)
     # the imports every team needs, done once: children inherit them
-    import matchmaking.builtin  # noqa: F401
-    import matchmaking.policy  # noqa: F401
-    from matchmaking.sandbox.frameworks import preload
+    import matchmaking.teams.builtin  # noqa: F401
+    import matchmaking.teams.factory  # noqa: F401
     from matchmaking.sandbox.worker import serve
+    from matchmaking.teams.frameworks import preload
 
     preload()  # numpy, torch, onnxruntime, each held to one thread
 

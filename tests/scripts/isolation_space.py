@@ -13,7 +13,7 @@ from pathlib import Path
 
 from arena.settings import ArenaSettings
 from leaderboard.pages import isolation_banner
-from matchmaking.service import Arena
+from matchmaking.service.space import Arena
 
 if __name__ == "__main__":
     data = Path(sys.argv[1])

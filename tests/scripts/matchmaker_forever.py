@@ -16,7 +16,7 @@ from pathlib import Path
 
 from arena.settings import ArenaSettings
 from history.store import HistoryStore
-from matchmaking.service import Arena
+from matchmaking.service.space import Arena
 
 if __name__ == "__main__":
     data, horizon = Path(sys.argv[1]), int(sys.argv[2])
@@ -35,7 +35,7 @@ if __name__ == "__main__":
 
     HistoryStore.record = record
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("matchmaking.executor").setLevel(logging.INFO)  # each Ray node's isolation verdict
+    logging.getLogger("matchmaking.service.executor").setLevel(logging.INFO)  # each Ray node's isolation verdict
     arena = Arena.start(settings, schedule=False)
     m = arena.matchmaker
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from arena.settings import ArenaSettings
-from matchmaking.service import Arena
+from matchmaking.service.space import Arena
 
 if __name__ == "__main__":
     data, hub = Path(sys.argv[1]), sys.argv[2]

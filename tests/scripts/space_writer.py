@@ -15,7 +15,7 @@ from pathlib import Path
 
 from arena.settings import ArenaSettings
 from history.store import HistoryStore
-from matchmaking.service import Arena
+from matchmaking.service.space import Arena
 
 if __name__ == "__main__":
     data, hub, seconds = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])

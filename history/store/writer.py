@@ -1,0 +1,304 @@
+"""Writing a history folder: record a match durably, move recorded matches into a shard,
+compact shards and loose files into one shard and one bundle a day.
+
+Why every match ends up recorded exactly once, whatever crash happens, is in the package's
+docstring (`history.store`, points 1 to 3).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arena.errors import InvalidArgumentError
+from arena.files import write_atomically
+from arena.schema import SCHEMA_VERSION, MatchResult, rows
+from history.store.compaction import HOOK, CompactionPlan, CompactionReport, Publish, bundle_writer, hook
+from history.store.layout import (
+    DATASET_CARD,
+    LEGACY_TAG,
+    LOGS,
+    MATCH_ID,
+    MAX_COMPACTED_SHARDS,
+    REPLAYS,
+    TEAM_SCHEMA,
+    day_folder,
+    dedupe,
+    parquet_writer,
+)
+from history.store.reader import HistoryReader
+
+log = logging.getLogger(__name__)
+
+
+class HistoryStore(HistoryReader):
+    """The history folder, written: record matches durably, move them into shards, compact.
+
+    Args:
+        root (`Path`): the history folder.
+        clock (`Callable`, *optional*): seconds since the epoch, now (names and day folders
+            of new files; `bench.history_growth` runs a simulated one).
+        durable (`bool`): fsync every write (False only where durability is not what is
+            measured: the benchmark of the folder's growth).
+    """
+
+    def __init__(self, root: Path, *, clock: Callable[[], float] = time.time, durable: bool = True,
+                 writer: str | None = None, legacy: bool = True):
+        super().__init__(root)
+        self.clock = clock
+        self.durable = durable
+        self.writer = writer
+        """The writer whose id the new files carry (`history.writers`); None: a random tag,
+        and every file counts as this store's own (one writer, as tests and tools use it)."""
+        self.legacy = legacy
+        """Files named before writers (a random 8-hex tag) are this store's own to compact."""
+        for folder in (self.data, self.wal, self.replays, self.logs_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        card = self.root / "README.md"
+        if not card.exists() or "path: data/*.parquet\n" in card.read_text():  # the flat layout's card
+            write_atomically(card, DATASET_CARD.replace("{version}", str(SCHEMA_VERSION)).encode())
+        self._lock = threading.Lock()
+        self._compacting = threading.Lock()
+        self._sharded: set[str] = set()
+        self.recover()
+
+    def _write(self, path: Path, data: bytes | Callable[[Any], None]) -> None:
+        write_atomically(path, data, durable=self.durable)
+
+    def stamp(self) -> tuple[str, str]:
+        """(day folder, a name stamp sorting in the order written, ending in this writer's id)
+        for a new file, now."""
+        now = datetime.fromtimestamp(self.clock(), timezone.utc)
+        return now.strftime("%Y/%m/%d"), f"{now.strftime('%Y%m%dT%H%M%S%f')}-{self.writer or secrets.token_hex(4)}"
+
+    def owns(self, name: str) -> bool:
+        """Whether the file called `name` (any path whose last part is a shard's or a
+        bundle's name) is this writer's: only those does it push, compact or delete."""
+        if self.writer is None:
+            return True
+        tag = name.rsplit("/", 1)[-1].split(".", 1)[0].rsplit("-", 1)[-1]
+        return tag == self.writer or (self.legacy and LEGACY_TAG.fullmatch(tag) is not None)
+
+    def note_shard(self, path: Path) -> int:
+        """Take in a shard another writer made (`history.restore` put it in place): its
+        matches count as recorded from now on. Returns how many were new."""
+        ids = set(pq.read_table(path, columns=["match_id"]).column("match_id").to_pylist())
+        with self._lock:
+            new = ids - self._sharded
+            self._sharded.update(ids)
+        return len(new)
+
+    def recover(self) -> None:
+        """Start-up repair after a crash: drop temporary files and WAL entries already
+        sharded, and loose files of matches never recorded; roll back compactions killed
+        before their files were all written; move damaged shards aside."""
+        with self._lock:
+            for folder in (self.data, self.wal, self.replays, self.logs_dir, self.journals):
+                for parent, _dirs, files in os.walk(folder):
+                    for name in files:
+                        if name.startswith("."):
+                            (Path(parent) / name).unlink(missing_ok=True)
+            for path, plan in self.journal_plans():
+                if not all((self.root / output).exists() for output in plan.outputs):
+                    self._roll_back(path, plan)
+            self._sharded = set()
+            for shard in self.shards():
+                try:
+                    ids = pq.read_table(shard, columns=["match_id"]).column("match_id").to_pylist()
+                except (OSError, pa.ArrowException, ValueError) as exc:
+                    self.quarantine(shard, f"{type(exc).__name__}: {str(exc)[:200]}")
+                    continue
+                self._sharded.update(ids)
+            for entry in self._wal_entries():
+                if entry.stem in self._sharded:
+                    entry.unlink()
+            # a record() killed between a match's replay or logs and its WAL entry left files of
+            # a match never recorded: nothing would ever compact them away
+            waiting = {entry.stem for entry in self._wal_entries()}
+            for kind in (REPLAYS, LOGS):
+                for path in self.walk(self.root / kind.folder / "loose", kind.suffix):
+                    match_id = path.name.split(".", 1)[0]  # <id>[.<writer>]<suffix>
+                    if match_id not in self._sharded and match_id not in waiting:
+                        path.unlink(missing_ok=True)
+
+    def knows(self, match_id: str) -> bool:
+        return match_id in self._sharded or (self.wal / f"{match_id}.json").exists()
+
+    def record(self, result: MatchResult, *, replay: bytes | None = None, logs: bytes | None = None) -> bool:
+        """Make a finished match durable, with its replay and its teams' logs (the bytes of
+        `arena.replay` and `arena.logs`). Returns False if it was already recorded."""
+        if not MATCH_ID.fullmatch(result.match_id):
+            raise InvalidArgumentError(f"match id {result.match_id!r} cannot name a file: use letters, digits, '-' and '_' (at most 64)")
+        with self._lock:
+            if self.knows(result.match_id):
+                return False
+            # replay and logs first: a recorded match always has them
+            if replay is not None:
+                self._write(self.root / REPLAYS.loose(result.match_id, self.writer), replay)
+            if logs is not None:
+                self._write(self.root / LOGS.loose(result.match_id, self.writer), logs)
+            self._write(self.wal / f"{result.match_id}.json", json.dumps(result.to_dict()).encode())
+            return True
+
+    def flush(self) -> Path | None:
+        """Move every WAL match into one new shard; returns it (None if the WAL was empty)."""
+        with self._lock:
+            entries = self._wal_entries()
+            results = []
+            for entry in entries:
+                if entry.stem in self._sharded:
+                    continue
+                try:
+                    results.append(MatchResult.from_dict(json.loads(entry.read_bytes())))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self.quarantine(entry, f"not a match record: {type(exc).__name__}: {exc}")
+            shard = None
+            if results:
+                table = pa.Table.from_pylist([row for result in results for row in rows(result)], schema=TEAM_SCHEMA)
+                # in today's folder; names sort in the order shards were written (microseconds, then a random tag)
+                day, stamp = self.stamp()
+                shard = self.data / day / f"teams-{stamp}.parquet"
+                self._write(shard, parquet_writer(table))
+                self._sharded.update(r.match_id for r in results)
+            for entry in entries:
+                entry.unlink(missing_ok=True)
+            return shard
+
+    # -- compaction ----------------------------------------------------------------------
+    def compact(self, *, publish: Publish | None = None, max_shards: int = MAX_COMPACTED_SHARDS) -> CompactionReport:
+        """Replace the flushed shards, and the loose replays and logs of their matches, by
+        one shard, one replay bundle and one log bundle per day the matches started on
+        (each day's earlier compacted shard folded in). Finishes first what a compaction
+        killed earlier left (`recover` rolled back what it had not finished writing).
+
+        Matches still in the WAL, and their files, wait for a later compaction. Runs
+        beside `record` and `flush` (it touches none of their files); one at a time.
+
+        Args:
+            publish (`Publish`, *optional*): makes each compaction's new files public before
+                the files they replace are deleted (`history.mirror`: one Hub commit).
+            max_shards (`int`): flushed shards compacted at most in one go (each go is one
+                plan, one journal and one `publish`); the rest is left for the next go.
+
+        Returns:
+            `CompactionReport`: the plans carried out.
+
+        Raises:
+            Whatever `publish` raises: the compaction stops there, its journal kept; the
+                next `compact` finishes it.
+        """
+        if max_shards < 1:
+            raise InvalidArgumentError(f"max_shards={max_shards}: compact at least one shard at a time")
+        report = CompactionReport()
+        with self._compacting:
+            for path, plan in self.journal_plans():
+                if all((self.root / output).exists() for output in plan.outputs):
+                    self._carry_out(path, plan, publish)
+                    report.finished += 1
+                else:
+                    self._roll_back(path, plan)
+            while True:
+                made = self._plan(max_shards)
+                if made is None:
+                    return report
+                plan, writers = made
+                journal = self.journals / f"{plan.name}.json"
+                self._write(journal, json.dumps(plan.to_dict()).encode())
+                if HOOK:
+                    hook("journal", plan)
+                for output, write in writers.items():
+                    self._write(self.root / output, write)
+                    if HOOK:
+                        hook("writing", plan)
+                self._carry_out(journal, plan, publish)
+                report.plans.append(plan)
+
+    def _carry_out(self, journal: Path, plan: CompactionPlan, publish: Publish | None) -> None:
+        """The second half of a compaction whose files are all written: publish them,
+        delete what they replace, then the journal."""
+        if HOOK:
+            hook("written", plan)
+        if publish is not None:
+            publish(plan)
+        if HOOK:
+            hook("published", plan)
+        for k, replaced in enumerate(plan.inputs):
+            (self.root / replaced).unlink(missing_ok=True)
+            if HOOK and k == len(plan.inputs) // 2:
+                hook("deleting", plan)
+        journal.unlink(missing_ok=True)
+
+    def _roll_back(self, journal: Path, plan: CompactionPlan) -> None:
+        """Undo a compaction killed before its files were all written: nothing it replaces
+        was deleted, nothing it wrote was published."""
+        for output in plan.outputs:
+            (self.root / output).unlink(missing_ok=True)
+        journal.unlink(missing_ok=True)
+        log.warning("compaction %s was interrupted before its files were written: rolled back", plan.name)
+
+    def _plan(self, max_shards: int) -> tuple[CompactionPlan, dict[str, Callable[[Any], None]]] | None:
+        """The next compaction (its plan, and a writer for each new file); None if no
+        flushed shard is left."""
+        flushed = [p for p in self.shards() if p.name.startswith("teams-") and self.owns(p.name)][:max_shards]
+        tables = []
+        inputs: list[Path] = []
+        for shard in flushed:
+            try:
+                table = self.read_shard(shard)
+            except FileNotFoundError:
+                continue
+            if table is not None:
+                tables.append(table)
+                inputs.append(shard)
+        if not inputs:
+            return None
+        new = dedupe(pa.concat_tables(tables))
+        _, stamp = self.stamp()
+        starts = new.column("started_at").to_pylist()
+        ids = new.column("match_id").to_pylist()
+        by_day: dict[str, list[int]] = {}
+        fallback = self.stamp()[0]
+        for k, started_at in enumerate(starts):
+            by_day.setdefault(day_folder(started_at) or fallback, []).append(k)
+        writers: dict[str, Callable[[Any], None]] = {}
+        matches = 0
+        for day, picked in sorted(by_day.items()):
+            rows_of_day = new.take(pa.array(picked))
+            day_ids = sorted(set(ids[k] for k in picked))
+            matches += len(day_ids)
+            earlier = [p for p in self.walk(self.data / day, ".parquet") if p.name.startswith("day-") and self.owns(p.name)]
+            parts = [rows_of_day]
+            for shard in earlier:
+                try:
+                    table = self.read_shard(shard)
+                except FileNotFoundError:
+                    continue
+                if table is not None:
+                    parts.insert(0, table)
+                    inputs.append(shard)
+            merged = dedupe(pa.concat_tables(parts))
+            merged = merged.sort_by([("started_at", "ascending"), ("match_id", "ascending"), ("slot", "ascending")])
+            writers[f"data/{day}/day-{stamp}.parquet"] = parquet_writer(merged)
+            for kind in (REPLAYS, LOGS):
+                loose = {m: path for m in day_ids if (path := self.loose_file(kind, m)) is not None}
+                if loose:
+                    writers[f"{kind.folder}/{day}/{kind.prefix}-{stamp}.bundle"] = bundle_writer(loose)
+                    inputs.extend(loose.values())
+        plan = CompactionPlan(
+            name=stamp,
+            outputs=tuple(writers),
+            inputs=tuple(dict.fromkeys(p.relative_to(self.root).as_posix() for p in inputs)),
+            matches=matches,
+        )
+        return plan, writers

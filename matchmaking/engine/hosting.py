@@ -1,0 +1,136 @@
+"""How the match runner talks to one team, and how a team's failures become faults.
+
+The runner owns failure (the kaggle-environments habit): it builds each team, asks it for
+actions once per tick and times it; whatever the team does wrong becomes a `Fault` of a
+closed set of kinds and the team's agents idle for that tick. Nothing a team does ends
+the match.
+
+`TeamHost` is the protocol the runner uses; `InProcessTeam` hosts a team in the match's
+own process (built-in teams, trusted local runs). `matchmaking.sandbox.host` hosts a team in
+its own OS process behind the same protocol.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from arena.schema import Fault, FaultKind
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.observations import ObservationLayout
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A team's reply to one tick: its raw actions, or the fault that replaced them."""
+
+    actions: Any = None
+    fault: Fault | None = None
+
+
+@dataclass(frozen=True)
+class TeamSlot:
+    """Where a team plays: its slot, what it is told, the rules, and its observations' shape."""
+
+    team_id: int
+    env_config: dict[str, Any]
+    config: MatchConfig
+    layout: ObservationLayout
+
+
+class TeamHost(Protocol):
+    """What the runner needs from a team, wherever it lives.
+
+    Each tick is two calls, so that teams in other processes all think at once: the runner
+    hands every team its observations (`request`), then collects every answer (`answer`).
+    """
+
+    def start(self) -> Fault | None:
+        """Build the team; an INIT fault if it cannot be built (it then idles all match)."""
+
+    def request(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> None:
+        """Hand over the alive members' observations for `tick`."""
+
+    def answer(self) -> Answer:
+        """The team's raw actions for the last request, or the fault that replaced them."""
+
+    def close(self) -> None:
+        """Release the team (and its process, if any)."""
+
+    # Optional, for hosts of a team in its own process (`matchmaking.sandbox.host`):
+    # `launch()` (start the process without waiting), `bind_observations(env, agent_ids)`
+    # (observations through shared memory) and `output_log() -> arena.logs.TeamLog`
+    # (the team's stdout and stderr, after `close`). A team in the match's own process has
+    # no output of its own to capture: it has no log.
+
+
+def describe_exception(exc: BaseException, *, limit: int) -> str:
+    """`Type: message (at file:line)`, cut to `limit` characters, for a fault record; the
+    line is that of the original error when `exc` wraps one (a policy's own line)."""
+    where = ""
+    frames = traceback.extract_tb((exc.__cause__ or exc).__traceback__)
+    if frames:
+        last = frames[-1]
+        where = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno})"
+    text = f"{type(exc).__name__}: {exc}{where}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class InProcessTeam:
+    """A team whose code runs in the calling process (no isolation: trusted code only).
+
+    Exceptions (and `SystemExit`) from the team's constructor, `reset` or `act` become
+    faults, and so does an answer over the CPU or wall-time budget. A team in an endless
+    loop cannot be stopped here, which is why untrusted teams use `matchmaking.sandbox.host`.
+    """
+
+    def __init__(self, factory: Callable[[int, dict[str, Any]], Any], slot: TeamSlot):
+        self.factory = factory
+        self.slot = slot
+        self.config = slot.config
+        self.team: Any = None
+        self._request: tuple[int, Mapping[int, Mapping[str, Any]]] | None = None
+
+    def start(self) -> Fault | None:
+        try:
+            self.team = self.factory(self.slot.team_id, dict(self.slot.env_config))
+            reset = getattr(self.team, "reset", None)
+            if callable(reset):
+                reset()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the runner owns every team failure
+            self.team = None
+            return Fault(0, FaultKind.INIT, describe_exception(exc, limit=self.config.fault_message_chars))
+        return None
+
+    def request(self, tick: int, observations: Mapping[int, Mapping[str, Any]]) -> None:
+        self._request = (tick, observations)
+
+    def answer(self) -> Answer:
+        if self.team is None or self._request is None:
+            return Answer(actions={})  # failed to start: idles silently, its INIT fault is recorded
+        tick, observations = self._request
+        self._request = None
+        # this thread's CPU, not the process's: the team runs here, beside the host's other
+        # threads (a test run's leftover servers once charged a built-in 698 ms for one tick)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            actions = self.team.act(observations)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
+            return Answer(fault=Fault(tick, FaultKind.ERROR, describe_exception(exc, limit=self.config.fault_message_chars)))
+        over = over_budget(time.perf_counter() - wall, time.thread_time() - cpu, self.config)
+        return Answer(fault=Fault(tick, FaultKind.TIMEOUT, over)) if over else Answer(actions=actions)
+
+    def close(self) -> None:
+        self.team = None
+
+
+def over_budget(wall_s: float, cpu_s: float, config: MatchConfig) -> str:
+    """Why an answer broke the time limits, or "" if it did not."""
+    if cpu_s > config.step_timeout_s:
+        return f"act() used {cpu_s * 1000:.0f} ms of CPU, over the {config.step_timeout_s * 1000:.0f} ms limit"
+    if wall_s > config.step_wall_timeout_s:
+        return f"act() took {wall_s:.2f} s, over the {config.step_wall_timeout_s:.2f} s wall-time limit"
+    return ""

@@ -1,0 +1,316 @@
+"""The match runner: one Neural MMO free-for-all between team policies, scored.
+
+`run_match(spec)` builds the map and environment from the spec's seed, starts one host per
+team, then for every tick gives each team its alive members' observations, checks the
+answers against the action space and steps the game. At the end it reads each team's
+progress, scores it (`arena.scoring`) and returns a `MatchResult`. Optionally it records
+the replay (`arena.replay`, every fault an event on its timeline) and the sandboxed
+teams' logs (`arena.logs`). The same spec
+gives the same result: the seed fixes the map, spawn order, NPCs and built-in teams'
+randomness.
+
+Team failures never end a match (see `matchmaking.engine.hosting`); only a failure of the game
+engine itself raises `MatchFailedError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+from nmmo.entity.entity import EntityState
+from nmmo.lib.event_code import EventCode
+from nmmo.lib.event_log import EventAttr
+
+from arena import ARENA_VERSION
+from arena.errors import MatchFailedError, MatchSetupError
+from arena.logs import MatchLogs
+from arena.policies import PolicyRef
+from arena.replay import ReplayRecorder
+from arena.schema import Fault, FaultKind, MatchResult, TaskResult, TeamResult
+from arena.scoring import RULES, achievement, competition_ranks
+from matchmaking.engine import game, maps
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.contract import check_actions
+from matchmaking.engine.hosting import TeamHost, TeamSlot
+from matchmaking.engine.observations import ObservationLayout
+from matchmaking.engine.progress import TravelTracker, team_progress
+
+#: Builds the host of one team: `(policy, slot) -> TeamHost`.
+HostFactory = Callable[[PolicyRef, TeamSlot], TeamHost]
+
+_ENTITY_COLUMNS = EntityState.State.attr_name_to_col
+
+# Distinguishes the per-team seed stream from the other streams drawn from a match seed.
+_TEAM_STREAM = 0x7465616D  # "team"
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """Everything that determines a match's outcome.
+
+    Attributes:
+        seed (`int`): non-negative; fixes map, spawn order, NPCs and built-in randomness.
+        policies (`tuple[PolicyRef, ...]`): who plays each slot, `config.num_teams` of them.
+        config (`MatchConfig`): rules and limits.
+        track (`str`): why it is played: `local`, `pve` or `pvp`.
+        stage (`int`): PvE stage, 0 outside PvE.
+        set_id (`str`), set_size (`int`), set_rotation (`int`): empty, 1 and 0; otherwise
+            the duplicate set of a match recorded before sets were retired (2026-12-03),
+            so that its rerun derives the match id it was recorded with.
+        held_out (`bool`): play the held-out map pool (PvP; needs `config.map_key`)
+            rather than the published one (`matchmaking.engine.maps`).
+        match_id (`str`, *optional*): defaults to a hash of everything above.
+    """
+
+    seed: int
+    policies: tuple[PolicyRef, ...]
+    config: MatchConfig = field(default_factory=MatchConfig)
+    track: str = "local"
+    stage: int = 0
+    set_id: str = ""
+    set_size: int = 1
+    set_rotation: int = 0
+    held_out: bool = False
+    match_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise MatchSetupError(f"`seed` must be a non-negative integer, got {self.seed!r}.")
+        if len(self.policies) != self.config.num_teams:
+            raise MatchSetupError(
+                f"A match needs one policy per team: {self.config.num_teams} expected, "
+                f"{len(self.policies)} given."
+            )
+        maps.check_key(self.held_out, self.config.map_key)
+        if not self.match_id:
+            object.__setattr__(self, "match_id", self._derived_id())
+
+    def _derived_id(self) -> str:
+        c = self.config
+        key = {
+            "seed": self.seed,
+            "policies": [(p.policy_id, p.revision) for p in self.policies],
+            "rules": [c.num_teams, c.team_size, c.horizon, c.map_pool],
+            "track": self.track,
+            "stage": self.stage,
+        }
+        if self.set_id:  # matches outside sets keep the ids they had before sets existed
+            key["set"] = [self.set_id, self.set_size, self.set_rotation]
+        if self.held_out:  # likewise matches on the published pool
+            key["held_out"] = True
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def team_seed(match_seed: int, team_id: int) -> int:
+    """The seed a team receives in `env_config["seed"]`: independent across slots."""
+    return int(np.random.SeedSequence([match_seed, team_id, _TEAM_STREAM]).generate_state(1)[0])
+
+
+class _FaultLog:
+    """Per team: every fault counted by kind, the first ones kept in full, and every one
+    handed to the replay's timeline (`recorder`)."""
+
+    def __init__(self, num_teams: int, keep: int, recorder: ReplayRecorder | None = None):
+        self.keep = keep
+        self.recorder = recorder
+        self.counts: list[dict[str, int]] = [{} for _ in range(num_teams)]
+        self.kept: list[list[Fault]] = [[] for _ in range(num_teams)]
+
+    def add(self, team: int, fault: Fault) -> None:
+        self.counts[team][fault.kind.value] = self.counts[team].get(fault.kind.value, 0) + 1
+        if len(self.kept[team]) < self.keep:
+            self.kept[team].append(fault)
+        if self.recorder is not None:
+            self.recorder.fault(team, fault)
+
+
+def run_match(
+    spec: MatchSpec,
+    *,
+    host_factory: HostFactory,
+    recorder: ReplayRecorder | None = None,
+    logs: MatchLogs | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> MatchResult:
+    """Play one match to its horizon (or until every agent is dead) and score it.
+
+    Args:
+        spec (`MatchSpec`): seed, policies and rules.
+        host_factory (`HostFactory`): how each team is hosted, a choice the engine leaves to
+            its caller: `matchmaking.teams.factory.in_process_host` (the Arena's own teams,
+            trusted local runs) or `matchmaking.sandbox.host.sandboxed_host` (a sandbox for
+            every submitted team).
+        recorder (`ReplayRecorder`, *optional*): records the match's replay, its faults
+            included (its `data` holds the bytes afterwards).
+        logs (`MatchLogs`, *optional*): collects what each sandboxed team wrote to stdout
+            and stderr (its `data` holds the bytes afterwards; None if no team was
+            sandboxed: teams in the match process have no logs).
+        progress (`Callable[[int], None]`, *optional*): called with 0 once the teams are up,
+            then with every tick played (`matchmaking.service.live`).
+
+    Returns:
+        `MatchResult`: the record of the match, faults included.
+
+    Raises:
+        `MatchFailedError`: the game engine itself failed.
+
+    Example:
+        >>> from arena.policies import builtin
+        >>> from matchmaking.teams.factory import in_process_host
+        >>> spec = MatchSpec(seed=1, policies=(builtin("forage"),) * 16, config=MatchConfig(horizon=8))
+        >>> run_match(spec, host_factory=in_process_host).ticks
+        8
+    """
+    config = spec.config
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    map_id, map_dir = maps.spec_map(spec.seed, spec.held_out, config.map_key, config)
+    teams = game.team_agent_ids(config)
+    faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder)
+    hosts: list[TeamHost] = []
+    env = None
+    try:
+        # TRY NOT TO MODIFY: set-up order fixes what the seed determines
+        env = game.env_on(config, map_dir)
+        observations = game.reset_env(env, spec.seed)
+        space = game.action_space(env)
+        layout = ObservationLayout.from_observation(next(iter(observations.values())), config.team_size)
+        spawns = game.spawn_points(env, teams)
+        for team_id, ref in enumerate(spec.policies):
+            env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
+            hosts.append(host_factory(ref, TeamSlot(team_id, env_config, config, layout)))
+        for host in hosts:  # sandboxes start their processes at once, then each is awaited
+            launch = getattr(host, "launch", None)
+            if callable(launch):
+                launch()
+        for team_id, host in enumerate(hosts):
+            fault = host.start()
+            if fault is not None:
+                faults.add(team_id, fault)
+            bind = getattr(host, "bind_observations", None)
+            if callable(bind):  # sandboxes: the env writes observations into shared memory
+                bind(env, teams[team_id])
+        travel = TravelTracker(config.num_agents)
+        entities = EntityState.Query.table(env.realm.datastore)
+        travel.start(entities)
+        if recorder is not None:
+            recorder.start(tiles=env.tile_map[:, :, 2], entities=entities, columns=_ENTITY_COLUMNS, num_agents=config.num_agents)
+
+        # ALGO LOGIC: the game loop
+        ticks = 0
+        if progress is not None:
+            progress(0)
+        for tick in range(1, config.horizon + 1):
+            alive = env.realm.players
+            asked: dict[int, frozenset[int]] = {}
+            for team_id, host in enumerate(hosts):  # every team thinks at once ...
+                team_obs = {m: observations[a] for m, a in enumerate(teams[team_id]) if a in alive}
+                if team_obs:
+                    host.request(tick, team_obs)
+                    asked[team_id] = frozenset(team_obs)
+            actions: dict[int, dict[str, dict[str, int]]] = {}
+            for team_id, members in asked.items():  # ... then answers are collected
+                answer = hosts[team_id].answer()
+                if answer.fault is not None:
+                    faults.add(team_id, answer.fault)
+                    continue
+                checked = check_actions(answer.actions, alive_members=members, team_size=config.team_size, space=space)
+                if checked.problems:
+                    faults.add(team_id, Fault(tick, FaultKind.INVALID, checked.summary()[: config.fault_message_chars]))
+                for member, action in checked.actions.items():
+                    actions[teams[team_id][member]] = action
+            observations, *_ = env.step(actions)
+            entities = EntityState.Query.table(env.realm.datastore)
+            travel.update(entities)
+            if recorder is not None:
+                recorder.tick(entities)
+            ticks = tick
+            if progress is not None:
+                progress(tick)
+            if not env.realm.players:
+                break
+
+        events = env.realm.event_log.get_data()
+        reached = team_progress(events, teams, travel.farthest, base_level=env.config.PROGRESSION_BASE_LEVEL)
+        if recorder is not None:
+            recorder.finish(
+                match_id=spec.match_id,
+                events=events,
+                event_columns=EventAttr,
+                event_codes={name: getattr(EventCode, name) for name in ("SCORE_HIT", "PLAYER_KILL", "LEVEL_UP", "EQUIP_ITEM")},
+                teams=teams,
+                policies=[ref.label for ref in spec.policies],
+            )
+        alive_at_end = {team_id: sum(a in env.realm.players for a in agent_ids) for team_id, agent_ids in teams.items()}
+    except Exception as exc:  # only engine failures reach here: team failures are faults
+        raise MatchFailedError(f"Match {spec.match_id} (seed {spec.seed}) failed in the game engine: {exc!r}") from exc
+    finally:
+        for host in hosts:
+            host.close()
+        if env is not None:
+            game.dispose_env(env)
+    if logs is not None:
+        for host in hosts:
+            output_log = getattr(host, "output_log", None)  # sandboxes only: see `TeamHost`
+            team_log = output_log() if callable(output_log) else None
+            if team_log is not None:
+                logs.add(team_log)
+        logs.finish(match_id=spec.match_id)
+
+    # ALGO LOGIC: score and rank
+    scores = {team_id: achievement(reached[team_id]) for team_id in teams}
+    ranks = competition_ranks([scores[t].total for t in teams])
+    results = []
+    for team_id, ref in enumerate(spec.policies):
+        score = scores[team_id]
+        results.append(
+            TeamResult(
+                slot=team_id,
+                policy_id=ref.policy_id,
+                revision=ref.revision,
+                achievement=score.total,
+                rank=ranks[team_id],
+                tasks={
+                    task.value: TaskResult(value=reached[team_id].value(task), points=score.points[task])
+                    for task in RULES
+                },
+                alive=alive_at_end[team_id],
+                player_kills=reached[team_id].eliminate,
+                deaths=config.team_size - alive_at_end[team_id],
+                fault_counts=faults.counts[team_id],
+                faults=tuple(faults.kept[team_id]),
+                spawn_side=spawns[team_id][0],
+                spawn_index=spawns[team_id][1],
+            )
+        )
+    return MatchResult(
+        match_id=spec.match_id,
+        seed=spec.seed,
+        map_id=map_id,
+        horizon=config.horizon,
+        ticks=ticks,
+        nmmo_version=game.NMMO_VERSION,
+        arena_version=ARENA_VERSION,
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 3),
+        teams=tuple(results),
+        track=spec.track,
+        stage=spec.stage,
+        set_id=spec.set_id,
+        set_size=spec.set_size,
+        set_rotation=spec.set_rotation,
+        held_out=spec.held_out,
+    )
+
+
+def policies_for(target: PolicyRef, opponents: Sequence[PolicyRef], *, slot: int = 0) -> tuple[PolicyRef, ...]:
+    """A match line-up: `target` at `slot`, the opponents in order around it."""
+    lineup = list(opponents)
+    lineup.insert(slot, target)
+    return tuple(lineup)

@@ -1,0 +1,289 @@
+"""Where matches run: local worker processes by default, Ray when one machine is not enough.
+
+Matches are independent and CPU-bound, so they run one per worker process. Every
+executor yields `MatchOutcome`s: a match that fails reports its error instead of a
+result, so one broken match never loses the others. The same spec gives the same result
+on every executor (the seed fixes the game; tested on a local Ray runtime).
+
+- `run_matches`: one batch, then the workers go (the evaluation tool).
+- `LocalExecutor`: a pool that lives as long as the matchmaker (no start-up per batch).
+- `RayExecutor`: the matches as Ray tasks on an existing cluster (`ray.init(address)`),
+  or on a local Ray runtime. Specs travel portable and each node fetches what it plays
+  (`matchmaking.service.nodes`); the project's code travels as the job's runtime environment. A
+  task whose node dies is played again by Ray on another node (`max_retries`), and its
+  result arrives once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.activity import LiveMatch
+from arena.errors import InvalidArgumentError
+from arena.logs import MatchLogs
+from arena.replay import ReplayRecorder
+from arena.schema import MatchResult
+from matchmaking.engine.match import HostFactory, MatchSpec, run_match
+from matchmaking.service.live import Board, ClusterBoard, LiveBoard
+from matchmaking.teams.factory import in_process_host
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MatchOutcome:
+    """A finished match: its result, or why it produced none; when recorded, its replay
+    (`arena.replay`) and its sandboxed teams' logs (`arena.logs`; None when every team
+    played in the match process); `node`: the Ray node that played it ("" on this machine)."""
+
+    spec: MatchSpec
+    result: MatchResult | None = None
+    error: str | None = None
+    replay: bytes | None = None
+    logs: bytes | None = None
+    node: str = ""
+    isolation: str = ""
+    """On a Ray node: its isolation self-test's verdict (`IsolationReport.line`), if it ran."""
+
+
+def play_outcome(spec: MatchSpec, host_factory: HostFactory, record: bool = False, board: Board | None = None,
+                 node: str = "") -> MatchOutcome:
+    """Play one match as the matchmaker does (replay and logs recorded if asked, its tick
+    reported to `board`), owning every failure: an engine error becomes the outcome's error."""
+    recorder, logs = (ReplayRecorder(), MatchLogs()) if record else (None, None)
+    report, done = board.reporter(spec, node=node) if board is not None else (None, lambda: None)
+    try:
+        result = run_match(spec, host_factory=host_factory, recorder=recorder, logs=logs, progress=report)
+    except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
+        return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}")
+    finally:
+        done()
+    return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
+
+
+def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, board: ClusterBoard | None,
+                  isolation: str | None = None) -> MatchOutcome:
+    """A Ray task: play a portable spec on whatever node Ray chose, from that node's cache.
+    A spec that seats a submission first needs this node's isolation self-test
+    (`matchmaking.sandbox.isolation.require`, once per worker process) to allow it under `isolation`."""
+    import ray
+
+    from matchmaking.sandbox.host import protect_process
+    from matchmaking.sandbox.isolation import IsolationError, require
+    from matchmaking.service.nodes import NodeCache
+
+    protect_process()  # this worker's environment (Ray's token) stays unreadable to its sandboxes
+    node = ray.get_runtime_context().get_node_id()
+    verdict = ""
+    if isolation is not None and not all(p.is_builtin for p in spec.policies):
+        try:
+            verdict = require(isolation, where=f"node {node[:12]}").line()
+        except IsolationError as exc:
+            return MatchOutcome(spec, error=str(exc), node=node, isolation=str(exc))
+    cache = NodeCache()
+    try:
+        playable = cache.localize(spec)
+    except Exception as exc:  # noqa: BLE001 - a fetch that fails loses this match only
+        return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node)
+    return dataclasses.replace(play_outcome(playable, host_factory, record, board, node), spec=spec, node=node, isolation=verdict)
+
+
+def default_workers() -> int:
+    """One worker per CPU the process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_matches(
+    specs: Iterable[MatchSpec],
+    *,
+    workers: int = 1,
+    host_factory: HostFactory = in_process_host,
+) -> Iterator[MatchOutcome]:
+    """Play matches, `workers` at a time, yielding each as it finishes.
+
+    With `workers=1` matches run in this process, one after another (no start-up cost,
+    easy to debug); otherwise in a pool of fresh ("spawn") processes, so that no state of
+    this process (threads, the UI, open sockets) leaks into a match.
+
+    Args:
+        specs (`Iterable[MatchSpec]`): the matches to play.
+        workers (`int`): parallel worker processes.
+        host_factory (`HostFactory`): how teams are hosted (must be picklable for workers > 1).
+
+    Yields:
+        `MatchOutcome`: in completion order.
+    """
+    if workers < 1:
+        raise InvalidArgumentError(f"`workers` must be at least 1, got {workers}.")
+    specs = list(specs)
+    if workers == 1 or len(specs) <= 1:
+        for spec in specs:
+            yield play_outcome(spec, host_factory)
+        return
+    executor = LocalExecutor(min(workers, len(specs)), host_factory=host_factory, record_replays=False)
+    try:
+        yield from executor.run(specs)
+    finally:
+        executor.close()
+
+
+class LocalExecutor:
+    """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
+
+    def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True,
+                 live: Path | None = None):
+        """`record_replays`: record every match's replay and its sandboxed teams' logs; `live`:
+        the folder where matches in flight report their tick (`matchmaking.service.live`), if any."""
+        if workers < 1:
+            raise InvalidArgumentError(f"`workers` must be at least 1, got {workers}.")
+        self.workers = workers
+        self.host_factory = host_factory
+        self.record_replays = record_replays
+        self.live = live
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _ensure(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
+        """Play `specs`, yielding outcomes as they finish."""
+        pool = self._ensure()
+        board = LiveBoard(self.live) if self.live is not None else None
+        spec_of = {pool.submit(play_outcome, spec, self.host_factory, self.record_replays, board): spec for spec in specs}
+        pending = set(spec_of)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    yield future.result()
+                except Exception as exc:  # noqa: BLE001 - a worker died: the pool is rebuilt
+                    self.close()
+                    yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
+
+    def in_flight(self) -> list[LiveMatch]:
+        """The matches being played now, with their ticks (none without a `live` folder)."""
+        return LiveBoard(self.live).matches() if self.live is not None else []
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the pool's workers (none before the first match)."""
+        return [] if self._pool is None else sorted((self._pool._processes or {}).keys())  # no public accessor
+
+    def close(self) -> None:
+        """Stop at once: queued matches are cancelled, running ones abandoned (unfinished
+        matches are never recorded, and PvE plans them again after a restart)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            processes = list((pool._processes or {}).values())  # the executor offers no terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.join(timeout=5)
+
+
+class RayExecutor:
+    """Matches as Ray tasks, one CPU each, on any node of a cluster.
+
+    Each spec is sent portable (`matchmaking.service.nodes.portable`: submissions named by repo id,
+    sha and `hub`); the node fetches and checks them into its own cache and runs the teams'
+    sandboxes itself. The project's code reaches the nodes as the job's runtime environment
+    (`working_dir`); the nodes need the requirements installed (docs/matchmaker.md, "Matches on a Ray
+    cluster").
+
+    Args:
+        address (`str`, *optional*): an existing cluster (`"ray://host:10001"`, `"host:6379"`
+            or `"auto"`); None or `"local"` starts a local Ray runtime with `num_cpus` CPUs.
+        hub (`str`): the endpoint nodes fetch submissions from (the Space's Hub).
+        num_cpus (`int`, *optional*): CPUs of a local runtime.
+        max_retries (`int`): how many times Ray plays a match again whose node or worker died.
+        live (`bool`): matches report their tick while they play, to an actor of the cluster
+            (`matchmaking.service.live.ClusterBoard`), for `in_flight()`.
+        resources (`dict`, *optional*): custom resources each match asks for, on top of its
+            CPU (`ray start --resources`): to play only on the nodes that declare them.
+        isolation (`str`, *optional*): the Space's `NMMO_ARENA_ISOLATION`: each node runs
+            its own isolation self-test before it plays a submission, and refuses under
+            `strict` where file or network isolation is missing (None: no check).
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        hub: str = "",
+        num_cpus: int | None = None,
+        host_factory: HostFactory = in_process_host,
+        record_replays: bool = True,
+        live: bool = True,
+        max_retries: int = 3,
+        resources: dict[str, float] | None = None,
+        isolation: str | None = None,
+    ):
+        import ray  # optional: only needed when Ray is configured
+
+        from arena import PROJECT_ROOT
+        from matchmaking.service.nodes import runtime_env
+
+        self.ray = ray
+        self.hub = hub
+        self.host_factory = host_factory
+        self.record_replays = record_replays
+        self.isolation = isolation
+        self.node_isolation: dict[str, str] = {}
+        """Each node's isolation verdict, as its first match that seated a submission said."""
+        if not ray.is_initialized():
+            options: dict = {"runtime_env": runtime_env(PROJECT_ROOT), "log_to_driver": False}
+            if address in (None, "local"):  # "local": never a cluster a `ray start` left on this machine
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
+            else:
+                ray.init(address=address, **options)
+        self._play = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False,
+                                resources=resources or {})(_play_on_node)
+        self.board = ClusterBoard.start() if live else None
+
+    def in_flight(self) -> list[LiveMatch]:
+        """The matches being played on the cluster now, with their nodes and ticks."""
+        return self.board.matches() if self.board is not None else []
+
+    def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
+        """Play `specs` on the cluster, yielding outcomes as they finish.
+
+        Raises:
+            `NotPortableError`: a spec holds a local folder (before any match starts).
+        """
+        from matchmaking.service.nodes import portable
+
+        specs = list(specs)
+        sent = [portable(spec, self.hub) for spec in specs]
+        # Ray's stubs type a remote function by its arity without defaults: five arguments are right here
+        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board, self.isolation): spec  # type: ignore[call-arg]
+                   for p, spec in zip(sent, specs)}
+        pending = list(spec_of)
+        while pending:
+            done, pending = self.ray.wait(pending, num_returns=1)
+            for ref in done:
+                try:
+                    outcome = self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - retries exhausted: this match only is lost
+                    yield MatchOutcome(spec_of[ref], error=f"Ray task failed: {type(exc).__name__}: {exc}")
+                else:
+                    if outcome.isolation and outcome.node not in self.node_isolation:
+                        self.node_isolation[outcome.node] = outcome.isolation
+                        holds = outcome.isolation.startswith("Isolation holds")
+                        (log.info if holds else log.warning)("Ray node %s: %s", outcome.node[:12], outcome.isolation)
+                    yield dataclasses.replace(outcome, spec=spec_of[ref])
+
+    def close(self) -> None:
+        if self.ray.is_initialized():
+            self.ray.shutdown()

@@ -1,0 +1,305 @@
+"""Submissions, from the Hub to a verdict: discovery rounds and validation rounds.
+
+`sync` queues every revision the Hub shows that the status log has not seen. `Validator`
+takes queued revisions through their checks, download and validation match, each in a
+worker thread under a time limit, so that one slow download holds nobody else; it also
+resumes what a restart interrupted and reconsiders rejections the Space itself caused.
+Its decisions are derived from the status log on every round, never from memory: after a
+kill -9 the next round picks up where the records stand. The lifecycle itself (statuses
+and allowed transitions) is `arena.lifecycle`; the log is `history.statuses`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import HfApi
+
+from arena.lifecycle import RejectionCause, RevisionState, Status
+from arena.schema import FaultKind, TeamResult
+from history.statuses import StatusLog
+from matchmaking.hub.discovery import (
+    CARD_FILE,
+    Submission,
+    discover,
+    discover_repo,
+    download,
+    format_problem,
+    size_problem,
+)
+from matchmaking.hub.health import HubHealth, answered, describe
+from matchmaking.sandbox.isolation import IsolationGate
+from matchmaking.service.validation import ValidationReport, validate
+
+log = logging.getLogger(__name__)
+
+
+def sync(api: HfApi, statuses: StatusLog, *, tag: str, repo_ids: Iterable[str] | None = None) -> list[RevisionState]:
+    """Discover tagged repos (every one, or only `repo_ids`, the repos a webhook named) and
+    queue every revision not seen before. Returns the new ones."""
+    if repo_ids is None:
+        found = discover(api, tag=tag)
+    else:
+        found = [s for repo_id in sorted(set(repo_ids)) if (s := discover_repo(api, repo_id, tag=tag)) is not None]
+    new = []
+    for submission in found:
+        if statuses.get(submission.repo_id, submission.revision) is not None:
+            continue
+        latest = next((s for s in statuses.states() if s.repo_id == submission.repo_id and s.latest), None)
+        if latest is not None and submission.content and latest.submission.content == submission.content:
+            # only the model card changed (the owner merged the Arena's results pull request, or
+            # edited the description): the same policy keeps its revision, its results and its place
+            (log.info if repo_ids is not None else log.debug)(
+                "%s@%s changes only %s: still the policy of %s", submission.repo_id, submission.revision[:12], CARD_FILE,
+                latest.revision[:12])
+            continue
+        new.append(statuses.record(submission.repo_id, submission.revision, Status.QUEUED, "waiting for validation",
+                                   submission=submission.info()))
+    return new
+
+
+def _submission(state: RevisionState) -> Submission:
+    info = state.submission
+    return Submission(repo_id=state.repo_id, revision=state.revision, author=info.author,
+                      last_modified=info.last_modified, files=info.files)
+
+
+@dataclass
+class _Running:
+    """One validation in a worker thread."""
+
+    future: Future
+    started: float
+    abandoned: bool = False
+    """Cut off by the time limit: its result, whenever it comes, is dropped."""
+
+
+@dataclass
+class Validator:
+    """The validation rounds of one Space.
+
+    Args:
+        api (`HfApi`): the Hub the revisions come from.
+        statuses (`StatusLog`): the lifecycle's records.
+        downloads (`Path`): where revisions are downloaded.
+        max_mb (`float`): the size limit.
+        ticks (`int`): length of the validation match.
+        timeout_s (`float`): time one revision's download and validation may take.
+        attempts (`int`): failures (downloads the Hub refused, or time limits hit) after
+            which a revision ends in `error`. Failures with the Hub unreachable do not
+            count: they are the Space's trouble, not the revision's.
+        workers (`int`): revisions validated at the same time.
+        health (`HubHealth`, *optional*): told of every download's outcome.
+        validator: the validation itself (a test can slow it down).
+        gate (`IsolationGate`, *optional*): whether a downloaded revision's code may run on
+            this machine; one that may not waits in the queue with the gate's reason, and is
+            not tried again until the Space restarts (the self-test runs once per start).
+    """
+
+    api: HfApi
+    statuses: StatusLog
+    downloads: Path
+    max_mb: float
+    ticks: int = 16
+    timeout_s: float = 300.0
+    attempts: int = 5
+    workers: int = 2
+    health: HubHealth | None = None
+    validator: Callable[..., ValidationReport] = validate
+    gate: IsolationGate | None = None
+    retry_after_s: float = 15.0
+    """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
+    _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False, repr=False)
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _held: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
+    """Revisions waiting because their code may not run here (see `gate`)."""
+
+    # -- a round -------------------------------------------------------------------------
+    def round(self) -> int:
+        """Collect finished validations, cut off slow ones, resume interrupted ones,
+        reconsider limit rejections, and start queued ones. Returns how many were decided."""
+        decided = self._collect()
+        self._cut_off_slow()
+        self._resume_interrupted()
+        self._reconsider_size_rejections()
+        self._start_queued()
+        return decided
+
+    def run_until_idle(self, timeout_s: float | None = None) -> int:
+        """Rounds until no revision is queued or being validated (or `timeout_s` passes).
+        Returns how many were decided."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        decided = self.round()
+        while any(not r.abandoned for r in self._running.values()) or self._startable():
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+            decided += self.round()
+        return decided
+
+    def close(self, *, wait: bool = False) -> None:
+        """Stop starting validations; `wait` for the running ones (abandoned ones included)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
+            self._pool = None
+
+    # -- steps ---------------------------------------------------------------------------
+    def _collect(self) -> int:
+        decided = 0
+        for key, running in list(self._running.items()):
+            if not running.future.done():
+                continue
+            del self._running[key]
+            if running.abandoned:
+                continue  # its attempt was already counted when it was cut off
+            try:
+                running.future.result()
+            except Exception:  # noqa: BLE001 - a bug in the validation itself must not stall the queue
+                log.exception("validating %s@%s failed", *key)
+                state = self.statuses.get(*key)
+                if state is not None and state.status is Status.VALIDATING:
+                    self._failed(state, "the Arena failed while validating it (our bug, not yours)", counts=True)
+            state = self.statuses.get(*key)
+            decided += state is not None and state.status is not Status.QUEUED
+        return decided
+
+    def _cut_off_slow(self) -> None:
+        now = time.monotonic()
+        for key, running in self._running.items():
+            if running.abandoned or now - running.started <= self.timeout_s:
+                continue
+            with self._lock:
+                running.abandoned = True
+                state = self.statuses.get(*key)
+                if state is not None and state.status is Status.VALIDATING:
+                    self._failed(state, f"downloading and validating it took longer than {self.timeout_s:.0f} s", counts=True)
+
+    def _resume_interrupted(self) -> None:
+        for state in self.statuses.with_status(Status.VALIDATING, latest_only=False):
+            if state.key not in self._running:
+                self.statuses.record(*state.key, Status.QUEUED, "its validation was interrupted (the Space restarted); validating again")
+
+    def _reconsider_size_rejections(self) -> None:
+        for state in self.statuses.with_status(Status.REJECTED):
+            if state.cause is RejectionCause.SIZE and state.limit_mb != self.max_mb and not size_problem(state.submission.files, self.max_mb):
+                self.statuses.record(*state.key, Status.QUEUED,
+                                     f"the size limit changed from {state.limit_mb:g} MB to {self.max_mb:g} MB: validating again")
+
+    def _retry_at(self, state: RevisionState) -> float:
+        """When a queued revision may start: at once, or after a wait that doubles with
+        each counted failure; while the Hub is unreachable, every revision waits."""
+        if state.failed_attempts:
+            return state.updated + min(600.0, self.retry_after_s * 2 ** (state.failed_attempts - 1))
+        if self.health is not None and self.health.reachable is False:
+            return state.updated + 4 * self.retry_after_s
+        return 0.0
+
+    def _startable(self) -> list[RevisionState]:
+        now = time.time()
+        return [s for s in self.statuses.with_status(Status.QUEUED)
+                if s.key not in self._running and s.key not in self._held and now >= self._retry_at(s)]
+
+    def _start_queued(self) -> None:
+        free = self.workers - sum(not r.abandoned for r in self._running.values())
+        for state in self._startable()[: max(0, free)]:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="validate")
+            self.statuses.record(*state.key, Status.VALIDATING, "checking files")
+            self._running[state.key] = _Running(self._pool.submit(self._validate, state), time.monotonic())
+
+    # -- one revision, in a worker thread ------------------------------------------------
+    def _validate(self, state: RevisionState) -> None:
+        key = state.key
+        submission = _submission(state)
+        problem = format_problem(submission.files)
+        if problem:
+            self._decide(key, Status.REJECTED, problem, cause=RejectionCause.FORMAT)
+            return
+        problem = size_problem(submission.files, self.max_mb)
+        if problem:
+            self._decide(key, Status.REJECTED, problem, cause=RejectionCause.SIZE, limit_mb=self.max_mb)
+            return
+        try:
+            folder = download(self.api, submission.repo_id, submission.revision, self.downloads)
+        except Exception as exc:  # noqa: BLE001 - the Hub's trouble or the revision's: decided below
+            unreachable = self.health.failed(exc, doing="download") if self.health else not answered(exc)
+            with self._lock:
+                current = self.statuses.get(*key)
+                if current is not None and not self._abandoned(key):
+                    self._failed(current, f"downloading it failed: {describe(exc)}", counts=not unreachable)
+            return
+        if self.health is not None:
+            self.health.ok()
+        if self.gate is not None and not self.gate.may_run(folder):
+            self._held.add(key)
+            self._decide(key, Status.QUEUED, self.gate.reason(), download_path=str(folder))
+            return
+        if not self._decide(key, Status.VALIDATING, "playing a validation match", download_path=str(folder)):
+            return
+        report = self.validator(submission.ref(folder), ticks=self.ticks)
+        self._decide(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
+                     measurements=report.measurements, failed_attempts=0,
+                     cause=None if report.ok else RejectionCause.POLICY)
+
+    def _abandoned(self, key: tuple[str, str]) -> bool:
+        running = self._running.get(key)
+        return running is not None and running.abandoned
+
+    def _decide(self, key: tuple[str, str], status: Status, reason: str, **details: Any) -> bool:
+        """Record a step of a validation unless the time limit cut it off meanwhile."""
+        with self._lock:
+            if self._abandoned(key):
+                return False
+            self.statuses.record(*key, status, reason, **details)
+            return True
+
+    def _failed(self, state: RevisionState, why: str, *, counts: bool) -> None:
+        """A failed attempt: back in the queue, or `error` once it failed `attempts` times."""
+        failures = state.failed_attempts + (1 if counts else 0)
+        if counts and failures >= self.attempts:
+            self.statuses.record(*state.key, Status.ERROR, f"{why}. Failed {failures} times, so it will not be retried: "
+                                 "check that the repo and its files download (`hf download REPO --revision SHA`), "
+                                 "then push a new commit.", failed_attempts=failures)
+        elif counts:
+            self.statuses.record(*state.key, Status.QUEUED, f"{why}; will retry (attempt {failures} of {self.attempts} failed)",
+                                 failed_attempts=failures)
+        else:
+            self.statuses.record(*state.key, Status.QUEUED, f"{why}; the Hub is unreachable, will retry when it answers",
+                                 failed_attempts=failures)
+
+
+def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb: float, ticks: int = 16,
+                    validator: Callable[..., ValidationReport] = validate) -> list[RevisionState]:
+    """Validate every queued revision now and wait for the verdicts (scripts and tests).
+    Returns the revisions' new states."""
+    queued = [s.key for s in statuses.with_status(Status.QUEUED)]
+    runner = Validator(api, statuses, downloads, max_mb, ticks=ticks, validator=validator)
+    try:
+        runner.run_until_idle()
+    finally:
+        runner.close()
+    return [state for key in queued if (state := statuses.get(*key)) is not None]
+
+
+#: Fault kinds that mean the team's process could not go on.
+_SEVERE = frozenset({FaultKind.INIT.value, FaultKind.CRASH.value, FaultKind.MEMORY.value})
+
+
+def faulty(team: TeamResult, ticks: int, *, max_fault_share: float = 0.1) -> str:
+    """Why a team's match counts as faulty (its process died, or it faulted on at least
+    `max_fault_share` of the ticks), or "" if it played cleanly enough."""
+    severe = [f for f in team.faults if f.kind.value in _SEVERE]
+    if severe:
+        return f"{severe[0].kind.value} at tick {severe[0].tick}: {severe[0].message}"
+    if ticks and team.total_faults >= max_fault_share * ticks and team.faults:
+        first = team.faults[0]
+        return f"{team.total_faults} faults in {ticks} ticks, first {first.kind.value} at tick {first.tick}: {first.message}"
+    return ""

@@ -1,0 +1,106 @@
+"""Validating a new revision: does it load, act, and keep to the limits, in isolation?
+
+A revision plays a small match in its sandbox (two teams, a few ticks) against a built-in
+team. Any fault rejects it, with a reason written for the author: what happened, where,
+and what to change. Limits are the Arena's own (`MatchConfig`): the same sandbox, memory
+and time per step as in real matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from arena.lifecycle import Measurements
+from arena.policies import PolicyRef, builtin
+from arena.schema import Fault, FaultKind
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec, run_match
+from matchmaking.sandbox.host import SandboxedTeam, sandboxed_host
+
+#: Seed of every validation match: a revision is judged on the same game as every other.
+VALIDATION_SEED = 0
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The verdict on one revision."""
+
+    ok: bool
+    reason: str
+    """Why it was rejected and what to do; for an accepted revision, what was measured."""
+    max_step_cpu_ms: float = 0.0
+    peak_memory_mb: float = 0.0
+    faults: tuple[Fault, ...] = ()
+    median_step_ms: float = 0.0
+    p99_step_ms: float = 0.0
+
+    @property
+    def measurements(self) -> Measurements:
+        """What the status log keeps of it."""
+        return Measurements(max_step_cpu_ms=round(self.max_step_cpu_ms, 1), peak_memory_mb=round(self.peak_memory_mb, 1),
+                            median_step_ms=round(self.median_step_ms, 2), p99_step_ms=round(self.p99_step_ms, 2))
+
+
+def explain(fault: Fault, config: MatchConfig) -> str:
+    """A fault in words an author can act on."""
+    where = f"at tick {fault.tick}" if fault.tick else "while being built"
+    advice = {
+        FaultKind.INIT: "Check that policy.py imports with the packages the Arena provides (numpy, torch, onnxruntime, nmmo "
+        "and their dependencies: see 'Writing a policy' in docs/participants.md) and that Team(team_id, env_config) succeeds; "
+        "`python -m matchmaking.evaluate FOLDER` shows the same error locally.",
+        FaultKind.ERROR: "Fix the exception; `python -m matchmaking.evaluate FOLDER --matches 1 --horizon 32` reproduces the match locally.",
+        FaultKind.INVALID: "act() must return {member index: {action name: {argument name: integer index}}}, e.g. "
+        "{0: {\"Move\": {\"Direction\": 2}}}; see 'Writing a policy' in docs/participants.md.",
+        FaultKind.TIMEOUT: f"Each tick may take {config.step_timeout_s * 1000:.0f} ms of CPU and {config.step_wall_timeout_s:.1f} s "
+        "of wall time; make act() faster.",
+        FaultKind.CRASH: "The process running your team ended: avoid os._exit, native crashes and subprocesses (the sandbox forbids them).",
+        FaultKind.MEMORY: f"A team may use {config.memory_limit_mb} MB beyond the interpreter and the preloaded frameworks; "
+        "load smaller weights or keep less state.",
+    }[fault.kind]
+    return f"{fault.kind.value} {where}: {fault.message}. {advice}"
+
+
+def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 16) -> ValidationReport:
+    """Play `ref` for `ticks` ticks in its sandbox beside a built-in team; judge the faults.
+
+    Args:
+        ref (`PolicyRef`): the revision, with its downloaded folder.
+        config (`MatchConfig`, *optional*): limits (team size and timing) to validate against.
+        ticks (`int`): length of the validation match.
+
+    Returns:
+        `ValidationReport`: ok, or the first fault explained.
+    """
+    base = config or MatchConfig()
+    small = replace(base, num_teams=2, horizon=ticks)
+    hosts: list[SandboxedTeam] = []
+
+    def host(policy: PolicyRef, slot):
+        team = sandboxed_host(policy, slot)
+        if isinstance(team, SandboxedTeam):
+            hosts.append(team)
+        return team
+
+    result = run_match(
+        MatchSpec(seed=VALIDATION_SEED, policies=(ref, builtin("forage")), config=small, track="validation"),
+        host_factory=host,
+    )
+    team = result.teams[0]
+    # The time a tick costs is wall-clock time: the process CPU clock inside the sandbox moved
+    # in coarse steps here (0.0 ms for most of a 0.4 ms forward pass), and what a match waits
+    # for is the answer. The CPU figure stays for the limit it is checked against.
+    cpu_ms = max((h.max_step_cpu_s for h in hosts), default=0.0) * 1000
+    steps = np.array([s for h in hosts for s in h.step_wall_s]) * 1000
+    median, p99 = (float(np.median(steps)), float(np.percentile(steps, 99))) if len(steps) else (0.0, 0.0)
+    memory = max((h.peak_memory_mb for h in hosts), default=0.0)
+    if team.faults:
+        return ValidationReport(False, explain(team.faults[0], base), cpu_ms, memory, team.faults, median, p99)
+    return ValidationReport(
+        True,
+        f"Played {result.ticks} ticks without a fault: {median:.1f} ms per tick (median; 99th percentile "
+        f"{p99:.1f} ms; most CPU in one tick {cpu_ms:.0f} ms, limit {base.step_timeout_s * 1000:.0f} ms), peak memory {memory:.0f} MB "
+        f"beyond the preloaded frameworks (limit {base.memory_limit_mb} MB).",
+        cpu_ms, memory, (), median, p99,
+    )
