@@ -18,8 +18,12 @@ run: install
 # tests share one worker (`xdist_group("ray")`), so that two clusters never start at once.
 PYTEST := $(PY) -m pytest -n 2 --dist loadgroup
 
-test: install chromium lint
-	$(PYTEST)
+# mypy checks while the tests run (it needs one core for half a minute; they mostly wait):
+# the target fails if either does.
+test: install chromium
+	$(PY) -m ruff check .
+	@$(PY) -m mypy & types=$$!; $(PYTEST); tests=$$?; wait $$types; types=$$?; \
+	  test $$tests -eq 0 -a $$types -eq 0 || { echo "make test: tests exit $$tests, mypy exit $$types"; exit 1; }
 
 check: install lint
 	$(PYTEST) -m "not browser and not cluster and not slow"
@@ -33,11 +37,13 @@ install: $(STAMP)
 # nmmo==2.1.2 declares Requires-Python <3.11 but runs on 3.11 (see requirements.txt), so
 # pip needs --ignore-requires-python; a requirements file cannot carry that flag.
 # nmmo pins numpy==1.23.3, which has wheels for Python 3.8-3.11 only.
+# --no-compile: pip would compile every module of every package (Ray, PyTorch and Gradio ship
+# thousands never imported here); Python compiles what is imported, once. Half the install's time.
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 11) else "NMMO Arena needs Python 3.10 or 3.11 (nmmo 2.x pins numpy 1.23.3); found %d.%d. Run: make PYTHON=python3.11 ..." % v)'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --ignore-requires-python -r requirements-dev.txt
+	$(PY) -m pip install --no-compile --ignore-requires-python -r requirements-dev.txt
 	touch $@
 
 # Browser tests drive Debian's Chromium through Playwright (never a downloaded browser).

@@ -6,23 +6,13 @@ Usage::
 
 1. **The record** is read from DIR's history (its shards and its write-ahead log;
    DIR as the Space resolves it: `--data`, else `NMMO_ARENA_DATA`).
-2. **The versions** it was played with (`nmmo_version`, `arena_version`) must be the
-   installed ones; otherwise it refuses, naming both and what to install.
-3. **The Hub**: `--hub URL`, `NMMO_ARENA_HUB` or `HF_ENDPOINT` (the user's token), else
+2. **The Hub**: `--hub URL`, `NMMO_ARENA_HUB` or `HF_ENDPOINT` (the user's token), else
    the embedded Hub of the Space running on DIR (found as `python -m matchmaking.submit`
    finds it, `DIR/local-hub.json`), else, when no Space runs there, the embedded Hub of
    `DIR/hub` started for this rerun on a free port and stopped after it.
-4. **The spec** is rebuilt from the record (`spec_for`): seed, line-up by slot (built-ins
-   by name, submissions downloaded at their recorded commit through `huggingface_hub`
-   into `CACHE/rerun/OWNER/NAME/SHA`), horizon, track, stage, the set fields of a match
-   of a duplicate set (recorded before sets were retired), the default map pool. Its
-   derived match id must be the record's: one that is not means the record does not name
-   what its match was played with (a rewritten revision, say), and the rerun is then
-   never reported identical.
-5. **The match** is played as the Space plays it (submissions each in their sandbox,
-   built-ins in the match process), and the two records' `outcome()`s (the record without
-   its wall-clock fields) are compared; the first difference is named by its path
-   (`teams[3].achievement`).
+3. **The rerun** itself is the Space's audit's (`matchmaking.service.rerun`): the versions
+   checked, the spec rebuilt from the record and its derived match id compared, the match
+   played as the Space plays it, the first difference named by its path.
 
 Exit status: 0 identical; 1 different; 2 refused or failed (the message says why: unknown
 match id, other versions, a `local:` policy, no Hub, a revision the Hub no longer has).
