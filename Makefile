@@ -37,13 +37,11 @@ install: $(STAMP)
 # nmmo==2.1.2 declares Requires-Python <3.11 but runs on 3.11 (see requirements.txt), so
 # pip needs --ignore-requires-python; a requirements file cannot carry that flag.
 # nmmo pins numpy==1.23.3, which has wheels for Python 3.8-3.11 only.
-# --no-compile: pip would compile every module of every package (Ray, PyTorch and Gradio ship
-# thousands never imported here); Python compiles what is imported, once. Half the install's time.
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 11) else "NMMO Arena needs Python 3.10 or 3.11 (nmmo 2.x pins numpy 1.23.3); found %d.%d. Run: make PYTHON=python3.11 ..." % v)'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --no-compile --ignore-requires-python -r requirements-dev.txt
+	$(PY) -m pip install --ignore-requires-python -r requirements-dev.txt
 	touch $@
 
 # Browser tests drive Debian's Chromium through Playwright (never a downloaded browser).

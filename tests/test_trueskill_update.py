@@ -22,6 +22,7 @@ import trueskill
 from trueskill import Rating
 
 from arena import kernels
+from arena.kernels import trueskill as ts_kernels
 from arena.ratings.trueskill import ffa_update, rate_match
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,8 +171,8 @@ def test_truncation_functions_equal_the_package_bit_for_bit():
     for _ in range(3000):
         t = rng.choice([rng.uniform(-3, 3), rng.uniform(-40, 40)])
         eps = rng.choice([0.0, rng.uniform(0, 0.5), rng.uniform(0, 5)])
-        for ours, v_ref, w_ref in ((kernels._v_w_win, env.v_win, env.w_win),
-                                   (kernels._v_w_draw, env.v_draw, env.w_draw)):
+        for ours, v_ref, w_ref in ((ts_kernels.v_w_win, env.v_win, env.w_win),
+                                   (ts_kernels.v_w_draw, env.v_draw, env.w_draw)):
             v, w, ok = ours(t, eps, 2.0)
             try:
                 expected = (v_ref(t, eps), w_ref(t, eps))

@@ -1,63 +1,15 @@
-"""The rating engines' inner loops, compiled with numba: the TrueSkill update itself, and
-loops each beside the pure-Python rule it repeats.
-
-Why this exists: recomputing the ratings from the published history is the Arena's promise
-of transparency, and in pure Python it took minutes for 100,000 matches (TrueSkill 93 s, the
-Plackett-Luce bootstrap 356 s). Here are the TrueSkill update and loops over whole arrays:
-
-- `rate_ffa`: THE TrueSkill update of the Arena, one free-for-all match of one-player teams,
-  the `trueskill` package's own schedule specialised to that case, equal to the package
-  within 1e-6 and bit for bit in practice (tests/test_trueskill_update.py). Every caller
-  uses it: `arena.ratings.trueskill.rate_match` for one match (with the package's mpmath
-  fallback where the float maths fails) and `trueskill_history` below for a whole history.
-- `trueskill_history`: `rate_ffa` applied match after match, as
-  `arena.ratings.trueskill.trueskill_reference` applies `rate_match` (bit for bit,
-  tests/test_kernels.py; the `trueskill` package's within 1e-6: 3.6e-11 over 2,000 matches
-  of 16, `bench.ratings_recompute`). Where `rate_ffa` fails (the float maths would raise a
-  `FloatingPointError` of the package, a math domain error, a division by zero, an
-  overflow) the loop stops before that match and says so; the caller rates that one match
-  with `rate_match` and its mpmath fallback, and resumes.
-- `elo_history`: `arena.ratings.elo_ratings`'s per-match duels.
-- `plackett_luce_nll`: the Plackett-Luce negative log-likelihood and its gradient
-  (`arena.ratings.mle.negative_log_likelihood`) in one pass over the matches, the GIL released
-  so that bootstrap resamples fit on several threads at once (equal within about 1e-15).
-- `pair_counts`: `arena.head_to_head._counts`, every pair's meetings, wins and ties.
-
-numba is optional: `AVAILABLE` says whether it imported. Without it `rate_ffa` runs as plain
-Python (the same numbers, slower) and the other callers keep their pure-Python paths (same
-results, minutes instead of seconds). Compiled code is cached on disk (`cache=True`): next
-to this module if that folder is writable, else in numba's user-wide cache or
-`NUMBA_CACHE_DIR` (set below to a temporary folder when neither is writable, e.g. a
-read-only Space folder). The first compilation takes several seconds
-(`bench.ratings_recompute` reports it as `compile_s`); later runs load the cache.
+"""The TrueSkill update, defined once (`rate_ffa`), and the whole history rated with it
+(`trueskill_history`). See the package's docstring for why it is compiled and how it
+equals the `trueskill` package.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 
 import numpy as np
 
-
-def _cache_dir_ok() -> bool:
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.access(here, os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
-
-
-if not _cache_dir_ok():  # a read-only install: cache where we can write, not nowhere
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "nmmo-arena-numba")
-
-try:
-    import numba
-
-    AVAILABLE = True
-except ImportError:  # pragma: no cover - exercised where numba is absent
-    numba = None
-    AVAILABLE = False
-
-__all__ = ["AVAILABLE", "OK", "rate_ffa", "trueskill_history", "elo_history", "plackett_luce_nll", "pair_counts"]
+from arena.kernels.compiler import jit
 
 #: `trueskill_history` finished every match.
 OK = -1
@@ -70,19 +22,11 @@ _MAX_ROUNDS = 10
 _POW_LIMIT = 1e150
 
 
-def _jit(**options):
-    """numba.njit with the cache, or, without numba, the function itself (run as plain Python)."""
-    if not AVAILABLE:
-        return lambda f: f
-    return numba.njit(cache=True, **options)
-
-
-# -- TrueSkill ----------------------------------------------------------------------------
 # The package's cdf(x) is 0.5 * erfc(-x / sqrt(2)) and its pdf(x) is _PDF_0 * exp(-(x**2 / 2)),
 # bit for bit; they are written out below because the calls cost as much as the rest of a step.
 
 
-@_jit(inline="always")
+@jit(inline="always")
 def _erfc(x):
     """`trueskill.backends.erfc`, the same polynomial in the same order."""
     z = abs(x)
@@ -97,7 +41,7 @@ def _erfc(x):
     return 2.0 - r if x < 0 else r
 
 
-@_jit(inline="always")
+@jit(inline="always")
 def _sum_message(a_pi, a_tau, b_pi, b_tau, b_coeff):
     """Message of a sum factor to x = a + b_coeff * b (b_coeff is +1 or -1), as `SumFactor.update`.
 
@@ -122,7 +66,7 @@ def _sum_message(a_pi, a_tau, b_pi, b_tau, b_coeff):
     return pi, pi * mean, True
 
 
-@_jit(inline="always")
+@jit(inline="always")
 def _as_rating(mu, sigma):
     """(mu, sigma) as read back from `trueskill.Rating(mu, sigma)`, which stores pi and tau.
 
@@ -133,8 +77,8 @@ def _as_rating(mu, sigma):
     return (tau / pi if pi != 0 else pi), (math.sqrt(1.0 / pi) if pi != 0 else _INF)
 
 
-@_jit(inline="always")
-def _v_w_win(t, eps, two):
+@jit(inline="always")
+def v_w_win(t, eps, two):
     """`TrueSkill.v_win` and `w_win` at (t, eps): the truncation of a won difference.
 
     The third value is False where the package raises FloatingPointError (w outside (0, 1)),
@@ -148,8 +92,8 @@ def _v_w_win(t, eps, two):
     return v, w, 0 < w < 1
 
 
-@_jit(inline="always")
-def _v_w_draw(t, eps, two):
+@jit(inline="always")
+def v_w_draw(t, eps, two):
     """`TrueSkill.v_draw` and `w_draw` at (t, eps): the truncation of a drawn difference.
 
     The third value is False where the package raises FloatingPointError (cdf(a) - cdf(b) is
@@ -169,7 +113,7 @@ def _v_w_draw(t, eps, two):
     return (-v if t < 0 else v), w, True
 
 
-@_jit()
+@jit()
 def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, out_sigma, order, work, two):
     """The Arena's TrueSkill update: one free-for-all match of one-player teams (the first n
     entries of `mus`, `sigmas`, `ranks`), new ratings written into `out_mu`, `out_sigma`.
@@ -323,9 +267,9 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
             t = c_tau / sqrt_pi
             eps = draw_margin * sqrt_pi
             if ranks[order[j]] == ranks[order[j + 1]]:
-                v, w, ok = _v_w_draw(t, eps, two)
+                v, w, ok = v_w_draw(t, eps, two)
             else:
-                v, w, ok = _v_w_win(t, eps, two)
+                v, w, ok = v_w_win(t, eps, two)
             if not ok:
                 return False
             denom = 1.0 - w
@@ -427,7 +371,7 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
     return True
 
 
-@_jit(nogil=True)
+@jit(nogil=True)
 def trueskill_history(seats, scores, widths, start, mu, sigma, matches, present, fixed, fixed_mu, fixed_sigma,
                       beta, tau, draw_margin, min_delta, trail_match, trail_mu, trail_sigma, trail_count, two):
     """TrueSkill over matches `start..` in order, as `arena.ratings.trueskill_ratings` does.
@@ -497,167 +441,3 @@ def trueskill_history(seats, scores, widths, start, mu, sigma, matches, present,
                 trail_match[p, slot], trail_mu[p, slot], trail_sigma[p, slot] = r, mu[p], sigma[p]
                 trail_count[p] += 1
     return OK
-
-
-# -- Elo ----------------------------------------------------------------------------------
-
-
-@_jit(nogil=True)
-def elo_history(seats, scores, widths, rating, fixed, fixed_rating, k):
-    """`arena.ratings.elo_ratings` over every match in order; `rating` updated in place.
-
-    `seats` here are in the outcome's own seat order (Elo does not sort)."""
-    width = seats.shape[1]
-    current = np.zeros(width)
-    delta = np.zeros(width)
-    for r in range(seats.shape[0]):
-        n = widths[r]
-        for i in range(n):
-            p = seats[r, i]
-            current[i] = fixed_rating[p] if fixed[p] else rating[p]
-        scale = k / max(n - 1, 1)
-        for i in range(n):
-            total = 0.0
-            for j in range(n):
-                if seats[r, i] == seats[r, j]:
-                    term = 0.0
-                else:
-                    expected = 1.0 / (1.0 + 10.0 ** ((current[j] - current[i]) / 400.0))
-                    if scores[r, i] > scores[r, j]:
-                        actual = 1.0
-                    elif scores[r, i] == scores[r, j]:
-                        actual = 0.5
-                    else:
-                        actual = 0.0
-                    term = actual - expected
-                total += term
-            delta[i] = scale * total
-        for i in range(n):
-            p = seats[r, i]
-            if not fixed[p]:
-                rating[p] = rating[p] + delta[i]
-
-
-# -- Plackett-Luce ------------------------------------------------------------------------
-
-
-@_jit(nogil=True)
-def plackett_luce_nll(s, order, widths, group_size, weights, grad):
-    """`arena.ratings.mle.negative_log_likelihood` in one pass: returns the weighted NLL and
-    writes its gradient into `grad`. Matches of weight 0 contribute nothing and are skipped.
-
-    A tie group of d teams starting at position g, with `remaining` the strength of
-    positions >= g and `tied` the group's: denominators den_k = remaining - (k/d) tied for
-    k < d; each member q gets e^s_q (sum of w/den over every group up to its own, minus
-    its group's sum of w (k/d)/den), minus w.
-    """
-    for i in range(grad.shape[0]):
-        grad[i] = 0.0
-    strength_of = np.exp(s)
-    width = order.shape[1]
-    strength = np.zeros(width)
-    remaining = np.zeros(width + 1)
-    nll = 0.0
-    for r in range(order.shape[0]):
-        w = weights[r]
-        if w == 0:
-            continue
-        n = widths[r]
-        for q in range(n):
-            strength[q] = strength_of[order[r, q]]
-        remaining[n] = 0.0
-        for q in range(n - 1, -1, -1):
-            remaining[q] = remaining[q + 1] + strength[q]
-        total = 0.0
-        reach = 0.0
-        g = 0
-        while g < n:
-            d = int(group_size[r, g])
-            tied = remaining[g] - remaining[g + d]
-            a_sum, b_sum = 0.0, 0.0
-            for k in range(d):
-                share = k / d
-                den = remaining[g] - share * tied
-                total += s[order[r, g + k]] - math.log(den)
-                a_sum += w / den
-                b_sum += w * share / den
-            reach += a_sum
-            for q in range(g, g + d):
-                grad[order[r, q]] += strength[q] * (reach - b_sum) - w
-            g += d
-        nll -= w * total
-    return nll
-
-
-# -- head to head -------------------------------------------------------------------------
-
-
-@_jit(nogil=True)
-def pair_counts(seats, scores, widths, met, wins, ties):
-    """`arena.head_to_head._counts`: per ordered pair, matches met, won and tied (the match
-    is the unit: a pair seated several times in one match counts once, by the sign of its
-    seats' net score), added into `met`, `wins`, `ties` ([P, P] int64)."""
-    width = seats.shape[1]
-    most = width * (width - 1) // 2
-    lo_of = np.zeros(most, dtype=np.int64)
-    hi_of = np.zeros(most, dtype=np.int64)
-    sign_of = np.zeros(most)
-    done = np.zeros(most, dtype=np.bool_)
-    for r in range(seats.shape[0]):
-        n = widths[r]
-        # the usual match seats each player once: every seat pair is its own pair, counted
-        # at once (the de-duplication below is quadratic in seat pairs, 7,200 steps a match)
-        distinct = True
-        for i in range(n):
-            for j in range(i + 1, n):
-                if seats[r, i] == seats[r, j]:
-                    distinct = False
-        if distinct:
-            for i in range(n):
-                for j in range(i + 1, n):
-                    a, b = seats[r, i], seats[r, j]
-                    if a < 0 or b < 0:
-                        continue
-                    met[a, b] += 1
-                    met[b, a] += 1
-                    diff = scores[r, i] - scores[r, j]
-                    if diff == 0:
-                        ties[a, b] += 1
-                        ties[b, a] += 1
-                    elif diff > 0:
-                        wins[a, b] += 1
-                    else:
-                        wins[b, a] += 1
-            continue
-        count = 0
-        for i in range(n):
-            for j in range(i + 1, n):
-                a, b = seats[r, i], seats[r, j]
-                if a < 0 or b < 0 or a == b:
-                    continue
-                diff = scores[r, i] - scores[r, j]
-                sign = 1.0 if diff > 0 else (-1.0 if diff < 0 else 0.0)
-                if a < b:
-                    lo_of[count], hi_of[count], sign_of[count] = a, b, sign
-                else:
-                    lo_of[count], hi_of[count], sign_of[count] = b, a, -sign
-                done[count] = False
-                count += 1
-        for k in range(count):
-            if done[k]:
-                continue
-            lo, hi = lo_of[k], hi_of[k]
-            net = 0.0
-            for q in range(k, count):  # the pair's other seat pairs in this match, if any
-                if not done[q] and lo_of[q] == lo and hi_of[q] == hi:
-                    net += sign_of[q]
-                    done[q] = True
-            met[lo, hi] += 1
-            met[hi, lo] += 1
-            if net == 0:
-                ties[lo, hi] += 1
-                ties[hi, lo] += 1
-            elif net > 0:
-                wins[lo, hi] += 1
-            else:
-                wins[hi, lo] += 1
