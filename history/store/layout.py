@@ -131,14 +131,13 @@ def upgraded(table: pa.Table) -> pa.Table:
 
 
 def dedupe(table: pa.Table) -> pa.Table:
-    """Keep the first row of each (match_id, slot)."""
-    keys = [f"{m}:{s}" for m, s in zip(table.column("match_id").to_pylist(), table.column("slot").to_pylist())]
-    if len(set(keys)) == len(keys):
+    """Keep the first row of each (match_id, slot), in the table's order (columnar: every
+    reader of every shard passes here)."""
+    if not table.num_rows:
         return table
-    seen: set[str] = set()
-    keep = []
-    for index, key in enumerate(keys):
-        if key not in seen:
-            seen.add(key)
-            keep.append(index)
-    return table.take(pa.array(keep))
+    keys = pc.binary_join_element_wise(table.column("match_id"), pc.cast(table.column("slot"), pa.string()), ":")
+    if pc.count_distinct(keys).as_py() == table.num_rows:
+        return table
+    first = pa.table({"key": keys, "row": pa.array(range(table.num_rows), pa.int64())}).group_by("key").aggregate([("row", "min")])
+    rows = first.column("row_min")
+    return table.take(pc.take(rows, pc.array_sort_indices(rows)))

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from arena.errors import InvalidArgumentError
 from arena.ratings import RatedTable, TrueSkillState, extend_trueskill, rated_from_codes
-from arena.schema import MatchResult, is_builtin, player_id, results_from_rows, rows
+from arena.schema import BUILTIN_PREFIX, MatchResult, is_builtin, results_from_rows, rows
 from history.audits import audit_order
 from history.store import TEAM_SCHEMA, HistoryReader
 from matchmaking.service.submissions import faulty
@@ -126,19 +126,21 @@ class HistoryIndex:
         layer.matches += len(first)
         if count:
             self._counted.update(match_id[first].tolist())
-        installed = self.versions
-        for k in first:
-            versions = (columns["nmmo_version"][k], columns["arena_version"][k])
-            if track[k] == "pve":
-                layer.durations.append((columns["started_at"][k], float(columns["duration_s"][k])))
-            if track[k] != "local":
-                if versions == installed:
-                    heapq.heappush(layer.audit, (audit_order(match_id[k]), match_id[k]))
-                    if shard is not None:
-                        self._where[match_id[k]] = shard
-                else:
-                    layer.other_version += 1
-        submitted = ~np.fromiter((is_builtin(p) for p in columns["policy_id"]), dtype=bool, count=len(match_id))
+        # per match (its first row): PvE durations, and what the audit may rerun
+        kind = track[first]
+        pve_first = first[kind == "pve"]
+        layer.durations.extend(zip(columns["started_at"][pve_first].tolist(), columns["duration_s"][pve_first].tolist()))
+        installed = (columns["nmmo_version"][first] == self.versions[0]) & (columns["arena_version"][first] == self.versions[1])
+        played = kind != "local"
+        layer.other_version += int((played & ~installed).sum())
+        auditable = match_id[first[played & installed]].tolist()
+        layer.audit.extend((audit_order(m), m) for m in auditable)
+        heapq.heapify(layer.audit)
+        if shard is not None:
+            self._where.update(dict.fromkeys(auditable, shard))
+        # per row: the Arena's own teams, and the rated name of each team (`arena.schema.player_id`)
+        builtin = pc.starts_with(table.column("policy_id"), BUILTIN_PREFIX)
+        submitted = ~builtin.to_numpy(zero_copy_only=False)
         # a revision's own PvE matches, and the matches in which a revision faulted: as records
         pve = set(match_id[(track == "pve") & submitted].tolist())
         faults = set(match_id[submitted & (columns["fault_counts"] != "{}")].tolist())
@@ -156,10 +158,13 @@ class HistoryIndex:
                         layer.faulty.setdefault(key, []).append((f"{result.started_at}\0{result.match_id}", reason))
         pvp = track == "pvp"
         if pvp.any():
-            players = [player_id(p, r) for p, r in zip(columns["policy_id"][pvp], columns["revision"][pvp])]
-            layer.pvp_counts.update(players)
+            named = pc.if_else(builtin, table.column("policy_id"),
+                               pc.binary_join_element_wise(table.column("policy_id"), table.column("revision"), "@"))
+            players = named.filter(pa.array(pvp))
+            tally = pc.value_counts(players)
+            layer.pvp_counts.update(dict(zip(tally.field("values").to_pylist(), tally.field("counts").to_pylist())))
             if self.rated:
-                layer.rated.append(self._rated(columns, pvp, np.asarray(players, dtype=object)))
+                layer.rated.append(self._rated(columns, pvp, players.to_numpy(zero_copy_only=False)))
 
     @staticmethod
     def _rated(columns: Mapping[str, np.ndarray], pvp: np.ndarray, players: np.ndarray) -> RatedTable:
