@@ -116,6 +116,7 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
     """
     from leaderboard.analytics import AnalyticsKeeper
     from leaderboard.refresher import StandingsRefresher
+    from leaderboard.standings.fits import fit_path
     from matchmaking.service.space import Arena
 
     arena = Arena.start(settings, schedule=schedule, space_url=space_url)
@@ -123,7 +124,9 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
     options = {} if bootstrap is None else {"bootstrap": bootstrap}
     standings = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint,
                                    analytics=analytics, published=arena.mirror.published,
-                                   luck_horizon=settings.match_horizon, ready=arena.pull.done.is_set, **options)
+                                   luck_horizon=settings.match_horizon, ready=arena.pull.done.is_set,
+                                   publish_fit=(fit_path(arena.store.root, arena.writers.writer), arena.writers.writer),
+                                   **options)
     standings.refresh()
     publisher = model_card_publisher(settings, arena.api, standings, arena.statuses, writer=arena.writers.writer,
                                      leads=arena.writers.leads)

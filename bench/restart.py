@@ -52,6 +52,7 @@ from history.store import HistoryReader
 from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import narrow
+from leaderboard.standings.fits import fit_path
 from localhub.process import HubProcess
 from matchmaking.hub.pushing import push_submission, submission_card
 
@@ -133,8 +134,11 @@ def main() -> int:
                 if not a.mirror.push_now():
                     raise RuntimeError("the writer's push failed")
                 say(f"pushed to {endpoint} in {time.perf_counter() - started:.1f} s")
+                # as app.py: the writer's refresher publishes its fit, pushed with its last push
                 reference_refresher = StandingsRefresher(a.store, statuses=a.statuses.states, hub_url="http://hub",
-                                                         bootstrap=args.bootstrap, published=a.mirror.published)
+                                                         bootstrap=args.bootstrap, published=a.mirror.published,
+                                                         publish_fit=(fit_path(a.store.root, a.writers.writer),
+                                                                      a.writers.writer))
                 started = time.perf_counter()
                 reference = the_tables(a, reference_refresher)
                 say(f"the writer's tables: {len(reference[0])} PvE rows, {len(reference[1])} PvP rows "

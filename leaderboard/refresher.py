@@ -17,6 +17,12 @@ bootstrap's cost), and `Standings.mle_source` names the shards they are of. When
 read before is gone (a compaction replaced it) or the new rows are not whole new matches
 after the rated ones, everything is computed again from every shard.
 
+Each fit of published shards is published for the next Space (`publish_fit`,
+`leaderboard.standings.fits`), and the first standings take a published fit of the same
+PvP results (or of the most shards held) rather than fitting again: a Space restored on an empty disk shows the same
+table as the writer as soon as it has read the shards (on a million matches the fit is more
+than half of the work).
+
 The same thread then feeds the analytics (`leaderboard.analytics.AnalyticsKeeper`) the
 replays of matches it has not read yet, so pages never wait for replays being read. A
 second thread measures how much of a result is luck (`arena.luck`) at most every
@@ -30,6 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from arena.errors import NotEnoughMatchesError
@@ -37,6 +44,7 @@ from arena.luck import LuckReport, luck_report
 from history.store import HistoryReader
 from leaderboard.analytics import AnalyticsKeeper
 from leaderboard.standings import HistoryChangedError, Source, Standings, compute, frames, update
+from leaderboard.standings.fits import PublishedFit, read_fits, results_digest, write_fit
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +87,9 @@ class StandingsRefresher:
         ready (`Callable`, *optional*): False while the history folder is being restored
             from the dataset (`history.restore`): the standings then wait for the whole of
             it, computed once, rather than again and again as its shards arrive.
+        publish_fit (`tuple`, *optional*): (path, writer id): where this writer keeps its
+            latest Plackett-Luce fit of published shards, for the mirror to push
+            (`leaderboard.standings.fits.fit_path`); without it, fits are not published.
     """
 
     def __init__(
@@ -94,6 +105,7 @@ class StandingsRefresher:
         luck_horizon: int | None = None,
         analytics: AnalyticsKeeper | None = None,
         ready: Callable[[], bool] | None = None,
+        publish_fit: tuple[Path, str] | None = None,
     ):
         self.store = store
         self.statuses = statuses
@@ -114,6 +126,8 @@ class StandingsRefresher:
         self._analysed: Any = None
         self.ready = ready
         self._waited = False
+        self.publish_fit = publish_fit
+        self._published_fit: Source | None = None
 
     def source(self) -> Source:
         """The shards the standings should be computed from now."""
@@ -140,7 +154,8 @@ class StandingsRefresher:
             mle_due = now - self._computed_at >= self.mle_every_s
             if previous is None or self._waited:
                 self._waited = False
-                self._standings = self._recompute(source, None, refresh_mle=True)
+                fits = read_fits(self.store.root)
+                self._standings = self._recompute(source, None, refresh_mle=True, fits=fits)
                 self._computed_at = now
             elif source != previous.source or (mle_due and previous.mle_source != previous.source):
                 standings = self._extend(previous, source, refresh_mle=mle_due)
@@ -149,8 +164,9 @@ class StandingsRefresher:
                 self._standings = standings
                 if mle_due:
                     self._computed_at = now
-        standings = self._standings
-        assert standings is not None  # set by both branches above
+            standings = self._standings
+            assert standings is not None  # set by both branches above
+            self._publish(standings)
         # analytics: only the new replays are read; a backlog is worked off over the next calls
         if standings.source != self._analysed or self.analytics.backlog:
             try:
@@ -160,12 +176,31 @@ class StandingsRefresher:
                 log.exception("analytics update failed (retried at the next refresh)")
         return standings
 
-    def _recompute(self, source: Source, previous: Standings | None, *, refresh_mle: bool) -> Standings:
+    def _publish(self, standings: Standings) -> None:
+        """Write this writer's fit if the standings hold a new one of all their shards, and
+        those are published."""
+        fitted = standings.mle_source
+        if (self.publish_fit is None or standings.mle_writer or not fitted.published or not fitted.shards
+                or fitted != standings.source or fitted == self._published_fit):
+            return
+        path, writer = self.publish_fit
+        try:
+            write_fit(path, PublishedFit(shards=fitted.shards, bootstrap=self.bootstrap, mle=standings.mle,
+                                         writer=writer, results=len(standings.rated),
+                                         digest=results_digest(standings.rated)))
+            self._published_fit = fitted
+        except OSError:  # only a shortcut for the next Space: the standings are served regardless
+            log.exception("the Plackett-Luce fit could not be written to %s", path)
+
+    def _recompute(self, source: Source, previous: Standings | None, *, refresh_mle: bool,
+                   fits: list[PublishedFit] | None = None) -> Standings:
         """Every shard of `source` read again, one at a time (never a frame of every row), and
-        again by their new names if a compaction replaced shards while they were read."""
+        again by their new names if a compaction replaced shards while they were read. With
+        `fits` (published fits), one of them rather than a fit here if one qualifies."""
         for _ in range(3):
             standings = compute(frames(self.store.shard_batches(source.shards)), previous=previous,
-                                refresh_mle=refresh_mle or previous is None, bootstrap=self.bootstrap, source=source)
+                                refresh_mle=refresh_mle or previous is None, bootstrap=self.bootstrap, source=source,
+                                fits=fits or ())
             again = self.source()
             # only a shard gone meanwhile (compacted away) spoils what was read; shards added
             # meanwhile are the next refresh's to add

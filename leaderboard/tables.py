@@ -181,6 +181,9 @@ def source_line(standings: Standings) -> str:
             f"({standings.pvp_matches:,} PvP).")
     if not source.published:
         line += " Not yet confirmed in the Hub dataset."
+    if standings.mle_writer:
+        line += (f" Ratings and ranks: the fit writer `{standings.mle_writer}` published of the shards through "
+                 f"`{standings.mle_source.through}`, until this Space's own.")
     return line
 
 

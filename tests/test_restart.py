@@ -24,6 +24,7 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
+from leaderboard.standings.fits import fit_path
 from tests_support import (
     EXAMPLES,
     TESTS,
@@ -57,14 +58,18 @@ def _settings(data: Path, hub: ServedHub, **changes) -> ArenaSettings:
 
 
 def _tables(arena) -> tuple:
-    """The PvE and PvP tables and the statuses, as the Space shows them from what it can publish."""
+    """The PvE and PvP tables and the statuses, as the Space shows them from what it can
+    publish (its Plackett-Luce fit too, as app.py's refresher does), and whose fit the
+    ratings are."""
+    writer = arena.writers.writer
     refresher = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url="http://hub", bootstrap=0,
-                                   published=arena.mirror.published)
+                                   published=arena.mirror.published,
+                                   publish_fit=(fit_path(arena.store.root, writer), writer))
     standings = refresher.refresh()
     pve = tables.pve_table(standings, arena.statuses.states(), hub_url="http://hub")
     pvp = tables.pvp_table(standings, hub_url="http://hub")
     states = sorted((s.repo_id, s.revision, s.status.value, s.reason, s.pve) for s in arena.statuses.states())
-    return pve, pvp, states, standings.matches
+    return pve, pvp, states, standings.matches, standings.mle_writer
 
 
 def _match_ids(store: HistoryStore) -> set[str]:
@@ -107,6 +112,7 @@ def test_a_space_restarted_on_an_empty_disk_loses_nothing_and_plays_nothing_twic
         assert after[0].equals(before[0]), (after[0], before[0])  # the PvE table, status and reasons included
         assert after[1].equals(before[1])  # the PvP table: every rating the same
         assert after[2] == before[2] and after[3] == before[3]
+        assert (before[4], after[4]) == ("", a.writers.writer)  # A's fit, pushed at its stop, shown at once
         assert _match_ids(b.store) == played_by_a
         assert b.store.replay_path(next(iter(played_by_a))) is None  # no replay copied ...
         some = next(iter(played_by_a))

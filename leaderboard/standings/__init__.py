@@ -23,6 +23,7 @@ One concept a module:
 - `matches`: the per-match summaries and each policy's matches.
 - `gather`: one pass over batches of rows, into all of the above.
 - `fold`: `compute` and `update`, the ratings carried forward or recomputed.
+- `fits`: a writer's published Plackett-Luce fit, taken by a restored Space instead of fitting.
 """
 
 from leaderboard.standings.fold import HistoryChangedError, compute, update

@@ -11,7 +11,7 @@ else the previous standings' are kept.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +27,7 @@ from arena.ratings import (
     recomputed,
     trueskill_trail,
 )
+from leaderboard.standings.fits import PublishedFit, choose
 from leaderboard.standings.gather import gather
 from leaderboard.standings.held_out import overfitting
 from leaderboard.standings.matches import merge_summaries
@@ -42,12 +43,17 @@ def compute(
     refresh_mle: bool = True,
     bootstrap: int = 200,
     source: Source | None = None,
+    fits: Sequence[PublishedFit] = (),
 ) -> Standings:
     """Standings from the history rows (see the module docstring): one frame, or frames of
     whole matches one after the other, such as the dataset's shards read one at a time
     (`frames(store.shard_batches(names))`), so that no frame of every row is ever built; the
     same standings either way. `source` says which shards the rows are (the PvP tab names
     them).
+
+    `fits`, Plackett-Luce fits writers published (`leaderboard.standings.fits`): one of
+    these results, or of some of these shards, is taken instead of fitting here (the head
+    to head and the held-out fit are still computed), and `mle_source` names its shards.
 
     Raises:
         `ValueError`: a match's rows are in more than one of the frames.
@@ -64,16 +70,22 @@ def compute(
     ts = _extend_trajectory(todo, start, trajectory)
     elo = elo_ratings(history, state=previous.elo if previous is not None else None)
     held_out = gathered.held_out
-    if refresh_mle or previous is None:
+    mle_writer = ""
+    chosen = choose(fits, rated=history, source=source or Source(), bootstrap=bootstrap) if fits else None
+    if chosen is not None:
+        fit, mle_source = chosen
+        mle, pairs, held_out_mle = _whole_history(history, held_out, bootstrap=bootstrap, fitted=fit.mle)
+        mle_writer = fit.writer
+    elif refresh_mle or previous is None:
         mle, pairs, held_out_mle = _whole_history(history, held_out, bootstrap=bootstrap,
                                                   start=previous.mle if previous is not None else None)
         mle_source = source or Source()
     else:
         mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
-        mle_source = previous.mle_source
+        mle_source, mle_writer = previous.mle_source, previous.mle_writer
     return _standings(gathered.teams, gathered.tallies, gathered.summary, gathered.policy_matches, ts=ts, elo=elo,
                       mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated=history,
-                      held_out_rated=held_out, source=source, mle_source=mle_source)
+                      held_out_rated=held_out, source=source, mle_source=mle_source, mle_writer=mle_writer)
 
 
 def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict[str, deque]) -> TrueSkillState:
@@ -88,18 +100,23 @@ def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict
 
 
 def _whole_history(history: RatedTable, held_out: RatedTable, *, bootstrap: int,
-                   start: Mapping[str, MLERating] | None = None) -> tuple[Mapping[str, MLERating], HeadToHead, Mapping[str, MLERating]]:
-    """The whole-history computations: the Plackett-Luce fit with its bootstrap, the head to
-    head, and the held-out fit."""
-    warm = {p: r.rating for p, r in start.items()} if start else None
-    mle = plackett_luce(history, bootstrap=bootstrap, start=warm) if len(history) else {}
+                   start: Mapping[str, MLERating] | None = None, fitted: Mapping[str, MLERating] | None = None,
+                   ) -> tuple[Mapping[str, MLERating], HeadToHead, Mapping[str, MLERating]]:
+    """The whole-history computations: the Plackett-Luce fit with its bootstrap (or `fitted`,
+    a published one), the head to head, and the held-out fit."""
+    if fitted is not None:
+        mle = dict(fitted)
+    else:
+        warm = {p: r.rating for p, r in start.items()} if start else None
+        mle = plackett_luce(history, bootstrap=bootstrap, start=warm) if len(history) else {}
     pairs = head_to_head(history)
     held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
     return mle, pairs, held_out_mle
 
 
 def _standings(teams: TeamRows, tallies: Tallies, match_summary, policy_matches, *, ts, elo, mle, pairs, held_out_mle,
-               trajectory, rated: RatedTable, held_out_rated: RatedTable, source, mle_source) -> Standings:
+               trajectory, rated: RatedTable, held_out_rated: RatedTable, source, mle_source,
+               mle_writer: str = "") -> Standings:
     stages = pve_stages(tallies.pve)
     return Standings(
         pvp_players=pvp_players(tallies.pvp),
@@ -119,6 +136,7 @@ def _standings(teams: TeamRows, tallies: Tallies, match_summary, policy_matches,
         rated_results=len(rated),
         source=source or Source(),
         mle_source=mle_source,
+        mle_writer=mle_writer,
         tallies=tallies,
         rated=rated,
         held_out_rated=held_out_rated,
@@ -157,7 +175,7 @@ def update(
         mle, pairs, held_out_mle = _whole_history(previous.rated, previous.held_out_rated, bootstrap=bootstrap,
                                                   start=previous.mle)
         return replace(previous, source=source, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
-                       overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source)
+                       overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source, mle_writer="")
     try:
         new = gather(batches, teams=previous.teams)
     except ValueError as exc:
@@ -184,4 +202,5 @@ def update(
         mle_source = previous.mle_source
     return _standings(new.teams, tallies, merge_summaries([previous.match_summary, new.summary]), policy_matches,
                       ts=ts, elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory,
-                      rated=rated, held_out_rated=held_out, source=source, mle_source=mle_source)
+                      rated=rated, held_out_rated=held_out, source=source, mle_source=mle_source,
+                      mle_writer="" if refresh_mle else previous.mle_writer)

@@ -93,6 +93,9 @@ class Standings:
     """The shards the whole-history columns (Plackett-Luce fit and bootstrap, head to head,
     held-out fit) were computed from: `source`, or earlier shards between two of their
     refreshes (`leaderboard.refresher`, `mle_every_s`)."""
+    mle_writer: str = ""
+    """The writer whose published Plackett-Luce fit of `mle_source` the standings show
+    (`leaderboard.standings.fits`: a restored Space's first standings); "" when fitted here."""
     tallies: Tallies | None = None
     """The sums and counts behind `pvp_players` and `pve_stages` (what `update` merges)."""
     rated: RatedTable = field(default_factory=RatedTable.empty)
