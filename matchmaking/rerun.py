@@ -84,8 +84,10 @@ class HubConnection:
             self.started = None
 
 
-def connect(settings: ArenaSettings, *, hub: str | None = None, environ: Mapping[str, str] | None = None) -> HubConnection:
-    """The Hub that holds the record's submissions (see the module's docstring for the order).
+def connect(settings: ArenaSettings, *, hub: str | None = None, environ: Mapping[str, str] | None = None,
+            purpose: str = "this rerun") -> HubConnection:
+    """The Hub that holds the record's submissions (see the module's docstring for the order);
+    `purpose` names the run an embedded Hub is started for (`python -m matchmaking.evaluate` shares this).
 
     Raises:
         `NoHubError`: none configured, no Space running on the data folder, and no
@@ -108,7 +110,7 @@ def connect(settings: ArenaSettings, *, hub: str | None = None, environ: Mapping
     local = embedded_hub.start_local_hub(replace(settings, local_hub_port=0))  # a free port: the Space's may come back
     why = "its address file names an endpoint that does not answer" if target is not None else "no Space is running on it"
     api = HfApi(endpoint=local.endpoint, token=secret_file(settings.local_hub_token_file))
-    return HubConnection(api, f"the embedded Hub of {settings.local_hub_dir}, started for this rerun: {why}", started=local)
+    return HubConnection(api, f"the embedded Hub of {settings.local_hub_dir}, started for {purpose}: {why}", started=local)
 
 
 # -- the command --------------------------------------------------------------------------

@@ -1,0 +1,308 @@
+"""Practice against the field: who a practice run plays, and fetching them from the Hub.
+
+`python -m matchmaking.evaluate FOLDER --against OWNER/NAME[@REV] ... --against top:K`
+(`matchmaking.evaluate`) plays a participant's team against submissions of the field on
+their own machine. This module turns the `--against` values into pinned, checked and
+downloaded revisions: named ones as they are on the Hub, and `top:K` as the PvP tab ranks
+the field from the match-history dataset (`field_ranking`). It records nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from arena.errors import ArenaError, DamagedFileError, InvalidArgumentError, NoHubError, PolicyNotFoundError
+from arena.policies import PolicyRef
+from arena.ratings import RatedTable, plackett_luce, rated_from_codes
+from arena.rules import ANCHORS
+from arena.schema import is_builtin
+from arena.settings import ArenaSettings
+from matchmaking.engine.config import MatchConfig
+
+#: Teams in a match: TARGET and at most this many opponents from the Hub.
+MAX_OPPONENTS = MatchConfig().num_teams - 1
+
+#: `--against top:K`.
+TOP_PREFIX = "top:"
+
+#: What `top:K` reads of each shard of the history dataset.
+RANKING_COLUMNS = ("match_id", "started_at", "track", "slot", "policy_id", "revision", "achievement")
+
+#: Bootstrap resamples of the Plackett-Luce fit, as the Space's PvP table.
+BOOTSTRAP = 200
+
+
+
+@dataclass(frozen=True)
+class AgainstArgs:
+    """The `--against` values, parsed: named revisions, and K of `top:K` (0: none)."""
+
+    named: tuple[tuple[str, str | None], ...]
+    """(repo id, revision or None for the latest commit), in the order given."""
+    top: int = 0
+
+
+def parse_against(values: Sequence[str]) -> AgainstArgs:
+    """`--against` values as `AgainstArgs`.
+
+    Raises:
+        `InvalidArgumentError`: a value that is neither OWNER/NAME[@REV] nor top:K, two
+            top:K, a K outside 1-15, or more than 15 opponents named.
+    """
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    named: list[tuple[str, str | None]] = []
+    top = 0
+    for raw in values:
+        text = raw.strip()
+        if text.lower().startswith(TOP_PREFIX):
+            count = text[len(TOP_PREFIX):].strip()
+            if top:
+                raise InvalidArgumentError(f"--against {text!r}: give top:K once (the top K of the PvP leaderboard).")
+            if not count.isdigit() or not 1 <= int(count) <= MAX_OPPONENTS:
+                raise InvalidArgumentError(f"--against {text!r}: K of top:K must be a whole number from 1 to "
+                                           f"{MAX_OPPONENTS} (a match seats {MAX_OPPONENTS} opponents), e.g. top:5.")
+            top = int(count)
+            continue
+        repo_id, at, revision = text.partition("@")
+        try:
+            validate_repo_id(repo_id)
+            if "/" not in repo_id:
+                raise HFValidationError("it has no OWNER/ part")
+        except HFValidationError as exc:
+            raise InvalidArgumentError(f"--against {text!r} is neither OWNER/NAME[@REV] (a submission on the Hub, "
+                                       f"as on its page there) nor top:K: {exc}") from None
+        if at and not revision.strip():
+            raise InvalidArgumentError(f"--against {text!r}: nothing after @; give a commit sha or a branch, or leave "
+                                       "@REV out for the latest commit.")
+        named.append((repo_id, revision.strip() or None))
+    if len(named) + top > MAX_OPPONENTS:
+        raise InvalidArgumentError(f"--against names {len(named) + top} opponents ({len(named)} named"
+                                   f"{f' and top:{top}' if top else ''}); a match seats {MAX_OPPONENTS} besides yours: "
+                                   "name fewer.")
+    return AgainstArgs(tuple(named), top)
+
+
+@dataclass(frozen=True)
+class Opponent:
+    """A revision from the Hub that plays against TARGET, and why it was picked."""
+
+    repo_id: str
+    revision: str
+    """The commit sha."""
+    why: str
+    """`--against OWNER/NAME@REV`, or `top:K (rank R, rating X)`."""
+    files: tuple[tuple[str, int], ...] = ()
+    """(path, size) of its files at that commit, as the Hub lists them."""
+
+
+@dataclass(frozen=True)
+class FieldEntry:
+    """One submission of the PvP leaderboard as `top:K` ranks it."""
+
+    repo_id: str
+    revision: str
+    rank: int
+    """The PvP table's Rank: 1 + the number of shown policies whose 95% interval lies entirely above."""
+    rating: float
+    """Plackett-Luce rating (the MLE column)."""
+    low: float
+    high: float
+    matches: int
+
+
+def _classified(exc: Exception, what: str, endpoint: str) -> ArenaError:
+    """A failed Hub call as the Arena's error: no such repo or revision, or no Hub."""
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+
+    from matchmaking.hub.health import answered, describe
+
+    if isinstance(exc, RevisionNotFoundError):
+        return PolicyNotFoundError(f"{what}: no such revision on {endpoint}. Give a commit sha from the repo's history "
+                                   "(or a branch), or leave @REV out for its latest commit.")
+    if isinstance(exc, RepositoryNotFoundError):
+        return PolicyNotFoundError(f"{what}: no such repo on {endpoint}. Check OWNER/NAME as on the repo's Hub page, "
+                                   "and that this is the Arena's Hub (--hub URL).")
+    if answered(exc):
+        return PolicyNotFoundError(f"{what}: {endpoint} refused it ({describe(exc)}).")
+    if isinstance(exc, (OSError, HfHubHTTPError)) or "connect" in type(exc).__name__.lower():
+        return NoHubError(f"The Hub at {endpoint} does not answer ({describe(exc)}): is the Space running? Start it, "
+                          "or point at a Hub with --hub URL.")
+    raise exc
+
+
+def resolve(api, repo_id: str, revision: str | None, *, why: str, max_mb: float) -> Opponent:
+    """Pin `repo_id` at `revision` (its latest commit if None) to a commit sha, and check its
+    files as the Space checks a submission before anything of it runs.
+
+    Raises:
+        `PolicyNotFoundError`: no such repo or revision on the Hub.
+        `InvalidArgumentError`: its files cannot play (no `policy.py` at the root, too large).
+        `NoHubError`: the Hub does not answer.
+    """
+    from matchmaking.hub.discovery import format_problem, size_problem
+
+    what = f"--against {repo_id}{f'@{revision}' if revision else ''}"
+    try:
+        info = api.model_info(repo_id, revision=revision, files_metadata=True)
+    except Exception as exc:  # noqa: BLE001 - classified: the answer is the argument's fate, silence the Hub's
+        raise _classified(exc, what, api.endpoint) from None
+    files = tuple(sorted((s.rfilename, int(s.size or 0)) for s in (info.siblings or [])))
+    problem = format_problem(files) or size_problem(files, max_mb)
+    if problem:
+        raise InvalidArgumentError(f"{what} (commit {str(info.sha)[:12]}) cannot play: {problem}")
+    return Opponent(repo_id, str(info.sha), why, files)
+
+
+def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTSTRAP) -> list[FieldEntry]:
+    """The submissions of the PvP leaderboard, best first, from the history dataset on the Hub.
+
+    The shards `data/*.parquet` of dataset `history_repo` (downloaded into `cache`, only the
+    new ones on a later run), read as the Space reads them: in file-name order, a (match id,
+    slot) repeated across shards counted once, only PvP rows rated. Each repo's current
+    revision is the one that played its latest PvP match (older revisions no longer play:
+    the table's default view, superseded revisions hidden). Rated by the Space's
+    Plackett-Luce fit (`arena.ratings.plackett_luce`, anchors fixed) over every PvP match,
+    then ranked as the PvP table ranks what it shows (those revisions and the anchors):
+    Rank = 1 + the number whose 95% interval lies entirely above, then by rating, then by id.
+
+    Raises:
+        `PolicyNotFoundError`: no such dataset on the Hub.
+        `InvalidArgumentError`: the dataset holds no PvP match yet.
+        `DamagedFileError`: a shard cannot be read.
+        `NoHubError`: the Hub does not answer.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(history_repo, repo_type="dataset", allow_patterns=["data/*.parquet"],
+                                        cache_dir=cache, endpoint=api.endpoint, token=api.token))
+    except Exception as exc:  # noqa: BLE001 - classified
+        from huggingface_hub.errors import RepositoryNotFoundError
+
+        if isinstance(exc, RepositoryNotFoundError):
+            raise PolicyNotFoundError(
+                f"top:K ranks the PvP leaderboard from the match history the Space publishes, and {api.endpoint} has no "
+                f"dataset {history_repo} (NMMO_ARENA_HISTORY_REPO). Point --hub at the Space's Hub and "
+                "NMMO_ARENA_HISTORY_REPO at its dataset (a new Space creates it with its first matches), or name "
+                "opponents with --against OWNER/NAME[@REV].") from None
+        raise _classified(exc, f"top:K reads the history dataset {history_repo}", api.endpoint) from None
+    data = folder / "data"
+    shards = sorted((p for p in data.rglob("*.parquet") if not any(part.startswith(".") for part in p.relative_to(data).parts)),
+                    key=lambda p: p.relative_to(data).as_posix()) if data.is_dir() else []
+    tables = []
+    for shard in shards:
+        try:
+            read = pq.read_table(shard, columns=list(RANKING_COLUMNS))
+        except (OSError, pa.ArrowException) as exc:
+            raise DamagedFileError(f"Shard {shard.relative_to(data)} of {history_repo}, downloaded into {cache}, cannot be "
+                                   f"read ({type(exc).__name__}: {exc}); delete {cache} to download it again.") from None
+        tables.append(read.filter(pc.equal(read["track"], "pvp")))
+    rows = pa.concat_tables(tables, promote_options="permissive") if tables else None  # shards of older schema versions
+    if rows is None or rows.num_rows == 0:
+        raise InvalidArgumentError(
+            f"top:K ranks the PvP leaderboard, and the history dataset {history_repo} on {api.endpoint} holds no PvP "
+            f"match yet ({len(shards)} shards). Name opponents with --against OWNER/NAME[@REV], or wait until the Space "
+            "has played PvP and pushed the history (its PvP tab then shows the table).")
+    # ALGO LOGIC: a (match id, slot) repeated across shards (a crash between a shard and its WAL's clean-up) counts once
+    match_ids = rows["match_id"].to_numpy(zero_copy_only=False).astype(str)
+    slots = rows["slot"].to_numpy(zero_copy_only=False)
+    _, first = np.unique(np.char.add(np.char.add(match_ids, "\0"), slots.astype(str)), return_index=True)
+    keep = np.sort(first)
+    match_ids, slots = match_ids[keep], slots[keep]
+    started = rows["started_at"].to_numpy(zero_copy_only=False).astype(str)[keep]
+    policies = rows["policy_id"].to_numpy(zero_copy_only=False).astype(str)[keep]
+    revisions = rows["revision"].to_numpy(zero_copy_only=False).astype(str)[keep]
+    achievement = rows["achievement"].to_numpy(zero_copy_only=False)[keep]
+    players = np.array([p if is_builtin(p) else f"{p}@{r}" for p, r in zip(policies, revisions)], dtype=object)
+    start_values, start_code = np.unique(started, return_inverse=True)
+    id_values, id_code = np.unique(match_ids, return_inverse=True)
+    names, player_code = np.unique(players.astype(str), return_inverse=True)
+    table: RatedTable = rated_from_codes(start_code, start_values, id_code, id_values, slots, player_code, names, achievement)
+    mle = plackett_luce(table, bootstrap=bootstrap)
+
+    # ALGO LOGIC: each repo's current revision: the one that played its latest PvP match
+    latest: dict[str, tuple[str, str, str]] = {}  # repo -> (start time, match id, player)
+    for player, when, match in zip(players, started, match_ids):
+        if is_builtin(player):
+            continue
+        repo = player.split("@", 1)[0]
+        if repo not in latest or (when, match) > latest[repo][:2]:
+            latest[repo] = (when, match, player)
+    current = [player for _, _, player in latest.values() if player in mle]
+    shown = current + [p for p in ANCHORS if p in mle]
+    lows = np.array([mle[p].low for p in shown])
+    counts = Counter(player for player, _ in set(zip(players, match_ids)))
+    entries = [FieldEntry(player.split("@", 1)[0], player.split("@", 1)[1], 1 + int(np.sum(lows > mle[player].high)),
+                          mle[player].rating, mle[player].low, mle[player].high, counts[player]) for player in current]
+    return sorted(entries, key=lambda e: (e.rank, -e.rating, e.repo_id))
+
+
+def choose_opponents(api, against: AgainstArgs, *, settings: ArenaSettings,
+                     say: Callable[[str], None] = lambda line: None) -> list[Opponent]:
+    """The opponents `--against` names, pinned to commit shas and checked, named first and
+    then the top K (a revision named twice plays once).
+
+    Raises:
+        `PolicyNotFoundError`, `InvalidArgumentError`, `NoHubError`: see `resolve` and
+            `field_ranking`; and `InvalidArgumentError` when the leaderboard holds fewer
+            than K submissions, or the opponents are more than 15.
+    """
+    chosen = [resolve(api, repo, rev, why=f"--against {repo}{f'@{rev}' if rev else ''}", max_mb=settings.max_submission_mb)
+              for repo, rev in against.named]
+    if against.top:
+        ranking = field_ranking(api, settings.history_repo, settings.cache_dir / "practice" / "history")
+        if len(ranking) < against.top:
+            raise InvalidArgumentError(
+                f"--against top:{against.top}: the PvP leaderboard of {settings.history_repo} on {api.endpoint} holds "
+                f"{len(ranking)} submission{'s' if len(ranking) != 1 else ''}. Ask for top:{len(ranking)} or fewer"
+                f"{'' if not ranking else ', or name opponents with --against OWNER/NAME[@REV]'}.")
+        for entry in ranking[:against.top]:
+            say(f"top:{against.top}: {entry.repo_id}@{entry.revision[:7]}, rank {entry.rank}, rating {entry.rating:.2f} "
+                f"({entry.low:.2f} to {entry.high:.2f}), {entry.matches} PvP matches")
+            why = f"top:{against.top} (rank {entry.rank}, rating {entry.rating:.2f})"
+            chosen.append(resolve(api, entry.repo_id, entry.revision, why=why, max_mb=settings.max_submission_mb))
+    first: dict[tuple[str, str], Opponent] = {}
+    for opponent in chosen:
+        first.setdefault((opponent.repo_id, opponent.revision), opponent)
+    unique = list(first.values())
+    if len(unique) > MAX_OPPONENTS:
+        raise InvalidArgumentError(f"--against gives {len(unique)} different opponents; a match seats {MAX_OPPONENTS} "
+                                   "besides yours: name fewer, or a smaller top:K.")
+    return unique
+
+
+def fetch(api, opponent: Opponent, *, downloads: Path, ticks: int) -> PolicyRef:
+    """Download `opponent`'s commit into `downloads` and validate it as the Space validates a
+    submission (its validation match, in its sandbox).
+
+    Raises:
+        `InvalidArgumentError`: it fails validation (the reason says what happened).
+        `PolicyNotFoundError`, `NoHubError`: the download failed.
+    """
+    from matchmaking.hub.discovery import download
+    from matchmaking.service.validation import validate
+
+    what = f"{opponent.repo_id}@{opponent.revision[:12]} ({opponent.why})"
+    try:
+        path = download(api, opponent.repo_id, opponent.revision, downloads)
+    except Exception as exc:  # noqa: BLE001 - classified
+        raise _classified(exc, f"{what}: the download failed", api.endpoint) from None
+    ref = PolicyRef(policy_id=opponent.repo_id, revision=opponent.revision, path=path)
+    report = validate(ref, ticks=ticks)
+    if not report.ok:
+        fault = report.faults[0] if report.faults else None
+        happened = (f"{fault.kind.value} {f'at tick {fault.tick}' if fault.tick else 'while being built'}: {fault.message}"
+                    if fault is not None else report.reason)
+        raise InvalidArgumentError(f"{what} fails the Arena's validation match ({happened}), so it would not play on the "
+                                   "Arena either. Pick another revision of it, or leave it out.")
+    return ref
