@@ -13,7 +13,7 @@ The whole algorithm is in this file, top to bottom (as CleanRL writes its script
    errors compound. So, for a few rounds, the network itself plays the elite seats while
    elite, shown the same observations, says what it would have done; those ticks join the
    data and the network is fitted again (Ross et al., 2011).
-4. **Export.** Write the state dict into `examples/policies/apprentice-torch/weights.pt`
+4. **Export.** Write the state dict into `matchmaking/teams/apprentice/weights.pt` (the built-in; `examples/policies/apprentice-torch` links to it)
    and the ONNX graph (batch axis over the alive members) into
    `examples/policies/apprentice-onnx/model.onnx`, check that both choose the same actions
    on held-out observations, and save the loss curve as `training/apprentice-loss.png`.
@@ -43,7 +43,7 @@ from torch import nn
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
-TORCH_EXAMPLE = ROOT / "examples" / "policies" / "apprentice-torch"
+TORCH_EXAMPLE = ROOT / "matchmaking" / "teams" / "apprentice"  # the built-in (examples/policies/apprentice-torch links to it)
 ONNX_EXAMPLE = ROOT / "examples" / "policies" / "apprentice-onnx"
 sys.path.insert(0, str(TORCH_EXAMPLE))
 from apprentice import ENTITIES, INPUTS, OUTPUTS, SLOTS, STAY, ApprenticeNet, gather, play  # noqa: E402

@@ -1,7 +1,9 @@
 """The Arena's learned built-in teams: networks the project trained, played as built-ins.
 
 `apprentice` is the network `training/imitate.py` trained to imitate the scripted `elite`
-team; its weights and code are the example submission `examples/policies/apprentice-torch`.
+team. Its folder, `matchmaking/teams/apprentice/` (code and weights, shipped with the
+package), is a complete submission: `examples/policies/apprentice-torch` is a link to it,
+so the built-in and the example participants push are the same files.
 As a built-in it is trusted project code and runs in the match process like the scripted
 built-ins, with PyTorch held to one thread (`matchmaking.teams.frameworks`) so that it
 takes no more of the match process's core than a scripted team does.
@@ -11,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from arena import PROJECT_ROOT
 from matchmaking.teams.frameworks import pin_threads
 from matchmaking.teams.loading import load_team_class
 
 #: Where each learned built-in's folder (policy.py and weights) is.
-FOLDERS = {"apprentice": PROJECT_ROOT / "examples" / "policies" / "apprentice-torch"}
+FOLDERS = {"apprentice": Path(__file__).resolve().parent / "apprentice"}
 
 
 @cache
