@@ -54,7 +54,8 @@ log = logging.getLogger(__name__)
 #: What of the history folder is the dataset.
 #: (`fnmatch` patterns: `*` matches `/` too, so `data/*.parquet` is every shard of every day.)
 PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "replays/*.bundle", "logs/*.json.gz", "logs/*.bundle",
-          "submissions/*.jsonl", "audits/*.jsonl", "modelcards/*.jsonl", "writers/*.json", "fits/*.json"]
+          "submissions/*.jsonl", "audits/*.jsonl", "modelcards/*.jsonl", "incidents/*.jsonl", "writers/*.json",
+          "fits/*.json"]
 NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**", "compaction/**", "*.damaged.jsonl"]
 
 #: A file named before writers: its tag, 8 hex digits (fnmatch has no repetition).
@@ -77,7 +78,7 @@ def own_patterns(writer: str | None, *, legacy: bool = False) -> list[str]:
     mine = [f"data/*-{writer}.parquet", f"replays/*-{writer}.bundle", f"logs/*-{writer}.bundle",
             f"replays/loose/*.{writer}.replay", f"logs/loose/*.{writer}.json.gz",
             f"submissions/*-{writer}.jsonl", f"audits/*-{writer}.jsonl", f"modelcards/*-{writer}.jsonl",
-            f"writers/{writer}.json", f"fits/fit-{writer}.json", "README.md"]
+            f"incidents/*-{writer}.jsonl", f"writers/{writer}.json", f"fits/fit-{writer}.json", "README.md"]
     if legacy:
         mine += [f"data/*{_LEGACY}.parquet", f"replays/*{_LEGACY}.bundle", f"logs/*{_LEGACY}.bundle",
                  f"replays/*{_MATCH}.replay", f"logs/*{_MATCH}.json.gz"]

@@ -11,8 +11,8 @@ the Space pulls what the dataset holds and its folder does not (`DatasetPull.run
   match the dataset already holds, and the standings fold the shards one at a time as
   they always do. Another writer's shard gone from the dataset (that writer compacted it
   into a new one, pulled in the same round) is removed from the folder;
-- **journals** of every other writer: status events, audits, model-card publications
-  (`history.journal`), heartbeats (`history.writers`) and published rating fits
+- **journals** of every other writer: status events, audits, model-card publications,
+  matches lost to the platform (`history.journal`), heartbeats (`history.writers`) and published rating fits
   (`leaderboard.standings.fits`), whole files, each replaced when the dataset's copy differs;
 - the dataset card, if the dataset has one: the Space then never pushes its own over it.
 
@@ -50,7 +50,7 @@ from history.writers import WRITER_ID, Writers
 log = logging.getLogger(__name__)
 
 #: Folders of the dataset that are pulled (replays and logs are read by range instead).
-PULLED_FOLDERS = ("data", "submissions", "audits", "modelcards", "writers", "fits")
+PULLED_FOLDERS = ("data", "submissions", "audits", "modelcards", "incidents", "writers", "fits")
 
 #: Where downloads land before they are renamed into place (hidden: nothing reads or pushes it).
 STAGING = ".restore"

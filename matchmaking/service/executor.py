@@ -12,6 +12,10 @@ on every executor (the seed fixes the game; tested on a local Ray runtime).
   (`matchmaking.service.nodes`); the project's code travels as the job's runtime environment. A
   task whose node dies is played again by Ray on another node (`max_retries`), and its
   result arrives once.
+
+A match lost to the platform carries its cause, classified where the failure is caught
+(`classify`: a closed set, `history.incidents.Cause`), never parsed back out of its message:
+the matchmaker records it as an incident and plays the match again (`history.incidents`).
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import signal
+import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +37,7 @@ from arena.errors import InvalidArgumentError
 from arena.logs import MatchLogs
 from arena.replay import ReplayRecorder
 from arena.schema import MatchResult
+from history.incidents import Cause
 from matchmaking.engine.match import HostFactory, MatchSpec, run_match
 from matchmaking.service.live import Board, ClusterBoard, LiveBoard
 from matchmaking.teams.factory import in_process_host
@@ -51,6 +59,65 @@ class MatchOutcome:
     node: str = ""
     isolation: str = ""
     """On a Ray node: its isolation self-test's verdict (`IsolationReport.line`), if it ran."""
+    cause: Cause | None = None
+    """Why the platform lost it, with `error` (None with a result)."""
+
+
+# Ray's exceptions by name: Ray is optional, and this is read on machines without it.
+_RAY_OUT_OF_MEMORY = {"OutOfMemoryError"}
+_RAY_WORKER = {"WorkerCrashedError"}
+_RAY_NODE = {"NodeDiedError", "LocalRayletDiedError", "ObjectLostError", "RayActorError", "TaskCancelledError"}
+
+
+def classify(exc: BaseException, *, oom_killed: bool = False) -> Cause:
+    """The cause of a match lost to `exc`, raised by the match or by the executor waiting for it.
+
+    Args:
+        exc (`BaseException`): what was raised.
+        oom_killed (`bool`): the kernel's OOM killer killed a process meanwhile (`oom_kills`):
+            a worker that died then ran out of memory.
+
+    Returns:
+        `Cause`: out of memory (a `MemoryError`, also as the cause of what was raised; Ray's
+        `OutOfMemoryError`), a worker died (the pool broke, or was rebuilt with this match
+        in it; Ray's `WorkerCrashedError`), a node lost (Ray's node and object losses), else
+        an engine error.
+
+    Example:
+        >>> classify(MemoryError()).value, classify(BrokenProcessPool()).value, classify(KeyError("x")).value
+        ('out-of-memory', 'worker-died', 'engine-error')
+    """
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    names = {cls.__name__ for e in chain for cls in type(e).__mro__}
+    if any(isinstance(e, MemoryError) for e in chain) or names & _RAY_OUT_OF_MEMORY:
+        return Cause.OUT_OF_MEMORY
+    if isinstance(exc, (BrokenProcessPool, CancelledError)) or names & _RAY_WORKER:
+        return Cause.OUT_OF_MEMORY if oom_killed else Cause.WORKER_DIED
+    if names & _RAY_NODE:
+        return Cause.NODE_LOST
+    return Cause.ENGINE_ERROR
+
+
+#: Where the kernel counts this machine's OOM kills (cgroup v2, then v1), first found.
+_OOM_COUNTERS = (Path("/sys/fs/cgroup/memory.events"), Path("/sys/fs/cgroup/memory/memory.oom_control"))
+
+
+def oom_kills() -> int | None:
+    """Processes of this container the kernel's OOM killer has killed so far (None where
+    no cgroup says): a worker that died while it rose ran out of memory."""
+    for path in _OOM_COUNTERS:
+        try:
+            for line in path.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def play_outcome(spec: MatchSpec, host_factory: HostFactory, record: bool = False, board: Board | None = None,
@@ -62,7 +129,7 @@ def play_outcome(spec: MatchSpec, host_factory: HostFactory, record: bool = Fals
     try:
         result = run_match(spec, host_factory=host_factory, recorder=recorder, logs=logs, progress=report)
     except Exception as exc:  # noqa: BLE001 - reported per match, the batch goes on
-        return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}")
+        return MatchOutcome(spec, error=f"{type(exc).__name__}: {exc}", cause=classify(exc))
     finally:
         done()
     return MatchOutcome(spec, result=result, replay=recorder.data if recorder else None, logs=logs.data if logs else None)
@@ -86,12 +153,13 @@ def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, boar
         try:
             verdict = require(isolation, where=f"node {node[:12]}").line()
         except IsolationError as exc:
-            return MatchOutcome(spec, error=str(exc), node=node, isolation=str(exc))
+            return MatchOutcome(spec, error=str(exc), node=node, isolation=str(exc), cause=Cause.NODE_REFUSED)
     cache = NodeCache()
     try:
         playable = cache.localize(spec)
     except Exception as exc:  # noqa: BLE001 - a fetch that fails loses this match only
-        return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node)
+        return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node,
+                            cause=Cause.NODE_REFUSED)
     return dataclasses.replace(play_outcome(playable, host_factory, record, board, node), spec=spec, node=node, isolation=verdict)
 
 
@@ -151,11 +219,36 @@ class LocalExecutor:
         self.record_replays = record_replays
         self.live = live
         self._pool: ProcessPoolExecutor | None = None
+        self._oom_kills: int | None = None
+        """The kernel's OOM kills when the pool started (`oom_kills`)."""
+        self._broken: tuple[ProcessPoolExecutor | None, str, bool] = (None, "", False)
+        """The pool that broke last, its dead workers in words, and whether the OOM killer struck."""
 
     def _ensure(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._oom_kills = oom_kills()
         return self._pool
+
+    def _lost(self, spec: MatchSpec, exc: BaseException, pool: ProcessPoolExecutor) -> MatchOutcome:
+        """The outcome of a match whose worker died (or that `pool`, broken, took with it),
+        with the dead worker named and the cause classified."""
+        if self._broken[0] is not pool:  # the first match lost with this pool: name its dead
+            dead, deadline = [], time.monotonic() + 2.0
+            for pid, process in sorted((pool._processes or {}).items()):  # no public accessor
+                process.join(max(0.0, deadline - time.monotonic()))  # a big process killed takes a moment to be reaped
+                code = process.exitcode
+                if code is not None and code < 0 and -code != signal.SIGTERM:  # the others the pool terminated
+                    dead.append(f"worker {pid} killed by {signal.Signals(-code).name}")
+                elif code not in (None, 0, -signal.SIGTERM):
+                    dead.append(f"worker {pid} exited with {code}")
+            now = oom_kills()
+            oom = now is not None and self._oom_kills is not None and now > self._oom_kills
+            self._broken = (pool, "; ".join([*dead, *(["the kernel's OOM killer killed a process"] if oom else [])]), oom)
+        _, dead_workers, oom = self._broken
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return MatchOutcome(spec, error=f"worker failed: {why}" + (f" ({dead_workers})" if dead_workers else ""),
+                            cause=classify(exc, oom_killed=oom))
 
     def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
         """Play `specs`, yielding outcomes as they finish."""
@@ -169,8 +262,10 @@ class LocalExecutor:
                 try:
                     yield future.result()
                 except Exception as exc:  # noqa: BLE001 - a worker died: the pool is rebuilt
-                    self.close()
-                    yield MatchOutcome(spec_of[future], error=f"worker failed: {type(exc).__name__}: {exc}")
+                    outcome = self._lost(spec_of[future], exc, pool)
+                    if self._pool is pool:  # not a new pool another round started meanwhile
+                        self.close()
+                    yield outcome
 
     def in_flight(self) -> list[LiveMatch]:
         """The matches being played now, with their ticks (none without a `live` folder)."""
@@ -276,7 +371,7 @@ class RayExecutor:
                 try:
                     outcome = self.ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - retries exhausted: this match only is lost
-                    yield MatchOutcome(spec_of[ref], error=f"Ray task failed: {type(exc).__name__}: {exc}")
+                    yield MatchOutcome(spec_of[ref], error=f"Ray task failed: {type(exc).__name__}: {exc}", cause=classify(exc))
                 else:
                     if outcome.isolation and outcome.node not in self.node_isolation:
                         self.node_isolation[outcome.node] = outcome.isolation
