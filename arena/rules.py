@@ -117,9 +117,18 @@ class Pairing(str, Enum):
     """
 
     RANDOM = "random"
-    """The paper's: uniformly random pools, least-played first (the default)."""
+    """The paper's, as the Arena drew it before the guarantee: the least-played first, ties at random
+    (a newcomer sits in every pool until its count has caught up with the field's)."""
     UNCERTAINTY = "uncertainty"
-    """The least certain ratings first."""
+    """The least certain ratings (largest TrueSkill sigma) first."""
+    GUARANTEE = "guarantee"
+    """The volume guarantee (the default): the unsettled (`arena.settling`) first, least
+    settled first, in at most 8 seats of a pool; the other seats uniformly at random."""
+
+    @property
+    def rated(self) -> bool:
+        """Whether the rule reads the live TrueSkill ratings (its sigmas)."""
+        return self is not Pairing.RANDOM
 
 
 #: Options retired on `RETIRED_ON` because their own studies rejected them, each with why

@@ -186,7 +186,7 @@ class ArenaSettings:
         doc="parallel matches on this machine (0: one per CPU)")
     ray_address: str | None = setting(None, env="RAY", parse=_optional, check=_ray,
         doc="a Ray cluster to run matches on (auto, ray://HOST:PORT); unset: local worker processes")
-    pairing: str = setting(Pairing.RANDOM.value, env="PAIRING", parse=_text, check=_choice(tuple(p.value for p in Pairing)),
+    pairing: str = setting(Pairing.GUARANTEE.value, env="PAIRING", parse=_text, check=_choice(tuple(p.value for p in Pairing)),
         retired=RETIRED_PAIRINGS, doc="how PvP pools are drawn")
     pvp_matches_per_round: int = setting(0, env="PVP_PER_ROUND", parse=_integer, check=_at_least(0),
         doc="PvP matches started per PvP round (0: one per worker)")

@@ -1,7 +1,7 @@
 """How a participant submits to this Space, in words: the command and where the Hub is.
 
 One pure function of the settings and the Hub's address, so the About tab
-(`leaderboard.pages.about_markdown`) says exactly what `python -m matchmaking.submit`
+(`leaderboard.about.about_markdown`) says exactly what `python -m matchmaking.submit`
 does and where it pushes (docs/participants.md says the same for the defaults). Kept in the shared
 core because the leaderboard may not import the matchmaker.
 """

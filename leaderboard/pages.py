@@ -3,7 +3,7 @@
 Each callback only reads the latest `Standings` (kept fresh in the background by
 `leaderboard.refresher.StandingsRefresher`) and formats it with `leaderboard.tables`, so every
 page answers quickly. Named API endpoints (`/pvp_table`, `/pve_table`, `/submissions`,
-`/matches`, `/policy`, `/now_playing`, `/head_to_head`, `/analytics`) make the same data available through `gradio_client`.
+`/matches`, `/policy`, `/exposure`, `/settling`, `/now_playing`, `/head_to_head`, `/analytics`) make the same data available through `gradio_client`.
 """
 
 from __future__ import annotations
@@ -17,120 +17,20 @@ import gradio as gr
 import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
-from arena.rules import BUILTIN_TEAMS, MATCH, PVE
+from arena.rules import MATCH
 from arena.schema import player_id
-from arena.scoring import tier_table
 from arena.settings import ArenaSettings
-from arena.submitting import how_to_submit
+from arena.settling import Settling
 from history.audits import AuditSummary
-from leaderboard import tables
+from history.incidents import IncidentLog, incident_log_path
+from leaderboard import exposure, meter, tables
+from leaderboard.about import about_markdown, audit_markdown, builtin_references, incidents_markdown
 from leaderboard.about_luck import luck_markdown
 from leaderboard.analytics import analytics_tab
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.viewer import replay_viewer
 
 REFRESH_S = 10.0
-
-
-def builtin_references() -> pd.DataFrame:
-    """The built-in teams, what they are, and where they play."""
-    return pd.DataFrame(
-        [
-            {
-                "Built-in": team.policy_id,
-                "Kind": team.kind,
-                "What it is": team.description,
-                "PvE stages": ", ".join(str(s) for s, names in PVE.stages.items() if team.name in names) or "-",
-                "Anchor rating": "-" if team.anchor is None else f"{team.anchor:.2f}",
-            }
-            for team in BUILTIN_TEAMS
-        ]
-    )
-
-
-def _stage_kinds(scripted: list[int], learned: list[int]) -> str:
-    """`Stages 1 and 3 are played by scripted teams only; stage 2 also by a learned one.`"""
-    def named(stages: list[int]) -> str:
-        numbers = [str(n) for n in stages]
-        listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
-        return ("Stage " if len(stages) == 1 else "Stages ") + listed
-
-    text = f"{named(scripted)} {'is' if len(scripted) == 1 else 'are'} played by **scripted** teams only" if scripted else ""
-    if learned:
-        text += ("; " + named(learned).lower() + " also" if text else named(learned)) + " by a **learned** team (a trained network)"
-    return text + "."
-
-
-def about_markdown(settings: ArenaSettings, *, hub_url: str) -> str:
-    """The About / Submit tab: how to submit, the rules as this Space runs them, the data."""
-    tag, history_repo = settings.submission_tag, settings.history_repo
-    learned = [s for s in PVE.stages if "learned" in PVE.kinds(s)]
-    scripted = [s for s in PVE.stages if s not in learned]
-    rows = "\n".join(
-        f"| {r['task']} | {r['measure']} | {r['easy (4)']} | {r['medium (10)']} | {r['hard (21)']} |" for r in tier_table()
-    )
-    return f"""
-## Submit a policy
-Push a model repo tagged **`{tag}`** whose root holds `policy.py` with `class Team`
-(`__init__(self, team_id, env_config)`, `act(self, observations) -> actions`); see the
-Arena's `docs/participants.md` for the full contract and examples:
-
-{how_to_submit(settings, hub_url=hub_url)}
-
-The Arena finds it, validates it in a sandbox (the Submissions tab says why if it is
-rejected), plays PvE: {settings.pve_matches_per_stage} matches a stage against built-in teams
-(a Top1Ratio of {settings.next_stage_top1:g} opens the next stage), and qualifies it for PvP at a
-mean Achievement of {settings.qualify_achievement:g} in stage 1. PvP pools {MATCH.num_teams} qualified
-policies ({settings.pairing} pairing), one **single match** per pool, each rated on its own.
-
-PvE, validation and `python -m matchmaking.evaluate` play the **published** maps (ids 1-256: anyone
-can generate them and reproduce a PvE result); PvP plays **held-out** maps, generated from this
-Space's secret, that no participant has seen in advance. The PvP table's Held-out and PvE vs PvP
-columns, and the plot under it, show who stands better on the published maps than on the held-out ones.
-
-## Rules
-{MATCH.num_teams} teams of {MATCH.team_size} agents, {MATCH.map_size}x{MATCH.map_size} maps,
-{settings.match_horizon} ticks, Neural MMO 2.x with every game system.
-A team's Achievement is the sum over four tasks of its highest tier reached by any member:
-
-| Task | Measured as | Easy (4) | Medium (10) | Hard (21) |
-|---|---|---|---|---|
-{rows}
-
-PvE opponents: {"; ".join(f"stage {s}: {PVE.describe(s)} ({PVE.kinds(s)})" for s in PVE.stages)}.
-{_stage_kinds(scripted, learned)}
-
-## Data
-Every match is in the dataset [`{history_repo}`]({hub_url.rstrip('/')}/datasets/{history_repo}),
-one row per team per match; every rating here is computed from it alone:
-`datasets.load_dataset("{history_repo}")`.
-
-The dataset is this Space's state; its disk is only a cache. A Space restarted on an empty
-disk (a restart, a rebuild, waking from sleep) takes back from the dataset every match,
-status, audit and model-card publication before it plays, and plays no match the dataset
-holds. What a wiped disk loses is what had not been pushed yet: at most the last
-{settings.push_every_minutes:g} minutes of play (`NMMO_ARENA_PUSH_MINUTES`); a clean stop pushes
-it first. A Space with persistent storage keeps even that with `NMMO_ARENA_DATA=/data`.
-"""
-
-
-def audit_markdown(summary: AuditSummary | None, settings: ArenaSettings) -> str:
-    """The About tab's reproducibility note: the audits' tally and every match that did
-    not reproduce, with its first difference."""
-    how = ("Any recorded match can be played again from its record: `python -m matchmaking.rerun MATCH_ID` "
-           "(same seed, line-up and revisions, same nmmo and Arena versions) says whether it comes out identical.")
-    if not settings.audit_minutes:
-        return f"## Reproducibility\n{how} This Space does not audit itself (`NMMO_ARENA_AUDIT_MINUTES=0`)."
-    if summary is None:
-        return f"## Reproducibility\n{how}"
-    lines = [f"## Reproducibility\n{how} In idle time this Space reruns one recorded match every "
-             f"{settings.audit_minutes:g} minutes at most: **{summary.line}**"
-             + (f"; {summary.other_version} not audited: other version." if summary.other_version else ".")]
-    for audit in summary.failed:
-        d = audit.difference or {}
-        lines.append(f"- `{audit.match_id}` ({audit.track or 'match'}, audited {audit.audited_at}): first difference at "
-                     f"`{d.get('path')}`, recorded `{d.get('recorded')}`, rerun `{d.get('rerun')}`")
-    return "\n".join(lines)
 
 
 def isolation_banner(report: Mapping[str, Any] | None) -> str:
@@ -274,6 +174,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
     """
     settings = settings or ArenaSettings()
     hub_url = data.hub_url
+    incident_log = IncidentLog(incident_log_path(settings.history_dir))  # read only: the union of every writer's file
     empty = {k: v.format(qualify=settings.qualify_achievement, tag=settings.submission_tag) for k, v in EMPTY.items()}
 
     def note(kind: str, frame: pd.DataFrame, *, filtered: bool = False) -> Any:
@@ -295,10 +196,14 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         hit = summary.loc[summary["Match"] == match_id, "Started"]
         return str(hit.iloc[0]) if len(hit) else None
 
+    def settling() -> dict[str, Settling]:
+        """The meter of every qualified revision (`leaderboard.meter`)."""
+        return meter.meter(data.standings(), data.statuses(), pairing=settings.pairing)
+
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
         latest = None if older else (latest_players() or None)
         table = tables.pvp_table(data.standings(), hub_url=hub_url, latest=latest, search=search or "",
-                                 costs=tables.step_costs(data.statuses()))
+                                 costs=tables.step_costs(data.statuses()), settling=meter.meter_texts(settling()))
         return table[table["Matches"] >= (min_matches or 0)].reset_index(drop=True) if len(table) else table
 
     def pve_table() -> pd.DataFrame:
@@ -322,10 +227,18 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         return sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
 
     def policy(player: str) -> tuple[Any, ...]:
-        frames = tables.policy_frames(data.standings(), player or "")
+        standings = data.standings()
+        frames = tables.policy_frames(standings, player or "")
         note = empty["policy"] if not player else empty["rating"] if frames["trajectory"].empty else ""
+        # the exposure ledger: what the figures above rest on (`leaderboard.exposure`)
+        ledger = exposure.revision_exposure(standings.teams, player) if player else None
+        shown = exposure.exposure_frames(ledger) if ledger else {}
+        line = exposure.exposure_markdown(ledger) if ledger else exposure.EMPTY
         return (frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"],
-                gr.Markdown(note, visible=bool(note)))
+                gr.Markdown(note, visible=bool(note)), line,
+                *(gr.Dataframe(value=shown[k] if k in shown else pd.DataFrame(), visible=k in shown and not shown[k].empty)
+                  for k in ("tracks", "seats", "opponents")),
+                meter.meter_markdown(settling().get(player or "")))
 
     with gr.Blocks(title="NMMO Arena") as demo:
         gr.Markdown(
@@ -376,11 +289,20 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             with gr.Tab("Policy", id="policy"):
                 chooser = gr.Dropdown(choices=[], value=None, label="Policy",
                                       elem_id="policy-choice", allow_custom_value=True)
+                policy_settling = gr.Markdown(elem_id="policy-settling")
                 policy_note = gr.Markdown(visible=False, elem_id="policy-empty")
                 rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
                 task_plot = gr.BarPlot(x="task", y="points", color="track", title="Mean points per task", elem_id="policy-tasks")
                 recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
                 h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
+                gr.Markdown("### Exposure: what these figures rest on", elem_id="policy-exposure-title")
+                exposure_note = gr.Markdown(elem_id="policy-exposure-note")
+                exposure_tracks = gr.Dataframe(label="Matches, opponents and maps per track", elem_id="policy-exposure",
+                                               interactive=False, visible=False)
+                exposure_seats = gr.Dataframe(label="Seats dealt: spawn edge and slot", elem_id="policy-exposure-seats",
+                                              interactive=False, visible=False)
+                exposure_opponents = gr.Dataframe(label="Opponents: matches together, seats faced, share of the opponent seats",
+                                                  elem_id="policy-exposure-opponents", interactive=False, visible=False)
             analytics_tab(demo, data.analytics, lambda: data.standings().teams, refresh_s=REFRESH_S)
             with gr.Tab("Matches", id="matches"):
                 with gr.Row():
@@ -403,6 +325,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 # computed in the background by the refresher; a page load only formats it
                 gr.Markdown(lambda: luck_markdown(data.luck()), elem_id="about-luck")
                 gr.Markdown(lambda: audit_markdown(audits(), settings), elem_id="about-audits")
+                gr.Markdown(lambda: incidents_markdown(incident_log.read()), elem_id="about-incidents")
 
         filters: list[Any] = [f_policy, f_track, f_stage, f_since, f_until]
         pvp_inputs = [search, older, min_matches]
@@ -438,12 +361,32 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         gr.api(api_submissions, api_name="submissions")
         gr.api(api_now_playing, api_name="now_playing")
 
+        counted: dict[str, Any] = {}  # every revision's exposure totals, kept until the rows change
+
+        def api_exposure(revision: str = "") -> dict:
+            """The exposure ledger (`leaderboard.exposure.exposure_json`): of a revision (`repo@sha`, or a
+            built-in's name), of each revision of a policy (`repo`), or, with "", every revision's totals."""
+            teams = data.standings().teams
+            if counted.get("teams") is not teams:
+                counted.update(teams=teams, totals=exposure.exposure_totals(teams))
+            return exposure.exposure_json(teams, revision or "", totals=counted["totals"])
+
+        gr.api(api_exposure, api_name="exposure")
+
+        def api_settling() -> list[dict]:
+            """The settling meter of every qualified revision, the least settled first
+            (`leaderboard.meter.meter_records`)."""
+            return meter.meter_records(settling())
+
+        gr.api(api_settling, api_name="settling")
+
         def api_isolation() -> dict:
             """The isolation self-test's report on this machine ({"state": "running"} until it ends)."""
             return dict(isolation() or {"state": "running"})
 
         gr.api(api_isolation, api_name="isolation")
-        policy_outputs = [rating_plot, task_plot, recent, h2h, policy_note]
+        policy_outputs = [rating_plot, task_plot, recent, h2h, policy_note,
+                          exposure_note, exposure_tracks, exposure_seats, exposure_opponents, policy_settling]
         chooser.change(policy, inputs=chooser, outputs=policy_outputs, api_name="policy")
 
         def on_load() -> tuple[Any, ...]:

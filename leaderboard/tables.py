@@ -51,6 +51,8 @@ PVP_COLUMNS = [
     Column("MLE", "number", "order-free maximum-likelihood rating (Plackett-Luce, anchored)"),
     Column("95% interval", "str", "bootstrap interval of the MLE rating", "120px"),
     Column("Position range", "str", "bootstrap 95% interval of the leaderboard position"),
+    Column("Settling", "str", "settled (95% interval at most 1 unit wide), or about how many more PvP matches its rank "
+           "needs and how long that takes at the current rate (docs/rules.md, Settled)", "190px"),
     Column("Held-out", "number", "MLE rating from PvP matches on held-out maps only (maps no participant saw in advance)"),
     Column("PvE vs PvP", "str", "PvP rank on held-out maps minus PvE stage-1 rank, among policies with both: "
            "positive when it stands better in PvE (published maps); 'far' from the diagonal past the threshold", "130px"),
@@ -113,7 +115,7 @@ def overfitting_points(standings: Standings, *, latest: set[str] | None = None) 
 
 
 def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = None, search: str = "",
-              costs: Mapping[str, float] | None = None) -> pd.DataFrame:
+              costs: Mapping[str, float] | None = None, settling: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The PvP leaderboard, best first.
 
     Args:
@@ -123,8 +125,12 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
             None shows every rated player.
         search (`str`): keep rows whose policy or author contains it (case-insensitive).
         costs (`Mapping[str, float]`, *optional*): ms per tick by player (`step_costs`).
+        settling (`Mapping[str, str]`, *optional*): the meter's text by player
+            (`leaderboard.meter.meter_texts`; blank for the anchors and revisions no longer
+            qualified).
     """
     costs = costs or {}
+    settling = settling or {}
     agg = standings.pvp_players
     if agg.empty:
         return pd.DataFrame(columns=[c.name for c in PVP_COLUMNS])
@@ -144,6 +150,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
             "MLE": [mle[p].rating if p in mle else np.nan for p in players],
             "95% interval": [f"{mle[p].low:.2f} to {mle[p].high:.2f}" if p in mle else "" for p in players],
             "Position range": [f"{mle[p].rank_low}-{mle[p].rank_high}" if p in mle else "" for p in players],
+            "Settling": [settling.get(p, "") for p in players],
             "Held-out": [standings.held_out_mle[p].rating if p in standings.held_out_mle else np.nan for p in players],
             "PvE vs PvP": [gaps.get(p, "") for p in players],
             "Elo": [standings.elo.ratings.get(p, np.nan) for p in players],

@@ -72,7 +72,7 @@ def test_both_play_a_match_in_the_sandbox_without_a_fault():
 
 def test_the_about_tab_says_which_stages_are_learned():
     from arena.settings import ArenaSettings
-    from leaderboard.pages import about_markdown
+    from leaderboard.about import about_markdown
 
     text = about_markdown(ArenaSettings(), hub_url="http://hub")
     assert "Stages 1 and 3 are played by **scripted** teams only; stage 2 also by a **learned** team" in text

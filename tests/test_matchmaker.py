@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
@@ -101,11 +102,24 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     recorded: list[str] = []
     for _ in range(3):
         proc = subprocess.Popen([sys.executable, str(script), str(data), "24", hub.endpoint], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
-        time.sleep(rng.uniform(25, 45))
+        lines: list[str] = []
+        first = threading.Event()
+
+        def read(out=proc.stdout, lines=lines, first=first) -> None:
+            for line in out:
+                lines.append(line.strip())
+                first.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        # a random moment once matches are being recorded (waiting for the first rather than
+        # a fixed 25-45 s: the same kills, a minute less of sleeping)
+        assert first.wait(180), "no match recorded within 3 minutes of the start"
+        time.sleep(rng.uniform(0.5, 8))
         os.killpg(proc.pid, signal.SIGKILL)  # the matchmaker and its match workers, mid-whatever
-        out, _ = proc.communicate()
-        recorded += out.split()
-    assert recorded, "nothing was recorded before the kills"
+        proc.wait()
+        reader.join(10)
+        recorded += [line for line in lines if line]
     store = HistoryStore(data / "history")  # the restart's recovery
     table = store.table()
     rows = Counter(table.column("match_id").to_pylist())

@@ -18,7 +18,7 @@ PLAYERS = [f"p{i:02d}@x" for i in range(40)]
 
 # -- pools --------------------------------------------------------------------------------
 def test_few_qualified_are_all_seated_and_the_anchors_fill_the_rest():
-    pool = make_pool(PLAYERS[:5], counts={}, rng=np.random.default_rng(0))
+    pool = make_pool(PLAYERS[:5], counts={}, rng=np.random.default_rng(0), how=Pairing.RANDOM)
     assert len(pool) == 16 and set(PLAYERS[:5]) <= set(pool)
     fill = Counter(p for p in pool if p not in PLAYERS)
     assert set(fill) == set(ANCHORS) and max(fill.values()) - min(fill.values()) <= 1  # cycled evenly
@@ -27,13 +27,13 @@ def test_few_qualified_are_all_seated_and_the_anchors_fill_the_rest():
 
 def test_random_pools_seat_the_least_played_first():
     counts = {p: (0 if i < 16 else 5) for i, p in enumerate(PLAYERS)}
-    pool = make_pool(PLAYERS, counts=counts, rng=np.random.default_rng(1))
+    pool = make_pool(PLAYERS, counts=counts, rng=np.random.default_rng(1), how=Pairing.RANDOM)
     assert sorted(pool) == sorted(PLAYERS[:16])
     counts = {p: 0 for p in PLAYERS}
     seen = Counter()
     rng = np.random.default_rng(2)
     for _ in range(50):  # equal counts kept equal: everybody plays about as often
-        pool = make_pool(PLAYERS, counts=counts, rng=rng)
+        pool = make_pool(PLAYERS, counts=counts, rng=rng, how=Pairing.RANDOM)
         for p in pool:
             counts[p] += 1
             seen[p] += 1
@@ -50,9 +50,9 @@ def test_pool_arguments_are_checked():
     with pytest.raises(ValueError, match="needs `uncertainty`"):
         make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), how=Pairing.UNCERTAINTY)
     with pytest.raises(ValueError, match="at least 1"):
-        make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), size=0)
-    a = make_pool(PLAYERS, counts={}, rng=np.random.default_rng(9))
-    assert a == make_pool(PLAYERS, counts={}, rng=np.random.default_rng(9))  # seeded: reproducible
+        make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), how=Pairing.RANDOM, size=0)
+    a = make_pool(PLAYERS, counts={}, rng=np.random.default_rng(9), how=Pairing.RANDOM)
+    assert a == make_pool(PLAYERS, counts={}, rng=np.random.default_rng(9), how=Pairing.RANDOM)  # seeded: reproducible
 
 
 # -- PvE plans ----------------------------------------------------------------------------

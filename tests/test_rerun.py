@@ -18,7 +18,7 @@ from arena.errors import NotReproducibleError
 from arena.schema import MatchResult, TaskResult, TeamResult
 from arena.settings import ArenaSettings
 from history.audits import Audit, AuditLog, next_to_audit, other_versions, summarize
-from leaderboard.pages import audit_markdown
+from leaderboard.about import audit_markdown
 from matchmaking.service.rerun import first_difference, spec_for
 from tests_support import EXAMPLES, TESTS, push_policy
 

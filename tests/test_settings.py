@@ -62,7 +62,7 @@ SECRETS = {"NMMO_ARENA_WEBHOOK_SECRET", "NMMO_ARENA_MAP_SECRET"}
 RETIRED = {
     ("NMMO_ARENA_PVP_FORMAT", "duplicate"): "Unset NMMO_ARENA_PVP_FORMAT.",
     ("NMMO_ARENA_PVP_FORMAT", "single"): "Unset NMMO_ARENA_PVP_FORMAT.",  # the variable itself is gone
-    ("NMMO_ARENA_PAIRING", "closest-rating"): "Unset NMMO_ARENA_PAIRING for the default (random)",
+    ("NMMO_ARENA_PAIRING", "closest-rating"): "Unset NMMO_ARENA_PAIRING for the default (guarantee)",
 }
 
 

@@ -207,7 +207,7 @@ def test_the_installed_package_evaluates_and_submits_from_outside_the_repository
 
 
 def test_the_about_tab_gives_the_command_and_where_the_hub_is(tmp_path):
-    from leaderboard.pages import about_markdown
+    from leaderboard.about import about_markdown
 
     embedded = ArenaSettings(data_dir=tmp_path / "data")
     text = about_markdown(embedded, hub_url="http://127.0.0.1:7861")

@@ -23,6 +23,7 @@ the code of `python -m matchmaking.rerun` and appends the verdict to the audit l
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -42,6 +43,7 @@ from arena.rules import Pairing, stage_opponents
 from arena.schema import MatchResult, is_builtin, player_id
 from arena.settings import ArenaSettings
 from history.audits import Audit, AuditLog, AuditSummary, summarize
+from history.incidents import MAX_ATTEMPTS, MESSAGE_CHARS, Cause, Incident, IncidentLog, given_up, incident_log_path
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
@@ -94,7 +96,7 @@ class Matchmaker:
         self.health = health
         self.workers = workers
         self.history = HistoryIndex(store, nmmo_version=game.NMMO_VERSION, arena_version=ARENA_VERSION,
-                                    rated=Pairing(settings.pairing) is Pairing.UNCERTAINTY)
+                                    rated=Pairing(settings.pairing).rated)
         # PvP plays the held-out maps of the Space's key; PvE and validation the published ones
         self.config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir,
                                   map_key=maps.space_key(settings))
@@ -115,6 +117,8 @@ class Matchmaker:
         self._sync_lock = threading.Lock()
         """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
         self.audits = AuditLog(settings.audit_log, writer=writer)
+        self.incidents = IncidentLog(incident_log_path(settings.history_dir), writer=writer)
+        """Matches lost to the platform (`history.incidents`): never rated, played again."""
         self._playing = 0
         """PvE and PvP batches being played now (the audit waits for none)."""
         self._playing_lock = threading.Lock()
@@ -153,28 +157,59 @@ class Matchmaker:
         return ref is not None and (self.isolation is None or ref.is_builtin or self.isolation.may_run(ref.path))
 
     def _play(self, specs: list[MatchSpec]) -> list[MatchResult]:
-        """Play specs not yet in the history whose every team may run here; record each as
-        it finishes."""
-        todo = [s for s in specs if not self.store.knows(s.match_id) and all(self._may_run(p) for p in s.policies)]
+        """Play specs not yet in the history, not given up (`history.incidents`), whose
+        every team may run here; record each as it finishes. A match lost to the platform is
+        recorded as an incident, not as a match, and played again (the same spec, so the
+        same match id) until it has had `MAX_ATTEMPTS`."""
+        lost = self.incidents.attempts()
+        todo = [s for s in specs if not self.store.knows(s.match_id) and not given_up(lost[s.match_id])
+                and all(self._may_run(p) for p in s.policies)]
         recorded = []
         with self._playing_lock:
             self._playing += 1
         try:
-            for outcome in self.executor.run(todo):
-                if not self._record(outcome):
-                    continue
-                recorded.append(outcome.result)
+            while todo:
+                again = []
+                for outcome in self.executor.run(todo):
+                    if self._record(outcome):
+                        recorded.append(outcome.result)
+                    elif self._lost(outcome):
+                        again.append(outcome.spec)
+                todo = again
         finally:
             with self._playing_lock:
                 self._playing -= 1
         return recorded
 
     def _record(self, outcome: MatchOutcome) -> bool:
+        """Record a finished match in the history (rated from there); False for a lost one."""
         if outcome.result is None:
-            log.warning("match %s failed: %s", outcome.spec.match_id, outcome.error)
             return False
         self.store.record(outcome.result, replay=outcome.replay, logs=outcome.logs)
         return True
+
+    def _lost(self, outcome: MatchOutcome) -> bool:
+        """A match the platform lost: appended to the incident log with its cause (nothing
+        of it goes into the history, so it is neither rated nor counted as played); returns
+        whether it is played again. Lost because the Space is stopping: only logged (a PvE
+        match is owed at the next start anyway)."""
+        spec = outcome.spec
+        if self._stopping.is_set():
+            log.info("match %s abandoned: the Space is stopping (%s)", spec.match_id, outcome.error)
+            return False
+        attempt = self.incidents.attempts()[spec.match_id] + 1
+        incident = Incident(
+            match_id=spec.match_id, failed_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            track=spec.track, stage=spec.stage, seed=spec.seed,
+            submissions=tuple(player_id(p.policy_id, p.revision) for p in spec.policies if not p.is_builtin),
+            cause=outcome.cause or Cause.ENGINE_ERROR,  # an executor that names no cause: the match raised
+            message=(outcome.error or "")[:MESSAGE_CHARS], attempt=attempt, max_attempts=MAX_ATTEMPTS,
+            replanned=not given_up(attempt), node=outcome.node,
+        )
+        self.incidents.append(incident)
+        log.warning("match %s lost to the platform (%s: %s); %s", spec.match_id, incident.cause.value, outcome.error,
+                    incident.line)
+        return incident.replanned
 
     def _check_faults(self, results: Iterable[MatchResult]) -> None:
         """Mark revisions that keep failing in matches as `error`, with the last reason."""
@@ -258,7 +293,7 @@ class Matchmaker:
         if not self.leads():
             return 0
         budget = self.settings.pve_matches_per_round or self.workers
-        work = self._work(self._pve_work())
+        work = self._given_up_left_out(self._work(self._pve_work()))
         self.pve_queue = work
         self._pve_looked = True
         specs: list[MatchSpec] = []
@@ -281,6 +316,21 @@ class Matchmaker:
         self._check_faults(played)
         self._pve_work()  # record what these matches decided, now rather than next round
         return len(played)
+
+    def _given_up_left_out(self, work: list[pve_queue.PveWork]) -> list[pve_queue.PveWork]:
+        """`work` without the seeds of matches the platform lost `MAX_ATTEMPTS` times: never
+        picked again (they would take a worker's turn every round and play nothing), so the
+        rest of the queue goes on; the revision's stage stays unfinished, as the About tab's
+        incidents say."""
+        incidents = self.incidents.read()
+        if not incidents:
+            return work
+        lost = self.incidents.attempts()
+        dropped = {(i.submissions[0], i.stage, i.seed) for i in incidents
+                   if i.track == "pve" and i.submissions and given_up(lost[i.match_id])}
+        return [dataclasses.replace(w, seeds=tuple(s for s in w.seeds
+                                                   if (player_id(w.repo_id, w.revision), w.stage, s) not in dropped))
+                for w in work]
 
     def live(self) -> list[LiveMatch]:
         """The matches in flight, with their line-ups and ticks (empty if the executor
@@ -312,8 +362,8 @@ class Matchmaker:
                                   later_share=0.5 if self.statuses.with_status(Status.QUALIFIED) else 1.0)
 
     def play_pvp(self) -> int:
-        """One round of PvP pools among the qualified revisions (`settings.pairing`: random,
-        or the least certain ratings first)."""
+        """One round of PvP pools among the qualified revisions (`settings.pairing`: the volume
+        guarantee, the least-played first, or the least certain ratings first)."""
         qualified = self.statuses.with_status(Status.QUALIFIED)
         if not qualified or self.stage1_pending():
             return 0
@@ -326,7 +376,7 @@ class Matchmaker:
         counts = self.history.pvp_counts()
         how = Pairing(self.settings.pairing)
         uncertainty = None
-        if how is Pairing.UNCERTAINTY:
+        if how.rated:  # TrueSkill sigmas: who is settled (`arena.settling`), who is least certain
             uncertainty = {p: r.sigma for p, r in self.history.trueskill().ratings.items()}
         specs: list[MatchSpec] = []
         wanted = self.settings.pvp_matches_per_round or self.workers

@@ -1,12 +1,19 @@
 """Who plays whom in PvP: pools of 16 from the qualified revisions.
 
-The default is the paper's protocol: uniformly random pools that keep every policy's
-match count about equal (the least-played policies are picked first, ties at random).
-The alternative is uncertainty-first pools (the policies whose ratings are least certain
-first). `bench/pairing_study.py` measures both; in 16-team free-for-alls random pools
-converge as fast, so random stays the default. Closest-rating pools (Hugging Face's AI vs.
-AI: the least-played policy and 15 of the n whose ratings are closest to it) were retired
-on 2026-12-03: their study found that they split the field into groups that rarely meet.
+The default is the volume guarantee (`Pairing.GUARANTEE`): the revisions whose ratings
+are not settled yet (`arena.settling`, one definition) take up to 8 seats of each pool,
+the least settled first, and the other seats are drawn uniformly at random from everyone
+else. A newcomer thus plays every match until its rating is settled, then its fair share,
+and the unsettled always meet the field. Every qualified revision keeps at least
+(16 - 8) / N of the seats of every pool: nobody is starved.
+
+The options: `RANDOM`, the paper's protocol as the Arena long drew it (the least-played
+first, ties at random: a newcomer sits in every pool until its count catches up with the
+field's, long after it is settled), and `UNCERTAINTY` (the largest TrueSkill sigmas
+first). `bench/pairing_study.py` measures them against uniformly random pools (docs/
+benchmarks.md). Closest-rating pools (Hugging Face's AI vs. AI: the least-played policy
+and 15 of the n whose ratings are closest to it) were retired on 2026-12-03: their study
+found that they split the field into groups that rarely meet.
 
 With fewer qualified policies than seats, built-in teams fill the pool; they are the
 fixed anchors of the ratings (`arena.rules.ANCHORS`, `POOL_FILL`).
@@ -20,6 +27,7 @@ import numpy as np
 
 from arena.errors import InvalidArgumentError
 from arena.rules import POOL_FILL, Pairing
+from arena.settling import is_settled, priority_seats
 
 
 def _least_played_first(candidates: Sequence[str], counts: Mapping[str, int], rng: np.random.Generator) -> list[str]:
@@ -27,13 +35,23 @@ def _least_played_first(candidates: Sequence[str], counts: Mapping[str, int], rn
     return [p for _, _, p in sorted(zip((counts.get(p, 0) for p in candidates), jitter, candidates))]
 
 
+def _guarantee(candidates: Sequence[str], sigmas: Mapping[str, float], rng: np.random.Generator, size: int) -> list[str]:
+    # ALGO LOGIC: the least settled first, in at most half the seats; the rest uniformly at random
+    sigma = [sigmas.get(p, float("inf")) for p in candidates]
+    unsettled = [(-s, j, p) for s, j, p in zip(sigma, rng.random(len(candidates)), candidates) if not is_settled(s)]
+    chosen = [p for _, _, p in sorted(unsettled)[:priority_seats(size)]]
+    taken = set(chosen)
+    rest = [p for p in candidates if p not in taken]
+    return chosen + [rest[i] for i in rng.choice(len(rest), size=size - len(chosen), replace=False)]
+
+
 def make_pool(
     candidates: Sequence[str],
     *,
     counts: Mapping[str, int],
     rng: np.random.Generator,
+    how: Pairing,
     size: int = 16,
-    how: Pairing = Pairing.RANDOM,
     uncertainty: Mapping[str, float] | None = None,
     fill: Sequence[str] = POOL_FILL,
 ) -> list[str]:
@@ -45,7 +63,8 @@ def make_pool(
         rng (`np.random.Generator`): the randomness (seeded by the caller).
         size (`int`): seats in a match.
         how (`Pairing`): the pairing rule (see the module docstring).
-        uncertainty (`Mapping[str, float]`): current rating uncertainty (for `UNCERTAINTY`).
+        uncertainty (`Mapping[str, float]`): TrueSkill sigma of each player (for `UNCERTAINTY`
+            and `GUARANTEE`; a player missing has never played: the least certain).
         fill (`Sequence[str]`): built-ins that fill empty seats, cycled.
 
     Returns:
@@ -63,6 +82,10 @@ def make_pool(
             raise InvalidArgumentError("uncertainty-first pairing needs `uncertainty`.")
         jitter = rng.random(len(candidates))
         chosen = [p for _, _, p in sorted(zip((-uncertainty.get(p, float("inf")) for p in candidates), jitter, candidates))][:size]
+    elif how is Pairing.GUARANTEE:
+        if uncertainty is None:
+            raise InvalidArgumentError("the volume guarantee needs `uncertainty` (TrueSkill sigmas).")
+        chosen = _guarantee(candidates, uncertainty, rng, size)
     else:
         raise InvalidArgumentError(f"Unknown pairing {how!r}.")
     seats = size - len(chosen)
