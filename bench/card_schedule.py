@@ -3,8 +3,10 @@
 A newcomer joins a population of 40 rated policies and plays every PvP match (16-team
 random pools, `arena.simulation`), at a given rate of matches per hour; after each match
 `modelcards.publications.due` decides, as the Space would, whether its card's pull request
-is updated. Prints TrueSkill sigma after some match counts (what the sigma steps are
-chosen against) and every publication with its match, time and reason.
+is updated. Prints TrueSkill sigma after some match counts (what the sigma steps below the
+settled level are chosen against), the match after which the rating is settled
+(`arena.settling.is_settled`: no PvP figures on the card before it), and every publication
+with its match, time and reason.
 
     python -m bench.card_schedule --matches 500 --per-hour 240
 """
@@ -19,6 +21,7 @@ import numpy as np
 
 from arena.lifecycle import StageFigures, Status
 from arena.ratings import EloState, TrueSkillState, extend_trueskill, outcomes
+from arena.settling import is_settled
 from arena.simulation import Population, play
 from history.statuses import StatusLog
 from leaderboard.standings import Standings
@@ -47,6 +50,7 @@ def main() -> None:
     published: dict = {}
     shown = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
     publications = []
+    settled_at = None
     for index in range(args.matches + 1):
         now = index * 3600.0 / args.per_hour
         if index:
@@ -59,8 +63,11 @@ def main() -> None:
         for publication in due(standings, statuses, published=published, declined=(), rule=rule, now=now):
             published[(repo, revision)] = Published(publication.results, now)
             publications.append((index, now, publication.reason))
-        if index in shown:
-            rating = state.ratings[f"{repo}@sim"]
+        rating = state.ratings.get(f"{repo}@sim")
+        if settled_at is None and rating is not None and is_settled(rating.sigma):
+            settled_at = index
+            print(f"settled after {index} matches (hour {now / 3600:.2f}): sigma {rating.sigma:.2f}")
+        if index in shown and rating is not None:
             print(f"after {index:4d} matches: sigma {rating.sigma:.2f}, mu - 3 sigma {rating.conservative:.2f}")
     print(f"\n{len(publications)} publications over {args.matches} matches ({args.matches / args.per_hour:.1f} hours at {args.per_hour:g} an hour):")
     for index, now, reason in publications:

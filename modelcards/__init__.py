@@ -6,8 +6,9 @@ model cards): it reads the leaderboard's `Standings` and the status log, and wri
 to the Hub.
 
 - `modelcards.publications`: which figures of which revision, and whether it is time to
-  publish them (pure).
-- `modelcards.card`: those figures as `EvalResult`s in a card's metadata, and the card's
+  publish them (pure; PvP figures only once the rating is settled, `arena.settling`).
+- `modelcards.card`: those figures as `EvalResult`s in a card's metadata, the pull
+  request's text (a rating not settled yet said to be provisional), and the card's
   opt-out (pure).
 - `modelcards.ledger`: what was published, declined or merged, durably (a JSON-lines file).
 - `modelcards.publisher`: the Hub side: one pull request per repo, opened or updated, in

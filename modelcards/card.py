@@ -1,4 +1,5 @@
-"""The Arena's results in a model card's metadata (`model-index`), and the card's opt-out.
+"""The Arena's results in a model card's metadata (`model-index`), the text that carries
+them (the pull request's), and the card's opt-out.
 
 Pure: card text and `CardResults` in, card text out. The results are huggingface_hub's
 own `EvalResult`s, and `ModelCard` writes them as `model-index` (through
@@ -18,6 +19,10 @@ model-index:
     source: {name: nmmo-arena/match-history, url: https://huggingface.co/datasets/nmmo-arena/match-history}
 ```
 
+PvP entries appear only once the revision's PvP rating is settled (`CardResults.pvp`,
+`modelcards.publications`); before that the text says the rating is provisional, how many
+PvP matches it has played and about how many more it needs (`description`).
+
 Results of other sources on the card (the owner's own evaluations) are kept as they are;
 the Arena's, recognised by their dataset (the history repo), are replaced.
 
@@ -33,6 +38,7 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from arena.errors import CardMetadataError
+from arena.settling import SETTLED_WIDTH
 from modelcards.publications import CardResults
 
 #: The card metadata key the Arena reads (`nmmo_arena: {model_index: false}` opts out).
@@ -53,7 +59,7 @@ def opted_out(card_data: Mapping[str, Any] | None) -> bool:
 
 
 def eval_results(results: CardResults, *, dataset: str, dataset_url: str) -> list[EvalResult]:
-    """The figures as `EvalResult`s: PvP ratings (if any PvP was played), then each PvE stage.
+    """The figures as `EvalResult`s: PvP ratings (once settled), then each PvE stage.
 
     Args:
         results (`CardResults`): what to publish.
@@ -118,3 +124,64 @@ def arena_results(card_text: str, *, dataset: str) -> list[EvalResult]:
     """The Arena's results on a card (those whose dataset is the history repo)."""
     card = ModelCard(card_text or "", ignore_metadata_errors=True)
     return [r for r in (cast(ModelCardData, card.data).eval_results or []) if r.dataset_type == dataset]
+
+
+def provisional_text(results: CardResults) -> str:
+    """What the text says of a PvP rating not settled yet ("" once it is, or without a note).
+
+    Example:
+        >>> from modelcards.publications import ProvisionalPvP
+        >>> provisional_text(CardResults("ann/team", "a" * 40, (), provisional=ProvisionalPvP(5, 18)))
+        'PvP rating: provisional after 5 PvP matches (about 18 more needed); published here once settled.'
+    """
+    note = results.provisional
+    if results.pvp is not None or note is None:
+        return ""
+    more = f" (about {note.matches_left} more needed)" if note.matches_left else ""
+    return f"PvP rating: provisional after {note.matches} PvP matches{more}; published here once settled."
+
+
+def description(results: CardResults, reason: str, *, dataset: str, dataset_url: str) -> str:
+    """The pull request's text (its description, each commit's, and the update comment):
+    the figures, a provisional PvP rating said as such, their source, and how to opt out.
+
+    Args:
+        results (`CardResults`): what is published.
+        reason (`str`): why now (`Publication.reason`).
+        dataset (`str`): the history dataset's repo id.
+        dataset_url (`str`): its page on the Hub the Space uses.
+    """
+    lines = [
+        f"The [NMMO Arena]({dataset_url}) evaluated revision `{results.revision[:12]}` of this policy ({reason}). "
+        "This pull request adds its results to the card's `model-index` metadata, so that the Hub shows them on "
+        "this page. The Arena updates this same pull request when a PvE stage ends, when the PvP rating is settled, "
+        "and rarely after that (never after every match).",
+        "",
+        "| Track | Figure | Value |",
+        "|---|---|---|",
+    ]
+    if results.pvp is not None:
+        p = results.pvp
+        lines += [f"| PvP | TrueSkill mu - 3 sigma | {p.conservative:.2f} (mu {p.mu:.2f}, sigma {p.sigma:.2f}) |",
+                  f"| PvP | matches | {p.matches} |"]
+        if p.mle is not None:
+            lines.append(f"| PvP | MLE rating (95% interval) | {p.mle:.2f} ({p.mle_low:.2f} to {p.mle_high:.2f}) |")
+    elif results.provisional is not None:
+        note = results.provisional
+        more = f", about {note.matches_left} more needed" if note.matches_left else ""
+        lines.append(f"| PvP | rating | provisional ({note.matches} PvP matches{more}) |")
+    for s in results.pve:
+        lines.append(f"| PvE stage {s.stage} | Top1Ratio / mean Achievement | {s.top1_ratio:.2f} / {s.mean_achievement:.1f} "
+                     f"({s.matches} matches) |")
+    if (note_text := provisional_text(results)):
+        lines += ["", f"{note_text} Settled means its 95% interval is at most {SETTLED_WIDTH:g} rating unit wide "
+                      "(the Arena's rules, \"Settled\"); until then its PvP figures move too much to be worth a "
+                      "place on the card."]
+    lines += [
+        "",
+        f"Source: every match is in the history dataset [{dataset}]({dataset_url}).",
+        "",
+        "Not wanted? Close this pull request (the Arena then leaves this revision alone), or add "
+        "`nmmo_arena: {model_index: false}` to the card's metadata (a revision whose card says so is never published).",
+    ]
+    return "\n".join(lines)

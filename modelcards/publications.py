@@ -4,43 +4,62 @@
 decision: the leaderboard's standings, the status log's states and what was last
 published in, the publications to make now out. No I/O, no clock of its own.
 
-When a revision's results are published ("settles", precisely):
+**PvP figures wait until the rating is settled.** A revision's PvP figures (TrueSkill and
+the Plackett-Luce MLE rating) are published only once its TrueSkill sigma is settled
+(`arena.settling.is_settled`, the one definition: its 95% interval at most 1 rating unit
+wide; docs/rules.md, "Settled"). Until then `CardResults.pvp` is None and
+`CardResults.provisional` says, for the card's text, how many PvP matches it has played
+and about how many more of its own it needs (`arena.settling.matches_to_settle` at its
+own gain per match so far, `precision_gain`; before its first match, the median gain of
+the rated field, `FALLBACK_GAIN` when nobody has played).
+
+When a revision's results are published:
 
 1. **At qualification.** The first time a repo's latest revision is `qualified` (once PvE
-   stage 1 is decided): its PvE figures per stage ended so far and, if it has played PvP
-   already, its ratings. Each later PvE stage that ends is news too.
-2. **When its TrueSkill sigma first falls below a step** of `PublishRule.sigma_steps`:
-   4, 2, 1, 0.5 (sigma starts at 25/3). Each step halves the uncertainty, which takes
-   about four times the matches of the one before: in 16-team pools sigma was 4.44 after
-   1 match, 2.08 after 5, 1.02 after 20, 0.64 after 50 and 0.45 after 100
-   (`python -m bench.card_schedule`). With `tau = 0` sigma only falls, so a revision is
-   published at most once per step, whatever the number of matches.
-3. **When its conservative score (mu - 3 sigma) moved by `score_move` (3.0) or more**
-   since the last publication: a settled rating that still moves is news (3 points is
-   about three quarters of a beta).
+   stage 1 is decided): its PvE figures per stage ended so far, and its PvP figures if
+   its rating is already settled (else the provisional note).
+2. **When a later PvE stage ends**, with the PvE figures (and the PvP figures or the note,
+   as they stand).
+3. **When its PvP rating first settles** ("PvP rating settled after N PvP matches"): its
+   PvP figures appear.
+4. **When its TrueSkill sigma first falls below a step** of `PublishRule.sigma_steps`,
+   each below the settled sigma: by default 0.5 (the settled level halved in sigma,
+   about four times the matches: in 16-team pools sigma was 1.02 after 20 matches, 0.64
+   after 50 and 0.45 after 100, `python -m bench.card_schedule`). With `tau = 0` sigma
+   only falls, so each step is published at most once; several crossed at once make one
+   publication naming the lowest.
+5. **When its conservative score (mu - 3 sigma) moved by `score_move` (3.0) or more**
+   since the last publication, both settled: a settled rating that still moves is news
+   (3 points is about three quarters of a beta).
 
+Nothing else publishes: before it settles, a revision's card changes only for PvE news;
 and never twice within `min_interval_s` (an hour by default) for one revision, except the
-first. What counts as "moved" compares the rounded figures a reader sees, so figures that
-round the same are never republished. A revision the owner declined (its card opts out,
-or the owner closed the Arena's pull request while it carried that revision's results)
-is never published again; a newer revision of the same repo starts afresh.
+first (what is due then waits, and is published with the figures as they stand at the
+end of the interval). What counts as "moved" compares the rounded figures a reader sees,
+so figures that round the same are never republished. A revision the owner declined (its
+card opts out, or the owner closed the Arena's pull request while it carried that
+revision's results) is never published again; a newer revision of the same repo starts
+afresh.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from arena.errors import InvalidArgumentError
 from arena.lifecycle import RevisionState, StageFigures, Status
+from arena.ratings import TRUESKILL_SIGMA
 from arena.schema import player_id
+from arena.settling import FALLBACK_GAIN, SETTLED_SIGMA, is_settled, matches_to_settle, precision_gain
 from leaderboard.standings import Standings
 
 
 @dataclass(frozen=True)
 class PvPFigures:
-    """A revision's PvP ratings, rounded to what a reader sees (2 decimals)."""
+    """A revision's settled PvP ratings, rounded to what a reader sees (2 decimals)."""
 
     mu: float
     sigma: float
@@ -55,6 +74,16 @@ class PvPFigures:
 
 
 @dataclass(frozen=True)
+class ProvisionalPvP:
+    """A PvP rating not settled yet: what the card's text says instead of its figures."""
+
+    matches: int
+    """PvP matches played so far."""
+    matches_left: int
+    """About how many more of its own it needs to settle (`arena.settling.matches_to_settle`)."""
+
+
+@dataclass(frozen=True)
 class CardResults:
     """Everything the Arena publishes about one revision."""
 
@@ -62,6 +91,9 @@ class CardResults:
     revision: str
     pve: tuple[StageFigures, ...]
     pvp: PvPFigures | None = None
+    """Its PvP figures, once its rating is settled (None before)."""
+    provisional: ProvisionalPvP | None = None
+    """Before that, how far it is from settled (None once settled)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,13 +105,14 @@ class CardResults:
         Raises:
             `KeyError`, `TypeError`, `ValueError`: not such a record.
         """
-        pvp = data.get("pvp")
+        pvp, provisional = data.get("pvp"), data.get("provisional")  # records before settling have no "provisional"
         return cls(
             repo_id=str(data["repo_id"]),
             revision=str(data["revision"]),
             pve=tuple(StageFigures(int(s["stage"]), float(s["top1_ratio"]), float(s["mean_achievement"]), int(s["matches"]))
                       for s in data["pve"]),
             pvp=None if pvp is None else PvPFigures(**pvp),
+            provisional=None if provisional is None else ProvisionalPvP(**provisional),
         )
 
 
@@ -103,8 +136,10 @@ class Publication:
 class PublishRule:
     """When results are published again (see the module docstring)."""
 
-    sigma_steps: tuple[float, ...] = (4.0, 2.0, 1.0, 0.5)
-    """TrueSkill sigma values whose first crossing is published, in falling order."""
+    sigma_steps: tuple[float, ...] = (0.5,)
+    """TrueSkill sigma values whose first crossing is published, in falling order, each
+    below the settled sigma (`arena.settling.SETTLED_SIGMA`): above it there are no PvP
+    figures yet, and settling is itself published."""
     score_move: float = 3.0
     """A move of the conservative score (TrueSkill points) that is published."""
     min_interval_s: float = 3600.0
@@ -112,12 +147,16 @@ class PublishRule:
 
     def __post_init__(self) -> None:
         if list(self.sigma_steps) != sorted(self.sigma_steps, reverse=True) or any(s <= 0 for s in self.sigma_steps):
-            raise InvalidArgumentError(f"sigma_steps must be positive and falling, e.g. (6, 4, 3); got {self.sigma_steps}.")
+            raise InvalidArgumentError(f"sigma_steps must be positive and falling, e.g. (0.7, 0.5); got {self.sigma_steps}.")
+        if any(not s < SETTLED_SIGMA for s in self.sigma_steps):
+            raise InvalidArgumentError(
+                f"sigma_steps must each be below the settled sigma ({SETTLED_SIGMA:.3f}, arena.settling.SETTLED_SIGMA): "
+                f"PvP figures are published only once settled, which is itself published; got {self.sigma_steps}.")
         if self.score_move <= 0 or self.min_interval_s < 0:
             raise InvalidArgumentError("score_move must be positive and min_interval_s at least 0.")
 
     def level(self, pvp: PvPFigures | None) -> int:
-        """How many sigma steps a rating is below (0 without PvP)."""
+        """How many sigma steps a rating is below (0 without PvP figures)."""
         return 0 if pvp is None else sum(pvp.sigma < step for step in self.sigma_steps)
 
     def news(self, last: CardResults, now: CardResults) -> str:
@@ -125,36 +164,64 @@ class PublishRule:
         ended = sorted({s.stage for s in now.pve} - {s.stage for s in last.pve})
         if ended:  # a revision qualifies once stage 1 is decided; its later stages end after
             return f"PvE stage {', '.join(map(str, ended))} ended"
-        if now.pvp is not None and self.level(now.pvp) > self.level(last.pvp):
+        if now.pvp is None:  # provisional: its PvP figures wait until settled
+            return ""
+        if not _settled(last.pvp):
+            return f"PvP rating settled after {now.pvp.matches} PvP matches (TrueSkill sigma {now.pvp.sigma:.2f})"
+        if self.level(now.pvp) > self.level(last.pvp):
             step = self.sigma_steps[self.level(now.pvp) - 1]
             return f"TrueSkill sigma fell below {step:g} ({now.pvp.sigma:.2f} after {now.pvp.matches} PvP matches)"
-        if now.pvp is not None and last.pvp is not None:
+        if last.pvp is not None:
             moved = now.pvp.conservative - last.pvp.conservative
             if abs(moved) >= self.score_move:
                 return f"conservative score moved by {moved:+.2f} to {now.pvp.conservative:.2f} since the last publication"
         return ""
 
 
-def results_for(standings: Standings, state: RevisionState) -> CardResults:
-    """A revision's figures: PvE from its status (the stages ended so far), PvP from the standings."""
+def _settled(pvp: PvPFigures | None) -> bool:
+    """Whether published figures were settled ones (a ledger written before the rule carried
+    unsettled figures too; their rounded sigma is read, as a settled one rounds settled)."""
+    return pvp is not None and is_settled(pvp.sigma)
+
+
+def field_gain(standings: Standings) -> float:
+    """The median precision gained per PvP match over the rated field (`FALLBACK_GAIN` when
+    nobody has played): the estimate for a revision before its first PvP match, as the meter's."""
+    gains = [g for r in standings.trueskill.ratings.values() if (g := precision_gain(r.sigma, r.matches))]
+    return statistics.median(gains) if gains else FALLBACK_GAIN
+
+
+def results_for(standings: Standings, state: RevisionState, *, gain: float | None = None) -> CardResults:
+    """A revision's figures: PvE from its status (the stages ended so far), PvP from the
+    standings once settled (`arena.settling.is_settled` on its TrueSkill sigma), else how
+    far it is from settled.
+
+    Args:
+        standings (`Standings`): the leaderboard's latest.
+        state (`RevisionState`): the revision's status.
+        gain (`float`, *optional*): precision per match for a revision yet to play
+            (`field_gain(standings)` when not given).
+    """
     player = player_id(state.repo_id, state.revision)
     pve = tuple(StageFigures(s.stage, round(s.top1_ratio, 2), round(s.mean_achievement, 2), s.matches)
                 for s in sorted(state.pve, key=lambda s: s.stage))
     rating = standings.trueskill.ratings.get(player)
-    pvp = None
-    if rating is not None and rating.matches > 0:
-        mle = standings.mle.get(player)
-        pvp = PvPFigures(
-            mu=round(rating.mu, 2),
-            sigma=round(rating.sigma, 2),
-            conservative=round(rating.conservative, 2),
-            matches=int(rating.matches),
-            mle=None if mle is None else round(mle.rating, 2),
-            mle_low=None if mle is None else round(mle.low, 2),
-            mle_high=None if mle is None else round(mle.high, 2),
-        )
+    if rating is None or rating.matches < 1 or not is_settled(rating.sigma):
+        sigma, matches = (TRUESKILL_SIGMA, 0) if rating is None else (rating.sigma, int(rating.matches))
+        own = precision_gain(sigma, matches) or (field_gain(standings) if gain is None else gain)
+        left = matches_to_settle(sigma, gain=own) if own > 0 else 0
+        return CardResults(state.repo_id, state.revision, pve, provisional=ProvisionalPvP(matches, left))
+    mle = standings.mle.get(player)
+    pvp = PvPFigures(
+        mu=round(rating.mu, 2),
+        sigma=round(rating.sigma, 2),
+        conservative=round(rating.conservative, 2),
+        matches=int(rating.matches),
+        mle=None if mle is None else round(mle.rating, 2),
+        mle_low=None if mle is None else round(mle.low, 2),
+        mle_high=None if mle is None else round(mle.high, 2),
+    )
     return CardResults(state.repo_id, state.revision, pve, pvp)
-
 
 def due(
     standings: Standings,
@@ -177,10 +244,11 @@ def due(
         now (`float`): UNIX time.
     """
     out = []
+    gain = field_gain(standings)
     for state in statuses:
         if not state.latest or state.status is not Status.QUALIFIED or state.key in declined:
             continue
-        results = results_for(standings, state)
+        results = results_for(standings, state, gain=gain)
         last = published.get(state.key)
         if last is None:
             out.append(Publication(results, "qualified for PvP"))

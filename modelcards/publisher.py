@@ -45,9 +45,9 @@ from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 from arena.errors import CardMetadataError, HubAnswerError
 from arena.lifecycle import RevisionState
 from leaderboard.standings import Standings
-from modelcards.card import arena_results, eval_results, opted_out, with_results
+from modelcards.card import arena_results, description, eval_results, opted_out, with_results
 from modelcards.ledger import PublicationLedger, PullRequest
-from modelcards.publications import CardResults, Publication, PublishRule, due
+from modelcards.publications import Publication, PublishRule, due
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class ModelCardPublisher:
             self.ledger.published(results, pr=PullRequest(pr.num, pr.url, revision), reason=publication.reason, at=self.clock())
             return Outcome(repo_id, revision, "unchanged", publication.reason, pr.num)
 
-        body = _description(results, publication.reason, self.dataset, self.dataset_url)
+        body = description(results, publication.reason, dataset=self.dataset, dataset_url=self.dataset_url)
         operations = [CommitOperationAdd("README.md", card.encode())]
         if pr is None:
             info = self.api.create_commit(repo_id, operations=operations, commit_message=PR_TITLE,
@@ -269,31 +269,3 @@ def _explain(repo_id: str, exc: BaseException) -> str:
         return f"the Hub answered {status}: {exc}"
     return f"{type(exc).__name__}: {exc} (is the Hub reachable?)"
 
-
-def _description(results: CardResults, reason: str, dataset: str, dataset_url: str) -> str:
-    """The pull request's text: the figures, their source, and how to opt out."""
-    lines = [
-        f"The [NMMO Arena]({dataset_url}) evaluated revision `{results.revision[:12]}` of this policy ({reason}). "
-        "This pull request adds its results to the card's `model-index` metadata, so that the Hub shows them on "
-        "this page. The Arena updates this same pull request as the rating settles (rarely, not after every match).",
-        "",
-        "| Track | Figure | Value |",
-        "|---|---|---|",
-    ]
-    if results.pvp is not None:
-        p = results.pvp
-        lines += [f"| PvP | TrueSkill mu - 3 sigma | {p.conservative:.2f} (mu {p.mu:.2f}, sigma {p.sigma:.2f}) |",
-                  f"| PvP | matches | {p.matches} |"]
-        if p.mle is not None:
-            lines.append(f"| PvP | MLE rating (95% interval) | {p.mle:.2f} ({p.mle_low:.2f} to {p.mle_high:.2f}) |")
-    for s in results.pve:
-        lines.append(f"| PvE stage {s.stage} | Top1Ratio / mean Achievement | {s.top1_ratio:.2f} / {s.mean_achievement:.1f} "
-                     f"({s.matches} matches) |")
-    lines += [
-        "",
-        f"Source: every match is in the history dataset [{dataset}]({dataset_url}).",
-        "",
-        "Not wanted? Close this pull request (the Arena then leaves this revision alone), or add "
-        "`nmmo_arena: {model_index: false}` to the card's metadata (a revision whose card says so is never published).",
-    ]
-    return "\n".join(lines)

@@ -13,16 +13,17 @@ from huggingface_hub.community import DiscussionCommit
 
 from arena.errors import CardMetadataError
 from arena.lifecycle import StageFigures, Status
-from arena.ratings import EloState, TrueSkillRating, TrueSkillState
+from arena.ratings import TRUESKILL_SIGMA, EloState, TrueSkillRating, TrueSkillState
+from arena.settling import FALLBACK_GAIN, SETTLED_SIGMA, is_settled, matches_to_settle, precision_gain
 from arena.simulation import Population, play
 from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import Standings
 from leaderboard.team_rows import TeamRows
-from modelcards.card import eval_results, opted_out, with_results
+from modelcards.card import description, eval_results, opted_out, with_results
 from modelcards.ledger import PublicationLedger
-from modelcards.publications import CardResults, Published, PublishRule, PvPFigures, due, results_for
+from modelcards.publications import CardResults, ProvisionalPvP, Published, PublishRule, PvPFigures, due, results_for
 from modelcards.publisher import PR_TITLE, ModelCardPublisher
 from tests_support import EXAMPLES, push_policy, record_lifecycle
 
@@ -50,27 +51,74 @@ def test_published_at_qualification_then_only_as_the_rating_settles(tmp_path):
     first = due(_standings({}), states, published={}, declined=(), rule=rule, now=1000.0)
     assert [(p.results.repo_id, p.reason) for p in first] == [("ann/team", "qualified for PvP")]
     assert first[0].results.pve == STAGES and first[0].results.pvp is None  # no PvP yet: PvE figures only
+    # ... and a note instead: no match yet, the meter's count at the fallback gain (nobody has played)
+    assert first[0].results.provisional == ProvisionalPvP(0, matches_to_settle(TRUESKILL_SIGMA, gain=FALLBACK_GAIN))
 
-    def after(mu: float, sigma: float, matches: int, last: CardResults, at: float, now: float):
+    def after(mu: float, sigma: float, matches: int, last: CardResults, at: float, now: float, how: PublishRule = rule):
         standings = _standings({player: TrueSkillRating(mu, sigma, matches)})
-        return due(standings, states, published={("ann/team", "a" * 40): Published(last, at)}, declined=(), rule=rule, now=now)
+        return due(standings, states, published={("ann/team", "a" * 40): Published(last, at)}, declined=(), rule=how, now=now)
 
     base = first[0].results
-    assert after(26.0, 4.5, 1, base, 1000.0, 5000.0) == []  # sigma 4.5: above the first step (4), nothing to say
-    news = after(26.0, 3.9, 2, base, 1000.0, 5000.0)
-    assert [p.reason for p in news] == ["TrueSkill sigma fell below 4 (3.90 after 2 PvP matches)"]
-    assert after(26.0, 3.9, 2, base, 1000.0, 1500.0) == []  # within the interval: waits
+    assert after(26.0, 4.5, 1, base, 1000.0, 5000.0) == []  # sigma 4.5: far from settled, nothing to say
+    assert after(26.0, 3.9, 2, base, 1000.0, 5000.0) == []  # (was a step of 4) unsettled: PvP figures wait
+    assert after(26.0, 0.95, 23, base, 1000.0, 5000.0) == []  # nearly settled (0.95 > 0.942) is still unsettled
+    news = after(26.0, 0.9, 25, base, 1000.0, 5000.0)
+    assert [p.reason for p in news] == ["PvP rating settled after 25 PvP matches (TrueSkill sigma 0.90)"]
+    assert after(26.0, 0.9, 25, base, 1000.0, 1500.0) == []  # within the interval: waits
     settled = news[0].results
-    assert settled.pvp == PvPFigures(mu=26.0, sigma=3.9, conservative=14.3, matches=2)
-    assert after(26.0, 3.9, 2, settled, 5000.0, 99999.0) == []  # same figures: never republished
-    assert after(26.5, 3.5, 4, settled, 5000.0, 99999.0) == []  # moved 1.7 within the step: not news
-    moved = after(21.0, 3.5, 3, settled, 5000.0, 99999.0)
-    assert [p.reason for p in moved] == ["conservative score moved by -3.80 to 10.50 since the last publication"]
-    jump = after(26.0, 0.9, 25, settled, 5000.0, 99999.0)  # several steps at once: one publication naming the lowest
-    assert [p.reason for p in jump] == ["TrueSkill sigma fell below 1 (0.90 after 25 PvP matches)"]
+    assert settled.pvp == PvPFigures(mu=26.0, sigma=0.9, conservative=23.3, matches=25) and settled.provisional is None
+    assert after(26.0, 0.9, 25, settled, 5000.0, 99999.0) == []  # same figures: never republished
+    assert after(28.0, 0.85, 30, settled, 5000.0, 99999.0) == []  # moved 2.15, no step crossed: not news
+    moved = after(20.5, 0.8, 33, settled, 5000.0, 99999.0)
+    assert [p.reason for p in moved] == ["conservative score moved by -5.20 to 18.10 since the last publication"]
+    step = after(26.0, 0.49, 84, settled, 5000.0, 99999.0)  # the default's one step below the settled level
+    assert [p.reason for p in step] == ["TrueSkill sigma fell below 0.5 (0.49 after 84 PvP matches)"]
+    finer = PublishRule(sigma_steps=(0.8, 0.6, 0.5), min_interval_s=600)
+    jump = after(26.0, 0.55, 70, settled, 5000.0, 99999.0, finer)  # several steps at once: one publication naming the lowest
+    assert [p.reason for p in jump] == ["TrueSkill sigma fell below 0.6 (0.55 after 70 PvP matches)"]
+    once = after(26.0, 0.45, 100, base, 1000.0, 5000.0)  # settled and below a step at once: one publication, settling
+    assert [p.reason for p in once] == ["PvP rating settled after 100 PvP matches (TrueSkill sigma 0.45)"]
     earlier = replace(settled, pve=STAGES[:1])  # qualified once stage 1 was decided; stage 2 ended since
-    assert [p.reason for p in after(26.0, 3.9, 2, earlier, 5000.0, 99999.0)] == ["PvE stage 2 ended"] == \
+    assert [p.reason for p in after(26.0, 0.9, 25, earlier, 5000.0, 99999.0)] == ["PvE stage 2 ended"] == \
         [rule.news(earlier, settled)][:1]
+
+
+def test_an_unsettled_rating_publishes_no_pvp_figures_and_says_provisional(tmp_path):
+    player = "ann/team@" + "a" * 40
+    states = _qualified(tmp_path)
+    rule = PublishRule(min_interval_s=600)
+    standings = _standings({player: TrueSkillRating(26.0, 1.45, 10), "crowd/p1@sim": TrueSkillRating(25.0, 0.5, 60)})
+    [first] = due(standings, states, published={}, declined=(), rule=rule, now=0.0)
+    left = matches_to_settle(1.45, gain=precision_gain(1.45, 10))  # from its own gain per match, as the meter
+    assert first.results.pvp is None and first.results.provisional == ProvisionalPvP(10, left) and left > 5
+    assert not [r for r in eval_results(first.results, dataset=DATASET, dataset_url="http://x") if r.dataset_config == "pvp"]
+    text = description(first.results, first.reason, dataset=DATASET, dataset_url="http://x")
+    assert f"PvP rating: provisional after 10 PvP matches (about {left} more needed); published here once settled." in text
+    assert "| PvP | rating | provisional" in text and "TrueSkill mu - 3 sigma" not in text and "MLE rating" not in text
+    # before it settles nothing republishes but PvE news, however long and however much the rating moves
+    key = ("ann/team", "a" * 40)
+    dropped = _standings({player: TrueSkillRating(10.0, 1.2, 15)})
+    [pve] = due(dropped, states, published={key: Published(replace(first.results, pve=STAGES[:1]), 0.0)}, declined=(),
+                rule=rule, now=1e6)
+    assert pve.reason == "PvE stage 2 ended" and pve.results.pvp is None and pve.results.provisional.matches == 15
+    for mu, sigma, matches in ((10.0, 1.2, 15), (40.0, 1.0, 21), (5.0, 0.95, 24)):
+        moved = _standings({player: TrueSkillRating(mu, sigma, matches)})
+        assert due(moved, states, published={key: Published(pve.results, 0.0)}, declined=(), rule=rule, now=1e6) == []
+    # the one definition decides, on the unrounded sigma: 0.9425 rounds to 0.94 but is not settled
+    assert results_for(_standings({player: TrueSkillRating(26.0, SETTLED_SIGMA + 5e-4, 23)}), states[0]).pvp is None
+    at = results_for(_standings({player: TrueSkillRating(26.0, SETTLED_SIGMA, 23)}), states[0])
+    assert at.pvp is not None and at.provisional is None and is_settled(SETTLED_SIGMA)
+    # settled: the figures, the text without the note; the ledger reads both forms back, and its older records
+    [settles] = due(_standings({player: TrueSkillRating(26.0, 0.9, 25)}), states, published={
+        ("ann/team", "a" * 40): Published(first.results, 0.0)}, declined=(), rule=rule, now=1e6)
+    assert settles.reason.startswith("PvP rating settled after 25 PvP matches")
+    text = description(settles.results, settles.reason, dataset=DATASET, dataset_url="http://x")
+    assert "| PvP | TrueSkill mu - 3 sigma | 23.30 (mu 26.00, sigma 0.90) |" in text and "provisional" not in text
+    for results in (first.results, settles.results):
+        assert CardResults.from_dict(results.to_dict()) == results
+    legacy = {k: v for k, v in replace(first.results, pvp=PvPFigures(26.0, 3.9, 14.3, 2)).to_dict().items() if k != "provisional"}
+    old = CardResults.from_dict(legacy)  # written before the rule: unsettled figures, no note
+    assert old.provisional is None and rule.news(old, settles.results) == settles.reason
 
 
 def test_nothing_is_due_for_declined_superseded_or_unqualified_revisions(tmp_path):
@@ -83,6 +131,9 @@ def test_nothing_is_due_for_declined_superseded_or_unqualified_revisions(tmp_pat
     assert due(_standings({}), log.states(), published={}, declined=(), rule=rule, now=0) == []
     with pytest.raises(ValueError):
         PublishRule(sigma_steps=(2.0, 4.0))
+    with pytest.raises(ValueError, match="below the settled sigma"):
+        PublishRule(sigma_steps=(1.0, 0.5))  # above the settled level a step would publish nothing new
+    assert PublishRule().sigma_steps == (0.5,) and PublishRule(sigma_steps=(0.8, 0.6)).sigma_steps == (0.8, 0.6)
 
 
 # -- the card -----------------------------------------------------------------------------
@@ -133,6 +184,11 @@ def test_opting_out():
 
 # -- the pull request, over real HTTP -------------------------------------------------------
 
+#: The worlds' rule: finer steps below the settled level than the default's, so that a few
+#: dozen matches give news after settling.
+WORLD_RULE = PublishRule(sigma_steps=(0.85, 0.75), min_interval_s=600)
+
+
 class World:
     """A repo on the embedded Hub, its qualified revision, a history of PvP matches it
     plays in, the standings kept by the leaderboard's refresher, and a publisher with a
@@ -167,17 +223,22 @@ class World:
     def publisher(self, api: HfApi | None = None, ledger: str = "model_cards.jsonl") -> ModelCardPublisher:
         return ModelCardPublisher(api=api or self.api, standings=self.refresher.standings, statuses=self.statuses.states,
                                   ledger=PublicationLedger(self.tmp / ledger), dataset=DATASET,
-                                  rule=PublishRule(min_interval_s=600), clock=lambda: self.now)
+                                  rule=WORLD_RULE, clock=lambda: self.now)
 
     def prs(self) -> list:
         return list(self.api.get_repo_discussions(self.repo_id, discussion_type="pull_request"))
 
-    def settle(self, rule: PublishRule | None = None) -> None:
-        """Play until sigma crosses its next step, and let the publication interval pass."""
-        rule = rule or PublishRule()
+    def settle(self, rule: PublishRule = WORLD_RULE) -> None:
+        """Play until the rating's next news (it settles, or sigma crosses its next step),
+        and let the publication interval pass."""
         player = f"{self.repo_id}@{self.revision}"
-        start = rule.level(results_for(self.refresher.standings(), self.state()).pvp)
-        while rule.level(results_for(self.refresher.standings(), self.state()).pvp) == start:
+
+        def stage() -> tuple[bool, int]:
+            pvp = results_for(self.refresher.standings(), self.state()).pvp
+            return pvp is not None, rule.level(pvp)
+
+        start = stage()
+        while stage() == start:
             self.play(1)
             assert self.played < 200, player
         self.now += 601
@@ -195,38 +256,54 @@ def test_a_qualified_revision_gets_one_pull_request_updated_as_its_rating_settle
     [pr] = world.prs()
     assert (pr.num, pr.title, pr.status, pr.author) == (opened.pr_num, PR_TITLE, "open", "arena")
 
-    info = hub_api.model_info(world.repo_id, revision=f"refs/pr/{pr.num}")
-    figures = results_for(world.refresher.standings(), world.state())
-    read = {(r.dataset_config, r.metric_type): r.metric_value for r in info.card_data.eval_results}
-    assert read[("pvp", "trueskill_mu")] == figures.pvp.mu and read[("pvp", "trueskill_sigma")] == figures.pvp.sigma
-    rating = world.refresher.standings().trueskill.ratings[f"{world.repo_id}@{world.revision}"]
-    assert read[("pvp", "trueskill_conservative")] == round(rating.mu - 3 * rating.sigma, 2) == figures.pvp.conservative
-    assert read[("pvp", "mle_rating")] == figures.pvp.mle and read[("pvp", "mle_rating_low")] < figures.pvp.mle < read[("pvp", "mle_rating_high")]
-    assert read[("pvp", "matches")] == 2
+    def card() -> dict:
+        info = hub_api.model_info(world.repo_id, revision=f"refs/pr/{pr.num}")
+        return {(r.dataset_config, r.metric_type): r.metric_value for r in info.card_data.eval_results}
+
+    read = card()
+    assert not [key for key in read if key[0] == "pvp"]  # 2 PvP matches: provisional, no PvP figures yet
     assert read[("pve-stage-1", "top1_ratio")] == 0.8 and read[("pve-stage-1", "mean_achievement")] == 31.25
     assert read[("pve-stage-2", "top1_ratio")] == 0.4
+    info = hub_api.model_info(world.repo_id, revision=f"refs/pr/{pr.num}")
     source = {(r.source_name, r.source_url) for r in info.card_data.eval_results}
     assert source == {(DATASET, f"{hub_api.endpoint}/datasets/{DATASET}")}
-    card = metadata_load(hub_api.hf_hub_download(world.repo_id, "README.md", revision=f"refs/pr/{pr.num}", local_dir=tmp_path / "pr"))
-    assert card["team_name"] == "Gatherer" and "nmmo-arena" in card["tags"] and card["model-index"][0]["name"] == "settles"
+    meta = metadata_load(hub_api.hf_hub_download(world.repo_id, "README.md", revision=f"refs/pr/{pr.num}", local_dir=tmp_path / "pr"))
+    assert meta["team_name"] == "Gatherer" and "nmmo-arena" in meta["tags"] and meta["model-index"][0]["name"] == "settles"
     assert hub_api.model_info(world.repo_id).sha == world.revision  # main is the owner's to merge into
     details = hub_api.get_discussion_details(world.repo_id, pr.num)
     assert "PvE stage 1 | Top1Ratio / mean Achievement | 0.80 / 31.2" in details.events[0].content
     assert "nmmo_arena: {model_index: false}" in details.events[0].content
+    assert "PvP rating: provisional after 2 PvP matches (about " in details.events[0].content
 
     world.play(1)
     assert publisher.run_once() == []  # one more match: not news (and within the interval)
+    world.now += 601
+    assert publisher.run_once() == []  # unsettled: nothing, the interval past or not
+    stage3 = StageFigures(3, 0.5, 20.0, 10)
+    world.statuses.record(world.repo_id, world.revision, Status.QUALIFIED, "PvE stage 3", pve=(*STAGES, stage3))
+    [pve] = publisher.run_once()  # PvE news is published while the PvP rating is provisional
+    assert (pve.action, pve.detail, pve.pr_num) == ("updated", "PvE stage 3 ended", pr.num)
+    read = card()
+    assert read[("pve-stage-3", "top1_ratio")] == 0.5 and not [key for key in read if key[0] == "pvp"]
+    comment = hub_api.get_discussion_details(world.repo_id, pr.num).events[-1].content
+    assert comment.startswith("Updated: PvE stage 3 ended") and "provisional after 3 PvP matches" in comment
+
     world.settle()
     [updated] = publisher.run_once()
-    assert updated.action == "updated" and updated.pr_num == pr.num and "sigma fell below" in updated.detail
+    assert updated.action == "updated" and updated.pr_num == pr.num
+    assert updated.detail.startswith(f"PvP rating settled after {world.played} PvP matches")
     assert [p.num for p in world.prs()] == [pr.num]  # still one pull request
     details = hub_api.get_discussion_details(world.repo_id, pr.num)
-    assert len([e for e in details.events if isinstance(e, DiscussionCommit)]) == 2
-    assert any(getattr(e, "content", "").startswith("Updated: TrueSkill sigma fell below") for e in details.events)
-    settled = results_for(world.refresher.standings(), world.state())
-    info = hub_api.model_info(world.repo_id, revision=f"refs/pr/{pr.num}")
-    read = {(r.dataset_config, r.metric_type): r.metric_value for r in info.card_data.eval_results}
-    assert read[("pvp", "trueskill_sigma")] == settled.pvp.sigma < figures.pvp.sigma
+    assert len([e for e in details.events if isinstance(e, DiscussionCommit)]) == 3
+    assert details.events[-1].content.startswith("Updated: PvP rating settled after")
+    assert "provisional" not in details.events[-1].content
+    figures = results_for(world.refresher.standings(), world.state())
+    read = card()
+    assert read[("pvp", "trueskill_mu")] == figures.pvp.mu and read[("pvp", "trueskill_sigma")] == figures.pvp.sigma <= 0.94
+    rating = world.refresher.standings().trueskill.ratings[f"{world.repo_id}@{world.revision}"]
+    assert is_settled(rating.sigma)
+    assert read[("pvp", "trueskill_conservative")] == round(rating.mu - 3 * rating.sigma, 2) == figures.pvp.conservative
+    assert read[("pvp", "mle_rating")] == figures.pvp.mle and read[("pvp", "mle_rating_low")] < figures.pvp.mle < read[("pvp", "mle_rating_high")]
     assert read[("pvp", "matches")] == world.played
 
     # a restart (a new publisher on the same ledger) neither reopens nor republishes
@@ -235,7 +312,7 @@ def test_a_qualified_revision_gets_one_pull_request_updated_as_its_rating_settle
     [again] = world.publisher(ledger="lost.jsonl").run_once()
     assert (again.action, again.pr_num) == ("unchanged", pr.num)
     assert [p.num for p in world.prs()] == [pr.num]
-    assert len([e for e in hub_api.get_discussion_details(world.repo_id, pr.num).events if isinstance(e, DiscussionCommit)]) == 2
+    assert len([e for e in hub_api.get_discussion_details(world.repo_id, pr.num).events if isinstance(e, DiscussionCommit)]) == 3
 
 
 def test_an_opted_out_card_gets_no_pull_request(hub_api, tmp_path, caplog):
@@ -338,7 +415,10 @@ def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monke
             info = owner.model_info("eve/gatherer", revision=f"refs/pr/{opened.pr_num}")
             read = {(r.dataset_config, r.metric_type): r.metric_value for r in info.card_data.eval_results}
             rating = refresher.standings().trueskill.ratings[f"eve/gatherer@{revision}"]
-            assert read[("pvp", "trueskill_mu")] == round(rating.mu, 2) and read[("pvp", "matches")] == 2
+            assert rating.matches == 2 and not is_settled(rating.sigma)  # 2 PvP matches: provisional
+            assert not [key for key in read if key[0] == "pvp"]
+            text = owner.get_discussion_details("eve/gatherer", opened.pr_num).events[0].content
+            assert "PvP rating: provisional after 2 PvP matches" in text
             stage1 = next(s for s in state.pve if s.stage == 1)
             assert read[("pve-stage-1", "top1_ratio")] == round(stage1.top1_ratio, 2)
             assert {r.source_name for r in info.card_data.eval_results} == {settings.history_repo}
