@@ -5,8 +5,8 @@ track, against whom (each opponent's share of the seats it faced), on which maps
 or held-out), and from which seats (slot, spawn edge, point along the edge). Unequal
 sampling moves ranks (Singh et al., "The Leaderboard Illusion", 2025): the ledger publishes
 it. The Space shows it on each policy's page and serves it at its `/exposure` API; this
-script is that computation as code, standalone (pandas and the standard library, never the
-Arena's code), so it checks the Space from outside. Its definitions are the docstring of
+script is that computation as code, standalone (pandas, the standard library and its
+sibling `recompute_ratings.py` for reading the shards; never the Arena's code), so it checks the Space from outside. Its definitions are the docstring of
 `leaderboard/exposure.py`, and docs/history.md ("The exposure ledger").
 
 Get the data as for `examples/recompute_ratings.py` (a snapshot of the Hub dataset, or the
@@ -34,8 +34,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+
+# the shards are read as the ratings' script reads them (the same file, beside this one):
+# sorted by name, version 1 shards given their missing columns, each (match, slot) once
+from recompute_ratings import read_rows
 
 # -- the conventions (leaderboard/exposure.py) -------------------------------------------
 
@@ -48,8 +51,6 @@ POINTS, SLOTS = 4, 16
 #: Tracks in the ledger's order; any other follows by name.
 TRACK_ORDER = ("pvp", "pve", "local")
 
-#: What a schema-version-1 shard lacks, and the value it reads as.
-V1_DEFAULTS = {"set_id": "", "set_size": 1, "set_rotation": 0, "held_out": False, "spawn_side": -1, "spawn_index": -1}
 
 
 @dataclass
@@ -67,32 +68,6 @@ class Args:
 
 
 # -- 1. read the shards (as examples/recompute_ratings.py reads them) -------------------
-
-
-def read_rows(data: Path, through: str | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Every team row of the shards (sorted by name, the order written), up to `through`;
-    a row repeated across shards (a crash between shard and WAL clean-up) counts once."""
-    folder = data / "data" if (data / "data").is_dir() else data
-    shards = sorted((p for p in folder.rglob("*.parquet") if not any(part.startswith(".") for part in p.parts)),
-                    key=lambda p: p.relative_to(folder).as_posix())
-    names = {p: p.relative_to(folder).as_posix() for p in shards}
-    if through is not None:
-        if not any(names[p] == through for p in shards):
-            sys.exit(f"--through {through}: no such shard in {folder} (the names are paths inside data/, "
-                     "as YYYY/MM/DD/teams-*.parquet)")
-        shards = [p for p in shards if names[p] <= through]
-    if not shards:
-        sys.exit(f"no parquet shards in {folder}: download the dataset first (see this script's docstring)")
-    frames = []
-    for path in shards:
-        frame = pd.read_parquet(path)
-        for column, default in V1_DEFAULTS.items():  # version 1 shards: the columns they lack
-            frame[column] = frame[column].fillna(default) if column in frame else default
-        frames.append(frame)
-    rows = pd.concat(frames, ignore_index=True).drop_duplicates(["match_id", "slot"], keep="first")
-    builtin = rows["policy_id"].str.startswith("builtin:")
-    rows["player"] = np.where(builtin, rows["policy_id"], rows["policy_id"] + "@" + rows["revision"])
-    return rows, [names[p] for p in shards]
 
 
 def track_order(track: str) -> tuple[int, str]:

@@ -114,6 +114,7 @@ def test_top_k_is_the_pvp_tables_order_of_current_revisions(field, tmp_path):
     assert {f"carol/gatherer@{field['old_carol']}"} & {f"{e.repo_id}@{e.revision}" for e in ranking} == set()
 
 
+@pytest.mark.slow  # real sandboxed matches: make test, not make check
 def test_against_named_and_top_plays_sandboxed_and_records_nothing(field, local_hub, tmp_path):
     api, sha = field["api"], field["sha"]
     before = hub_state(api)
@@ -149,6 +150,7 @@ def test_against_named_and_top_plays_sandboxed_and_records_nothing(field, local_
     assert (tmp_path / "cache" / "practice" / "submissions" / "carol" / "gatherer" / sha["carol/gatherer"] / "policy.py").is_file()
 
 
+@pytest.mark.slow  # real sandboxed matches: make test, not make check
 def test_the_embedded_hub_of_the_data_folder_by_default(tmp_path):
     """No Hub configured and no Space running: the data folder's embedded Hub is started for
     the run, and the folder is left exactly as it was."""

@@ -259,10 +259,12 @@ def load_script():
     spec = importlib.util.spec_from_file_location("recompute_exposure", SCRIPT)
     script = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = script  # its dataclasses look their module up
+    sys.path.insert(0, str(SCRIPT.parent))  # as `python examples/recompute_exposure.py` has it: its sibling
     try:
         spec.loader.exec_module(script)
     finally:
         del sys.modules[spec.name]
+        sys.path.remove(str(SCRIPT.parent))
     return script
 
 
