@@ -1,12 +1,33 @@
 """Cost of the match runner against nmmo's own loop, peak memory, and scaling with workers.
 
     python -m bench.match_speed [--horizon 1024] [--repeats 5] [--seed 1]
+        [--identity-seeds 20] [--identity-first-seed 101] [--sandboxed-repeats 3]
 
 1. **Runner vs bare loop.** The same full-size match (PvE stage 1 built-ins, 16x8 agents,
    same map, seed and per-team RNG streams) played twice: by `run_match`, and by a bare
    loop of nmmo's `Env` whose scripted agents run inside `env.step()`, with no contract,
-   no checking and no scoring. Both play the identical game (the bench checks it), so the
-   ratio of their wall times is the runner's overhead alone. Target: at most 1.05x.
+   no checking and no scoring. Both play the identical game (the bench checks it). Since
+   the Arena plays its built-ins compiled (`matchmaking.teams.compiled_builtins`, issue
+   25), the ratio is the Arena's speed-up over nmmo's own loop: `builtin_speedup`, the
+   bare loop's wall time over the runner's (median of the pairs' ratios). Target: at
+   least 1.7. (`runner_over_bare`, its inverse, was the runner's overhead before.)
+1b. **Identity with nmmo's own loop.** `--identity-seeds` full matches (seeds from
+   `--identity-first-seed` on, across the published map pool), each played by nmmo's own
+   unpatched loop (`bare_match`) and by the Arena (compiled built-ins, `run_match`), in
+   two worker processes: the event logs must be equal row for row, and each team's task
+   values, Achievement and survivors equal, with no fault. `identical_events` is true
+   when every match matched.
+1c. **A match that seats a sandboxed team** (PvE stage 1, the `--example` team in its
+   sandbox, 15 built-ins), in fresh processes, in rotating order, `--sandboxed-repeats`
+   times: nmmo's own loop with the example team's `Team` called in the loop's process;
+   the runner (`sandboxed_host`); and the runner with nmmo's built-ins as they were
+   before (uncompiled, reading rebuilt observations). The runner's overhead once
+   built-ins are excluded from both sides: (runner wall - time in the built-in teams) /
+   (bare wall - time in nmmo's scripted agents), median over repeats, for the whole match
+   (`runner_over_bare_without_builtins`) and from the first tick on (`..._loop`: the
+   sandbox's start left out). Target: at most 1.03x. `matches_per_hour_per_core` (after)
+   and `matches_per_hour_per_core_before`: 3600 s over the median wall time of one such
+   match in one process.
 2. **Peak memory** of a process that plays one full match through the runner (RSS high-water
    mark, measured in a fresh process). Target: at most 1 GB.
 3. **Matches per hour** with 1 and 2 workers: two copies of the same match on a pool of
@@ -33,23 +54,60 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from nmmo.entity.entity import EntityState
 
-from arena.policies import PolicyRef, builtin
+from arena.policies import PolicyRef, builtin, local
+from arena.replay import ReplayRecorder
 from arena.rules import stage_opponents
+from arena.scoring import Task, achievement
 from matchmaking.engine import game
 from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.hosting import InProcessTeam, TeamHost, TeamSlot
 from matchmaking.engine.match import MatchSpec, policies_for, run_match, team_seed
 from matchmaking.engine.progress import TravelTracker, team_progress
-from matchmaking.teams.builtin import SCRIPTED_AGENTS
+from matchmaking.teams.builtin import SCRIPTED_AGENTS, ScriptedTeam
 from matchmaking.teams.factory import in_process_host
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "policies" / "explorer"
 
 
 def stage1_lineup() -> tuple[PolicyRef, ...]:
     """PvE stage 1 with a Combat team as the 16th: built-ins only, so both loops can play it."""
     return policies_for(builtin("combat"), [builtin(n) for n in stage_opponents(1)])
+
+
+def _nmmo_env(spec: MatchSpec, *, own_slot: int | None = None) -> Any:
+    """nmmo's `Env` for `spec`, reset, its agents nmmo's scripted classes with the runner's
+    per-team RNG streams; the agents of `own_slot` (if any) are left to the caller."""
+    import nmmo
+    from nmmo.core.game_api import TeamBattle
+    from nmmo.lib import seeding
+
+    config = spec.config
+    map_id = game.map_id_for_seed(spec.seed, config.map_pool)
+    nmmo_config = game.nmmo_config(config, map_dir=game.ensure_map(map_id, config))
+    classes: list[type] = []
+    for slot, ref in enumerate(spec.policies):
+        if slot == own_slot:
+            classes += [nmmo.Agent] * config.team_size
+            continue
+        agents = SCRIPTED_AGENTS[ref.builtin_name]
+        classes += [agents[m % len(agents)] for m in range(config.team_size)]
+    nmmo_config.set("PLAYERS", classes)
+    env = nmmo.Env(nmmo_config)
+    observations, _ = env.reset(seed=spec.seed, map_id=1, game=TeamBattle(env))
+    for team_id, agent_ids in game.team_agent_ids(config).items():
+        if team_id == own_slot:
+            continue
+        rng, _ = seeding.np_random(team_seed(spec.seed, team_id))
+        for agent_id in agent_ids:
+            env.realm.players[agent_id].agent.set_rng(rng)
+    return env, observations
 
 
 def bare_match(spec: MatchSpec, *, track: bool = False) -> dict[str, object]:
@@ -59,27 +117,15 @@ def bare_match(spec: MatchSpec, *, track: bool = False) -> dict[str, object]:
     so the game is identical to `run_match(spec)`'s. Returns the wall time, ticks, and
     the event log; with `track`, also each team's raw progress and survivors (measured
     outside the timing's purpose: use it to compare games, not to time them).
-    """
-    from nmmo.core.game_api import TeamBattle
-    from nmmo.lib import seeding
 
+    This is nmmo's own, unpatched loop: nmmo's scripted classes as nmmo ships them, never
+    the Arena's compiled ones (`matchmaking.teams.compiled_builtins`), which only
+    `ScriptedTeam` plays. It is the baseline `builtin_speedup` and the identity check
+    compare the Arena with.
+    """
     started, cpu_started = time.perf_counter(), time.process_time()
     config = spec.config
-    map_id = game.map_id_for_seed(spec.seed, config.map_pool)
-    nmmo_config = game.nmmo_config(config, map_dir=game.ensure_map(map_id, config))
-    classes = []
-    for ref in spec.policies:
-        agents = SCRIPTED_AGENTS[ref.builtin_name]
-        classes += [agents[m % len(agents)] for m in range(config.team_size)]
-    nmmo_config.set("PLAYERS", classes)
-    import nmmo
-
-    env = nmmo.Env(nmmo_config)
-    env.reset(seed=spec.seed, map_id=1, game=TeamBattle(env))
-    for team_id, agent_ids in game.team_agent_ids(config).items():
-        rng, _ = seeding.np_random(team_seed(spec.seed, team_id))
-        for agent_id in agent_ids:
-            env.realm.players[agent_id].agent.set_rng(rng)
+    env, _ = _nmmo_env(spec)
     travel = TravelTracker(config.num_agents) if track else None
     if travel:
         travel.start(EntityState.Query.table(env.realm.datastore))
@@ -101,7 +147,189 @@ def bare_match(spec: MatchSpec, *, track: bool = False) -> dict[str, object]:
         teams = game.team_agent_ids(config)
         out["progress"] = team_progress(out["events"], teams, travel.farthest)
         out["alive"] = {t: sum(a in env.realm.players for a in ids) for t, ids in teams.items()}
+    game.dispose_env(env)
     return out
+
+
+class EventLog(ReplayRecorder):
+    """A replay recorder that also keeps the match's whole event log, as nmmo wrote it."""
+
+    events: np.ndarray | None = None
+
+    def finish(self, **kwargs: Any) -> bytes:
+        self.events = np.array(kwargs["events"], copy=True)
+        return super().finish(**kwargs)
+
+
+def arena_match(spec: MatchSpec, *, host_factory: Any = in_process_host) -> dict[str, object]:
+    """Play `spec` through the runner (by default `in_process_host`: compiled built-ins
+    reading nmmo's own observations); its result and nmmo's event log."""
+    log = EventLog()
+    started = time.perf_counter()
+    result = run_match(spec, host_factory=host_factory, recorder=log)
+    return {"seconds": time.perf_counter() - started, "ticks": result.ticks, "events": log.events, "result": result}
+
+
+def compare_with_nmmo(spec: MatchSpec, *, host_factory: Any = in_process_host) -> dict[str, object]:
+    """Play `spec` by nmmo's own loop and by the Arena (`host_factory`); say whether the
+    games are identical.
+
+    Identical: the same number of ticks, nmmo's event logs equal row for row, and each
+    team's task values, Achievement and survivors equal, with no fault in the Arena.
+    Returns `identical`, the first `difference` found ("" if none), seed, map and ticks.
+    """
+    bare = bare_match(spec, track=True)
+    arena = arena_match(spec, host_factory=host_factory)
+    result = arena["result"]
+    differences = []
+    if bare["ticks"] != result.ticks:
+        differences.append(f"ticks: nmmo {bare['ticks']}, arena {result.ticks}")
+    ours, theirs = np.asarray(arena["events"]), np.asarray(bare["events"])
+    if ours.shape != theirs.shape or not np.array_equal(ours, theirs):
+        rows = min(len(ours), len(theirs))
+        unequal = np.flatnonzero((ours[:rows] != theirs[:rows]).any(axis=1)) if rows and ours.shape[1:] == theirs.shape[1:] else []
+        first = int(unequal[0]) if len(unequal) else rows
+        differences.append(f"events: {len(theirs)} in nmmo, {len(ours)} in the arena; first different row {first}")
+    for team in result.teams:
+        progress = bare["progress"][team.slot]
+        expected = {task.value: progress.value(task) for task in Task}
+        if expected != {k: v.value for k, v in team.tasks.items()}:
+            differences.append(f"team {team.slot}: tasks {expected} in nmmo")
+        if achievement(progress).total != team.achievement:
+            differences.append(f"team {team.slot}: achievement {achievement(progress).total} in nmmo, {team.achievement}")
+        if team.alive != bare["alive"][team.slot]:
+            differences.append(f"team {team.slot}: {bare['alive'][team.slot]} alive in nmmo, {team.alive}")
+        if team.fault_counts:
+            differences.append(f"team {team.slot}: faults {team.fault_counts}")
+    return {
+        "seed": spec.seed,
+        "map_id": game.map_id_for_seed(spec.seed, spec.config.map_pool),
+        "ticks": result.ticks,
+        "events": len(theirs),
+        "identical": not differences,
+        "difference": differences[0] if differences else "",
+    }
+
+
+def identity_check(seeds: list[int], *, horizon: int, workers: int = 2) -> list[dict[str, object]]:
+    """`compare_with_nmmo` on the stage-1 line-up for every seed, in `workers` processes."""
+    specs = [MatchSpec(seed=seed, policies=stage1_lineup(), config=MatchConfig(horizon=horizon)) for seed in seeds]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(compare_with_nmmo, specs))
+
+
+# -- a match that seats a sandboxed team ---------------------------------------------------
+def sandboxed_lineup(example: Path = EXAMPLE) -> tuple[PolicyRef, ...]:
+    """PvE stage 1 as a submission meets it: the example team, then the 15 built-ins."""
+    return policies_for(local(example), [builtin(n) for n in stage_opponents(1)])
+
+
+class _TimedHost:
+    """A team host that adds the wall time of its `request` and `answer` to `spent[0]`."""
+
+    def __init__(self, inner: TeamHost, spent: list[float]):
+        self.inner, self.spent = inner, spent
+
+    def request(self, tick: int, observations: Any) -> None:
+        started = time.perf_counter()
+        self.inner.request(tick, observations)
+        self.spent[0] += time.perf_counter() - started
+
+    def answer(self) -> Any:
+        started = time.perf_counter()
+        answer = self.inner.answer()
+        self.spent[0] += time.perf_counter() - started
+        return answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _before_host(ref: PolicyRef, slot: TeamSlot) -> TeamHost:
+    """The Arena's built-ins as they played before issue 25: nmmo's classes, uncompiled,
+    reading observations rebuilt from the arrays; everything else as `sandboxed_host`."""
+    from matchmaking.sandbox.host import sandboxed_host
+
+    if ref.is_builtin and ref.builtin_name in SCRIPTED_AGENTS:
+        agents = SCRIPTED_AGENTS[ref.builtin_name]
+        return InProcessTeam(lambda tid, cfg: ScriptedTeam(tid, cfg, agents, compiled=False), slot)
+    return sandboxed_host(ref, slot)
+
+
+def _runner_with_sandbox(spec: MatchSpec, *, before: bool = False) -> dict[str, object]:
+    """The runner on a match seating a sandboxed team; wall time and time in built-ins."""
+    from matchmaking.sandbox.host import sandboxed_host
+
+    spent = [0.0]
+    hosting = _before_host if before else sandboxed_host
+
+    def host(ref: PolicyRef, slot: TeamSlot) -> Any:
+        inner = hosting(ref, slot)
+        return _TimedHost(inner, spent) if ref.is_builtin else inner
+
+    started = time.perf_counter()
+    marks: dict[int, float] = {}
+
+    def progress(tick: int) -> None:  # tick 0: every team is up, the game loop starts
+        marks[tick] = time.perf_counter()
+        if tick == 0:
+            spent[0] = 0.0  # built-ins' time in the loop only (their set-up is the runner's)
+
+    result = run_match(spec, host_factory=host, progress=progress)
+    faults = {team.slot: team.fault_counts for team in result.teams if team.fault_counts}
+    return {
+        "seconds": time.perf_counter() - started,
+        "loop_s": marks[result.ticks] - marks[0],
+        "builtin_s": spent[0],
+        "ticks": result.ticks,
+        "faults": faults,
+    }
+
+
+def runner_sandboxed_after(spec: MatchSpec) -> dict[str, object]:
+    return _runner_with_sandbox(spec)
+
+
+def runner_sandboxed_before(spec: MatchSpec) -> dict[str, object]:
+    return _runner_with_sandbox(spec, before=True)
+
+
+def bare_match_with_team(spec: MatchSpec) -> dict[str, object]:
+    """nmmo's own loop for a line-up whose slot 0 is a policy folder: nmmo's scripted agents
+    for the built-ins, inside `env.step()`, and the folder's `Team` called in this process
+    on the gym observations `env.step` returns (what a researcher's own loop would do).
+    Wall time, and the time nmmo's scripted agents took (`_compute_scripted_agent_actions`)."""
+    from matchmaking.teams.loading import load_team_class
+
+    started = time.perf_counter()
+    config = spec.config
+    env, observations = _nmmo_env(spec, own_slot=0)
+    spent = [0.0]
+    scripted = env._compute_scripted_agent_actions
+
+    def timed_scripted(actions: dict) -> dict:  # timing only: nmmo's own method, called as is
+        began = time.perf_counter()
+        out = scripted(actions)
+        spent[0] += time.perf_counter() - began
+        return out
+
+    env._compute_scripted_agent_actions = timed_scripted
+    agent_ids = game.team_agent_ids(config)[0]
+    team = load_team_class(spec.policies[0].path)(0, game.env_config(config, team_id=0, seed=team_seed(spec.seed, 0)))
+    team.reset()
+    loop_started = time.perf_counter()
+    ticks = 0
+    for tick in range(1, config.horizon + 1):
+        alive = env.realm.players
+        mine = {m: observations[a] for m, a in enumerate(agent_ids) if a in alive}
+        answer = team.act(mine) if mine else {}
+        observations, *_ = env.step({agent_ids[m]: action for m, action in answer.items()})
+        ticks = tick
+        if not env.realm.players:
+            break
+    ended = time.perf_counter()
+    game.dispose_env(env)
+    return {"seconds": ended - started, "loop_s": ended - loop_started, "builtin_s": spent[0], "ticks": ticks}
 
 
 def _timed_runner(spec: MatchSpec) -> dict[str, object]:
@@ -171,7 +399,7 @@ def throughput(spec: MatchSpec, *, workers: int, matches: int = 2) -> float:
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_warm_up, range(workers)))
         started = time.perf_counter()
-        finished = sum(result.ticks > 0 for result in pool.map(run_match, specs))
+        finished = sum(result.ticks > 0 for result in pool.map(partial(run_match, host_factory=in_process_host), specs))
         return finished * 3600 / (time.perf_counter() - started)
 
 
@@ -180,6 +408,11 @@ def main() -> int:
     parser.add_argument("--horizon", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5, help="pairs of runs (odd: the median is a run)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--identity-seeds", type=int, default=20, help="full matches compared with nmmo's own loop (0: none)")
+    parser.add_argument("--identity-first-seed", type=int, default=101, help="seeds nobody tuned for: this one and the next ones")
+    parser.add_argument("--identity-horizon", type=int, help="ticks of the compared matches (default: --horizon)")
+    parser.add_argument("--sandboxed-repeats", type=int, default=3, help="rounds of the match seating a sandboxed team (0: none)")
+    parser.add_argument("--example", type=Path, default=EXAMPLE, help="the sandboxed team of that match")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
 
@@ -199,9 +432,36 @@ def main() -> int:
     wall_ratio = median(r["seconds"] / b["seconds"] for b, r in zip(bare, runner))
     cpu_ratio = median(r["cpu_seconds"] / b["cpu_seconds"] for b, r in zip(bare, runner))
 
+    speedup = median(b["seconds"] / r["seconds"] for b, r in zip(bare, runner))
+
     one = throughput(spec, workers=1)
     two = throughput(spec, workers=2)
     ceiling = machine_scaling()
+
+    # 1b. the same games as nmmo's own loop, on seeds nobody tuned for
+    seeds = list(range(args.identity_first_seed, args.identity_first_seed + args.identity_seeds))
+    compared = identity_check(seeds, horizon=args.identity_horizon or args.horizon) if seeds else []
+    for row in compared:
+        print(f"  seed {row['seed']} (map {row['map_id']}): {row['ticks']} ticks, {row['events']} events, "
+              f"{'identical' if row['identical'] else 'DIFFERENT: ' + str(row['difference'])}", file=sys.stderr)
+
+    # 1c. a match seating a sandboxed team: the runner's overhead without the built-ins, before and after
+    sandboxed = MatchSpec(seed=args.seed, policies=sandboxed_lineup(args.example), config=config)
+    rounds: dict[str, list[dict[str, object]]] = {"bare": [], "after": [], "before": []}
+    targets = [("bare", bare_match_with_team), ("after", runner_sandboxed_after), ("before", runner_sandboxed_before)]
+    for repeat in range(args.sandboxed_repeats):
+        for name, target in targets[repeat % 3:] + targets[: repeat % 3]:
+            rounds[name].append(_in_fresh_process(target, sandboxed))
+            last = rounds[name][-1]
+            print(f"  sandboxed match, {name}: {last['seconds']:.1f} s wall, {last['loop_s']:.1f} s from the first tick, "
+                  f"{last['builtin_s']:.1f} s in built-ins, "
+                  f"{last['ticks']} ticks", file=sys.stderr)
+    excluded = [
+        (r["seconds"] - r["builtin_s"]) / (b["seconds"] - b["builtin_s"]) for b, r in zip(rounds["bare"], rounds["after"])
+    ]
+    excluded_loop = [
+        (r["loop_s"] - r["builtin_s"]) / (b["loop_s"] - b["builtin_s"]) for b, r in zip(rounds["bare"], rounds["after"])
+    ]
 
     figures = {
         "horizon": args.horizon,
@@ -222,15 +482,54 @@ def main() -> int:
         "scaling_2_over_1": round(two / one, 3),
         "machine_scaling_2_over_1": round(ceiling, 3),
         "scaling_over_machine": round((two / one) / ceiling, 3),
+        "builtin_speedup": round(speedup, 3),
+        "builtin_speedup_pairs": [round(b["seconds"] / r["seconds"], 3) for b, r in zip(bare, runner)],
+        "identical_events": bool(compared) and all(row["identical"] for row in compared),
+        "identity_matches": len(compared),
+        "identity_ticks": sum(int(row["ticks"]) for row in compared),
+        "identity_maps": sorted({int(row["map_id"]) for row in compared}),
+        "identity_differences": {str(row["seed"]): row["difference"] for row in compared if not row["identical"]},
     }
+    if args.sandboxed_repeats:
+        after_s = median(r["seconds"] for r in rounds["after"])
+        before_s = median(r["seconds"] for r in rounds["before"])
+        figures.update({
+            "sandboxed_example": args.example.name,
+            "sandboxed_bare_s": round(median(r["seconds"] for r in rounds["bare"]), 2),
+            "sandboxed_bare_builtin_s": round(median(r["builtin_s"] for r in rounds["bare"]), 2),
+            "sandboxed_runner_s": round(after_s, 2),
+            "sandboxed_runner_builtin_s": round(median(r["builtin_s"] for r in rounds["after"]), 2),
+            "sandboxed_runner_before_s": round(before_s, 2),
+            "runner_over_bare_without_builtins": round(median(excluded), 3),
+            "runner_over_bare_without_builtins_rounds": [round(x, 3) for x in excluded],
+            "runner_over_bare_without_builtins_loop": round(median(excluded_loop), 3),
+            "runner_over_bare_without_builtins_loop_rounds": [round(x, 3) for x in excluded_loop],
+            "sandboxed_setup_s": round(median(r["seconds"] - r["loop_s"] for r in rounds["after"]), 2),
+            "sandboxed_bare_setup_s": round(median(r["seconds"] - r["loop_s"] for r in rounds["bare"]), 2),
+            "sandboxed_faults": [r["faults"] for r in rounds["after"] if r["faults"]],
+            "matches_per_hour_per_core": round(3600 / after_s, 1),
+            "matches_per_hour_per_core_before": round(3600 / before_s, 1),
+        })
     print(f"full match ({figures['ticks']} ticks, identical game in both loops: {same_game})")
     print(f"  bare nmmo loop     {figures['bare_loop_s']:8.2f} s wall {figures['bare_loop_cpu_s']:8.2f} s CPU (median)")
     print(f"  arena runner       {figures['runner_s']:8.2f} s wall {figures['runner_cpu_s']:8.2f} s CPU (median)")
     print(f"  runner / bare      {figures['runner_over_bare']:8.3f}x wall {figures['runner_over_bare_cpu']:7.3f}x CPU, "
-          f"median of {len(runner)} paired runs {figures['runner_over_bare_pairs']} (target <= 1.05)")
+          f"median of {len(runner)} paired runs {figures['runner_over_bare_pairs']} (built-ins compiled: see builtin_speedup)")
     print(f"  peak RSS, runner   {figures['runner_peak_rss_mb']:8.1f} MB (target <= 1024; bare loop {figures['bare_peak_rss_mb']} MB)")
     print(f"  matches/hour       1 worker {one:.1f}, 2 workers {two:.1f}: {figures['scaling_2_over_1']:.2f}x (target >= 1.8)")
     print(f"  this machine's own 2-process scaling of a pure CPU task: {ceiling:.2f}x; matches reach {figures['scaling_over_machine']:.0%} of it")
+    print(f"  builtin_speedup    {figures['builtin_speedup']:8.3f}x (nmmo's loop / the Arena's, pairs {figures['builtin_speedup_pairs']}; target >= 1.7)")
+    print(f"  identical to nmmo  {figures['identical_events']} ({len(compared)} matches, {figures['identity_ticks']} ticks, "
+          f"{len(figures['identity_maps'])} maps)")
+    if args.sandboxed_repeats:
+        print(f"  sandboxed {figures['sandboxed_example']} + 15 built-ins: runner {figures['sandboxed_runner_s']} s "
+              f"({figures['sandboxed_runner_builtin_s']} s built-ins), nmmo's loop {figures['sandboxed_bare_s']} s "
+              f"({figures['sandboxed_bare_builtin_s']} s scripted), before {figures['sandboxed_runner_before_s']} s")
+        print(f"  runner / bare without built-ins {figures['runner_over_bare_without_builtins']:.3f}x whole match (target <= 1.03), "
+              f"{figures['runner_over_bare_without_builtins_loop']:.3f}x from the first tick (set-up {figures['sandboxed_setup_s']} s "
+              f"against {figures['sandboxed_bare_setup_s']} s)")
+        print("  "
+              f"matches/hour/core {figures['matches_per_hour_per_core_before']} before, {figures['matches_per_hour_per_core']} after")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)

@@ -10,6 +10,12 @@ answer (keyed by nmmo's action classes) back into the contract's string/index fo
 
 nmmo 2.1.2's `Meander` crashes and its plain `Combat`/`Gather` lack a weapon or tool,
 so the Combat team is made of the Melee, Range and Mage subclasses.
+
+The members are nmmo's classes with their path searches compiled
+(`matchmaking.teams.compiled_builtins`): the same decisions, tick for tick, in far less
+time. In the match's own process (`matchmaking.teams.factory.in_process_host`) the team
+also reads nmmo's `Observation` objects directly (`bind_observations`), as nmmo's own
+loop hands them to its scripted agents, instead of rebuilding them from the arrays.
 """
 
 from __future__ import annotations
@@ -29,14 +35,15 @@ from scripted import baselines
 from arena.rules import BUILTIN_TEAMS, builtin_team
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.game import nmmo_config
-from matchmaking.teams import strategies
+from matchmaking.teams import compiled_builtins, strategies
 from matchmaking.teams.learned import learned_factory
 
 _INDEX_TYPES = (int, np.integer)
 _ENTITY_ID = EntityState.State.attr_name_to_col["id"]
 _ITEM_ID = ItemState.State.attr_name_to_col["id"]
 
-#: nmmo's scripted baselines: name -> the scripted agent class of each member, cycled.
+#: nmmo's scripted baselines: name -> the scripted agent class of each member, cycled (nmmo's
+#: own classes: a `ScriptedTeam` plays their compiled subclasses, `compiled_builtins.compiled_class`).
 SCRIPTED_AGENTS: dict[str, tuple[type[baselines.Scripted], ...]] = {
     "random": (baselines.Random,),
     "forage": (baselines.Forage,),
@@ -74,9 +81,11 @@ class ScriptedTeam:
         team_id (`int`): the team's slot in the match.
         env_config (`dict`): from `matchmaking.engine.game.env_config`; its `seed` seeds the team.
         agents (`tuple[type]`): scripted agent class of each member, cycled.
+        compiled (`bool`, *optional*): play nmmo's classes with their searches compiled
+            (the default), or nmmo's classes as they are (the benchmarks' "before").
     """
 
-    def __init__(self, team_id: int, env_config: Mapping[str, Any], agents: tuple[type, ...]):
+    def __init__(self, team_id: int, env_config: Mapping[str, Any], agents: tuple[type, ...], *, compiled: bool = True):
         self.team_id = team_id
         self.team_size = int(env_config["team_size"])
         self.seed = int(env_config["seed"])
@@ -88,12 +97,16 @@ class ScriptedTeam:
         self.config = nmmo_config(match)
         nmmo.Action.hook(self.config)  # sets up Price and Token choices, as nmmo's Realm does
         self.first_agent_id = team_id * self.team_size + 1
-        self.agent_classes = [agents[m % len(agents)] for m in range(self.team_size)]
+        playing = compiled_builtins.compiled_class if compiled else (lambda cls: cls)
+        self.agent_classes = [playing(agents[m % len(agents)]) for m in range(self.team_size)]
+        self.compiled = compiled
         self.reset()
 
     def reset(self) -> None:
-        """New agents (they keep per-episode state such as their spawn) and a reseeded RNG."""
+        """New agents (they keep per-episode state such as their spawn), a reseeded RNG, and
+        no binding to a previous game's observations."""
         rng, _ = seeding.np_random(self.seed)
+        self.bound: list[Any] | None = None
         self.agents = []
         self.observations = []
         for member, cls in enumerate(self.agent_classes):
@@ -102,8 +115,18 @@ class ScriptedTeam:
             self.agents.append(agent)
             self.observations.append(Observation(self.config, self.first_agent_id + member).reset(None))
 
+    def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
+        """Read the members' observations straight from nmmo's `env` from now on (the match's
+        own process only: see `compiled_builtins.direct_observations`)."""
+        if self.compiled:
+            self.bound = compiled_builtins.direct_observations(env, agent_ids)
+
     def act(self, observations: Mapping[int, Mapping[str, Any]]) -> dict[int, dict[str, dict[str, int]]]:
         actions = {}
+        if self.bound is not None:  # nmmo's own observations, as its loop hands them over
+            for member in observations:
+                actions[member] = _to_contract(self.agents[member](self.bound[member]))
+            return actions
         for member, obs in observations.items():
             ob = self.observations[member]
             ob.update(

@@ -27,10 +27,20 @@ def team_factory(ref: PolicyRef) -> TeamFactory:
     return load_team_class(ref.path)
 
 
+class BuiltinHost(InProcessTeam):
+    """An Arena built-in in the match's own process: as `InProcessTeam`, and a team that can
+    read nmmo's own observations (`ScriptedTeam.bind_observations`) is bound to them."""
+
+    def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
+        bind = getattr(self.team, "bind_observations", None)
+        if callable(bind):
+            bind(env, agent_ids)
+
+
 def in_process_host(ref: PolicyRef, slot: TeamSlot) -> TeamHost:
     """Host every team in the match's own process (trusted code only)."""
 
     def factory(tid: int, cfg: dict[str, Any]) -> Any:
         return team_factory(ref)(tid, cfg)  # loading errors surface as INIT faults
 
-    return InProcessTeam(factory, slot)
+    return BuiltinHost(factory, slot) if ref.is_builtin else InProcessTeam(factory, slot)

@@ -1,0 +1,148 @@
+"""The Arena's compiled built-ins decide exactly what nmmo's own scripted agents decide.
+
+`matchmaking.teams.compiled_builtins` replaces the pure-Python path searches and scans
+of nmmo's `scripted` package with compiled ones, and lets a built-in team read nmmo's own
+observations. These tests hold it to nmmo's unpatched code, at two levels:
+
+- the searches themselves, on many random vision windows (ties, walls, cut-offs, goals out
+  of sight), against `scripted.move.aStar`, `forageDijkstra` and `attack.closestTarget`;
+- whole matches (a few seeds on different maps, short horizons): nmmo's own loop
+  (`bench.match_speed.bare_match`) and the Arena's runner write the same event log, row
+  for row, and score every team the same, whether the built-ins read nmmo's own
+  observations (in the match process) or the observation dicts (as in a sandbox). The
+  full check (20 seeds, 1024 ticks) is `python -m bench.match_speed`.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from nmmo.core import action
+from nmmo.entity.entity import EntityState
+from nmmo.lib import material
+from scripted import attack, baselines, move
+
+from bench.match_speed import compare_with_nmmo, stage1_lineup
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.match import MatchSpec
+from matchmaking.teams import compiled_builtins
+from matchmaking.teams.builtin import builtin_factory
+
+VISION = 7
+SIDE = 2 * VISION + 1
+COLUMNS = EntityState.State.attr_name_to_col
+
+
+class _Config:
+    PLAYER_VISION_RADIUS = VISION
+
+
+class _Window:
+    """The part of nmmo's `Observation` the searches read: tiles, `tile()`, the agent."""
+
+    def __init__(self, tiles: np.ndarray, agent: types.SimpleNamespace):
+        self.tiles = tiles
+        self.agent = agent
+
+    def tile(self, r: int, c: int) -> types.SimpleNamespace:
+        return types.SimpleNamespace(material_id=int(self.tiles[(VISION + r) * SIDE + VISION + c, 2]))
+
+
+def _random_window(rng: np.random.Generator) -> _Window:
+    every = np.array(sorted(material.All.indices))
+    open_share = rng.uniform(0.3, 0.95)  # from walled-in to open ground
+    materials = np.where(rng.random(SIDE * SIDE) < open_share, material.Grass.index, rng.choice(every, SIDE * SIDE))
+    materials[rng.random(SIDE * SIDE) < 0.1] = material.Foilage.index
+    materials[rng.random(SIDE * SIDE) < 0.05] = material.Water.index
+    tiles = np.zeros((SIDE * SIDE, 3), dtype=np.int16)
+    tiles[:, 2] = materials
+    agent = types.SimpleNamespace(food=int(rng.integers(0, 101)), water=int(rng.integers(0, 101)))
+    return _Window(tiles, agent)
+
+
+def test_compiled_searches_equal_nmmos_on_random_windows():
+    rng = np.random.default_rng(25)
+    for case in range(1500):
+        ob = _random_window(rng)
+        goal = (int(rng.integers(-VISION - 2, VISION + 3)), int(rng.integers(-VISION - 2, VISION + 3)))
+        cutoff = int(rng.choice([100, 100, 40, 5, 1]))
+        expected = move.aStar(_Config, ob, {}, *goal, cutoff=cutoff)
+        assert compiled_builtins.a_star(_Config, ob, {}, *goal, cutoff=cutoff) == tuple(expected), (case, goal)
+
+        theirs, ours = {}, {}
+        their_rng, our_rng = np.random.default_rng(case), np.random.default_rng(case)
+        move.forageDijkstra(_Config, ob, theirs, 100, 100, their_rng, cutoff=cutoff)
+        compiled_builtins.forage_dijkstra(_Config, ob, ours, 100, 100, our_rng, cutoff=cutoff)
+        assert ours == theirs, case
+        assert our_rng.random() == their_rng.random(), case  # the RNG drawn exactly as often
+
+
+def test_closest_target_equals_nmmos():
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        rows = int(rng.integers(1, 12))
+        values = np.zeros((rows, len(COLUMNS)), dtype=np.int16)
+        values[:, COLUMNS["id"]] = rng.choice(np.r_[-20:0, 1:40], rows, replace=False)
+        values[:, COLUMNS["row"]] = rng.integers(60, 66, rows)  # many ties in distance
+        values[:, COLUMNS["col"]] = rng.integers(60, 66, rows)
+        me = EntityState.parse_array(values[int(rng.integers(0, rows))])
+        ob = types.SimpleNamespace(entities=types.SimpleNamespace(values=values), agent=me)
+        theirs = attack.closestTarget(None, ob)
+        ours = compiled_builtins.closest_target(None, ob)
+        assert (ours[0] is None) == (theirs[0] is None), case
+        if theirs[0] is not None:
+            assert vars(ours[0]) == vars(theirs[0]) and ours[1] == theirs[1], case
+
+
+def test_nmmos_own_code_is_left_alone():
+    """The compiled searches live in the Arena's classes only: nmmo's modules and classes,
+    which `bare_match` plays, are untouched."""
+    team = builtin_factory("combat")(0, _env_config())
+    classes = set(team.agent_classes)
+    assert all(issubclass(cls, (baselines.Melee, baselines.Range, baselines.Mage)) for cls in classes)
+    assert not classes & {baselines.Melee, baselines.Range, baselines.Mage}
+    assert move.aStar.__module__ == "scripted.move" and move.forageDijkstra.__module__ == "scripted.move"
+    assert attack.closestTarget.__module__ == "scripted.attack"
+    assert baselines.Scripted.explore.__globals__["move"] is move
+    assert {cls.__name__ for cls in classes} == {"Melee", "Range", "Mage"}
+    assert action.Move is move.action.Move
+
+
+def _env_config() -> dict:
+    from matchmaking.engine import game
+
+    return game.env_config(MatchConfig(horizon=8), team_id=0, seed=1)
+
+
+@pytest.mark.parametrize("seed, horizon", [(11, 100), (29, 80), (47, 80)])
+def test_arena_matches_equal_nmmos_own_loop(seed, horizon):
+    spec = MatchSpec(seed=seed, policies=stage1_lineup(), config=MatchConfig(horizon=horizon))
+    compared = compare_with_nmmo(spec)
+    assert compared["identical"], compared
+    assert compared["ticks"] == horizon and compared["events"] > 0
+
+
+def _unbound_host(ref, slot):
+    """The built-ins as a sandbox plays them: compiled, but reading the observation dicts."""
+    from matchmaking.engine.hosting import InProcessTeam
+    from matchmaking.teams.factory import team_factory
+
+    return InProcessTeam(lambda tid, cfg: team_factory(ref)(tid, cfg), slot)
+
+
+def test_built_ins_reading_observation_dicts_equal_nmmos_own_loop():
+    spec = MatchSpec(seed=63, policies=stage1_lineup(), config=MatchConfig(horizon=80))
+    compared = compare_with_nmmo(spec, host_factory=_unbound_host)
+    assert compared["identical"], compared
+
+
+def test_identity_check_can_fail(monkeypatch):
+    """A search that differs from nmmo's only in how it breaks ties (neighbours visited
+    in another order) makes other decisions, and the comparison says so."""
+    monkeypatch.setattr(compiled_builtins, "NEIGHBOUR_ROWS", compiled_builtins.NEIGHBOUR_ROWS[::-1].copy())
+    monkeypatch.setattr(compiled_builtins, "NEIGHBOUR_COLS", compiled_builtins.NEIGHBOUR_COLS[::-1].copy())
+    spec = MatchSpec(seed=11, policies=stage1_lineup(), config=MatchConfig(horizon=60))
+    compared = compare_with_nmmo(spec)
+    assert not compared["identical"] and compared["difference"]
