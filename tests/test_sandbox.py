@@ -39,7 +39,9 @@ ADVERSARIES = (
     "loud",
 )
 BUILTINS = ("combat", "forage", "combat", "random")
-CONFIG = MatchConfig(horizon=60, step_wall_timeout_s=1.0, hang_timeout_s=1.6, max_faults_recorded=100, fault_message_chars=1000)
+# hang_timeout_s: between the sleeper's 1.1 s and what the hanging team lives through (the compiled
+# built-ins play a tick in about 20 ms, and its members fall by tick 25: about 1.5 s of wall time)
+CONFIG = MatchConfig(horizon=60, step_wall_timeout_s=1.0, hang_timeout_s=1.35, max_faults_recorded=100, fault_message_chars=1000)
 SECRET = "hf_arena_test_secret_4f1d9c"
 
 
@@ -211,3 +213,52 @@ def test_confinement_report():
         assert "namespace" in team.confinement["network"] or "no TCP" in team.confinement["files"]
     finally:
         team.close()
+
+
+def _zygotes_of(pid: int) -> list[int]:
+    """The sandbox zygotes whose parent is process `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and b"matchmaking.sandbox.zygote" in command:
+            found.append(int(entry))
+    return found
+
+
+def test_match_workers_start_their_zygote_before_their_first_match():
+    """A Space's match workers start the sandbox zygote as they start (`prepare`), so its
+    imports do not follow the game's set-up of their first match."""
+    import time
+
+    from matchmaking.sandbox.host import start_zygote
+    from matchmaking.service.executor import LocalExecutor
+
+    executor = LocalExecutor(1, host_factory=sandboxed_host, prepare=start_zygote)
+    try:
+        worker = executor._ensure().submit(os.getpid).result(timeout=120)  # the worker, before any match
+        deadline = time.monotonic() + 30
+        while not _zygotes_of(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _zygotes_of(worker), "the worker started no sandbox zygote before its first match"
+        spec = MatchSpec(seed=3, policies=(local(PROJECT_ROOT / "examples" / "policies" / "gatherer"),
+                                           *[builtin("random")] * 15), config=MatchConfig(horizon=8))
+        (outcome,) = list(executor.run([spec]))
+        assert outcome.result is not None and not any(t.fault_counts for t in outcome.result.teams), outcome.error
+        assert len(_zygotes_of(worker)) == 1  # the match used it: no second one
+    finally:
+        executor.close()
+
+
+def test_the_zygote_says_when_it_is_ready():
+    from matchmaking.sandbox.host import start_zygote
+
+    assert start_zygote(wait_s=120)  # imports done: its first team forks at once
+    assert start_zygote()

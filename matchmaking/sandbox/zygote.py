@@ -6,7 +6,8 @@ then forks a child per team on request (the children share those pages, copy-on-
 A child becomes `matchmaking.sandbox.worker.serve`, which confines itself before loading
 any policy: the zygote itself runs only the Arena's code, with an empty environment.
 
-Protocol with the match process, over a Unix socket: a request is one JSON line with
+Protocol with the match process, over a Unix socket: once its imports are done the zygote
+says `{"type": "ready"}`; a request is one JSON line with
 four file descriptors attached (control in, control out, stdout, stderr: the host reads
 the last two apart, so that each line of a team's log says its stream); the zygote answers
 `{"type": "started", "pid": N}`, and later `{"type": "exit", "pid": N, "code": C}` for
@@ -47,6 +48,7 @@ def main(fd: int) -> int:
     from matchmaking.teams.frameworks import preload
 
     preload()  # numpy, torch, onnxruntime, each held to one thread
+    sock.sendall(json.dumps({"type": "ready"}).encode() + b"\n")
 
     while True:
         ready, _, _ = select.select([sock], [], [], 0.05)

@@ -26,7 +26,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -209,12 +209,15 @@ class LocalExecutor:
     """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
 
     def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True,
-                 live: Path | None = None):
+                 live: Path | None = None, prepare: Callable[[], object] | None = None):
         """`record_replays`: record every match's replay and its sandboxed teams' logs; `live`:
-        the folder where matches in flight report their tick (`matchmaking.service.live`), if any."""
+        the folder where matches in flight report their tick (`matchmaking.service.live`), if any;
+        `prepare`: called in each worker process as it starts, before any match (a picklable
+        module-level function: the Space starts the sandbox zygote there, `start_zygote`)."""
         if workers < 1:
             raise InvalidArgumentError(f"`workers` must be at least 1, got {workers}.")
         self.workers = workers
+        self.prepare = prepare
         self.host_factory = host_factory
         self.record_replays = record_replays
         self.live = live
@@ -226,7 +229,8 @@ class LocalExecutor:
 
     def _ensure(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=self.prepare)
             self._oom_kills = oom_kills()
         return self._pool
 

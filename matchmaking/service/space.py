@@ -34,7 +34,7 @@ from matchmaking.hub import embedded as embedded_hub
 from matchmaking.hub.health import HubHealth
 from matchmaking.hub.pushing import push_submission, submission_card
 from matchmaking.hub.webhooks import PushReactor, WebhookReceiver, register, space_webhook_url, webhook_secret
-from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host
+from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host, start_zygote
 from matchmaking.sandbox.isolation import IsolationGate
 from matchmaking.service.executor import LocalExecutor, RayExecutor, default_workers
 from matchmaking.service.live import LiveBoard
@@ -177,7 +177,9 @@ class Arena:
             executor: Any = RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host,
                                         isolation=settings.isolation)
         else:
-            executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live)
+            # each worker starts its sandbox zygote at once: its imports (about 2 s) then overlap
+            # the worker's idle time, not the first match's set-up
+            executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live, prepare=start_zygote)
         matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,
                                 health=health, workers=workers, writer=me.writer, leads=writers.leads, isolation=gate)
         receiver = reactor = None
