@@ -124,7 +124,8 @@ def test_the_arena_plays_on_worker_nodes_and_survives_losing_one_mid_match(clust
     # every worker node ran its own isolation self-test before it played a submission
     said = (tmp_path / "space.log").read_text()
     nodes = {line.split("Ray node ")[1].split(":")[0] for line in said.splitlines() if "Ray node " in line}
-    assert nodes >= {w.node_id[:12] for w in fetched}, said[-2000:]
+    # (the killed node's verdict is logged with its first finished match: it may have had none)
+    assert nodes and nodes >= {w.node_id[:12] for w in fetched if w is not victim}, said[-2000:]
     assert "Isolation holds (files held, network held, signals held, processes held" in said
     # and a match played on the cluster replays identically on this machine
     out = subprocess.run([sys.executable, "-m", "matchmaking.rerun", recorded[-1], "--data", str(data), "--json"],
