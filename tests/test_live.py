@@ -61,6 +61,11 @@ def test_stale_and_damaged_reports_are_skipped_and_cleared(tmp_path):
     done()  # a match ending after a clear is fine
 
 
+#: Ticks of the Ray match: long enough for the board to be asked while it plays (elite, the
+#: slowest built-in, takes several seconds), short enough not to hold the Ray tests' worker.
+HORIZON = 150
+
+
 @pytest.mark.cluster
 @pytest.mark.xdist_group("ray")
 def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
@@ -70,7 +75,7 @@ def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
     from matchmaking.service.executor import RayExecutor
 
     spec = MatchSpec(seed=6, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
-                     config=MatchConfig(horizon=300), track="pvp")
+                     config=MatchConfig(horizon=HORIZON), track="pvp")
     executor = RayExecutor(num_cpus=1, record_replays=False)
     try:
         assert executor.in_flight() == []
@@ -80,8 +85,8 @@ def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
         executor.close()
     assert outcomes and outcomes[0].result is not None, outcomes
     assert seen, "no report reached the board while the match played"
-    assert [m.tick for m in seen] == sorted(m.tick for m in seen) and 0 < seen[0].tick < 300
-    assert {(m.match_id, m.track, m.horizon, len(m.lineup)) for m in seen} == {(spec.match_id, "pvp", 300, 16)}
+    assert [m.tick for m in seen] == sorted(m.tick for m in seen) and 0 < seen[0].tick < HORIZON
+    assert {(m.match_id, m.track, m.horizon, len(m.lineup)) for m in seen} == {(spec.match_id, "pvp", HORIZON, 16)}
     assert {m.node for m in seen} == {outcomes[0].node} and outcomes[0].node  # the node that played it
     assert after == []  # gone once the match ended
 
