@@ -438,7 +438,8 @@ RATINGS_MARKDOWN = """**What each rating answers.**
 - **Elo**: how does it fare with each 16-team match read as its pairwise duels, matches in order, the recent weighing as much as the old?
 - **Nash avg** (Balduzzi et al. 2018): how well does it do against the toughest mix of the field, the maximum-entropy Nash equilibrium of the head-to-head game? 0 for the policies in that mix, negative below; beating many similar weak policies does not raise it.
 - **Held-out** (Plackett-Luce point estimate on held-out maps only): how strong is it on maps no participant saw in advance?
-- **PvE vs PvP**: does it stand better against the built-ins on published maps than against the field on held-out ones (PvP rank minus PvE rank; `far` when the gap is large)?"""
+- **PvE vs PvP**: does it stand better against the built-ins on published maps than against the field on held-out ones (PvP rank minus PvE rank; `far` when the gap is large)?
+- **Settling**: is its rank settled yet (95% interval at most 1 unit wide), and if not, about how many more PvP matches it needs and how long that takes at the current rate? Newcomers get the first seats until it is."""
 
 #: The Head to head tab's note while no PvP pair has met.
 H2H_EMPTY = ("No PvP matches yet, so no pair has met. Once qualified policies play PvP, every pair's record fills "
