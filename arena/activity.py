@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from arena.revision import Revision
+
 
 @dataclass(frozen=True)
 class LiveMatch:
@@ -46,8 +48,7 @@ class LiveMatch:
 class QueueEntry:
     """A revision's place in the PvE queue and the forecast of its current stage's end."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     stage: int
     place: int
     """1 + the revisions whose next match starts before this one's."""

@@ -34,6 +34,7 @@ from enum import Enum
 from typing import Any
 
 from arena.errors import TransitionError
+from arena.revision import Revision
 
 
 class Status(str, Enum):
@@ -118,8 +119,7 @@ class StageFigures:
 class StatusEvent:
     """One change of status of one revision, with whatever it established."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     status: Status
     reason: str = ""
     at: float = field(default_factory=time.time)
@@ -134,7 +134,7 @@ class StatusEvent:
     """For a SIZE rejection: the size limit it was judged against."""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"repo_id": self.repo_id, "revision": self.revision, "status": self.status.value,
+        data: dict[str, Any] = {"repo_id": self.id.policy_id, "revision": self.id.sha, "status": self.status.value,
                                 "reason": self.reason, "at": self.at}
         for name in ("download_path", "failed_attempts", "limit_mb"):
             if getattr(self, name) is not None:
@@ -167,8 +167,7 @@ class StatusEvent:
         if pve is None and isinstance(legacy.get("pve"), Mapping):
             pve = [{"stage": int(s), **v} for s, v in legacy["pve"].items()]
         return cls(
-            repo_id=str(data["repo_id"]),
-            revision=str(data["revision"]),
+            id=Revision(str(data["repo_id"]), str(data["revision"])),
             status=Status(data["status"]),
             reason=str(data.get("reason", "")),
             at=float(data["at"]),
@@ -196,8 +195,7 @@ class StatusEvent:
 class RevisionState:
     """Where one revision stands now, and everything its events established."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     status: Status
     reason: str
     first_seen: float
@@ -211,10 +209,6 @@ class RevisionState:
     limit_mb: float | None = None
     latest: bool = True
     """Whether this is its repo's newest revision (older ones are no longer played)."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.repo_id, self.revision)
 
     def apply(self, event: StatusEvent) -> RevisionState:
         """The state after `event` (fields an event leaves unset keep their value)."""
@@ -236,7 +230,7 @@ class RevisionState:
     @classmethod
     def first(cls, event: StatusEvent) -> RevisionState:
         """The state a revision's first event creates."""
-        return cls(event.repo_id, event.revision, event.status, "", event.at, event.at).apply(event)
+        return cls(event.id, event.status, "", event.at, event.at).apply(event)
 
 
 def check_transition(state: RevisionState | None, status: Status) -> None:
@@ -248,7 +242,7 @@ def check_transition(state: RevisionState | None, status: Status) -> None:
     current = None if state is None else state.status
     if status not in TRANSITIONS[current]:
         allowed = ", ".join(sorted(s.value for s in TRANSITIONS[current])) or "none (it is final)"
-        name = "a new revision" if state is None else f"{state.repo_id}@{state.revision[:12]}"
+        name = "a new revision" if state is None else f"{state.id.policy_id}@{state.id.short}"
         raise TransitionError(
             f"{name} cannot go from {current.value if current else 'unseen'} to {status.value}; allowed: {allowed}."
         )

@@ -1,6 +1,6 @@
-"""Who plays a team slot: a `PolicyRef`, pinned to an exact revision.
+"""Who plays a team slot: a `PolicyRef`, a revision and where its files are.
 
-A policy is named by a `PolicyRef`: an id, an exact revision, and where its files are.
+A policy is named by a `PolicyRef`: its exact revision (`arena.revision`), and where its files are.
 Three kinds exist:
 
 - `builtin:NAME`, one of the Arena's built-in teams (`arena.rules.BUILTIN_TEAMS`),
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.errors import InvalidArgumentError, InvalidPolicySpecError, PolicyNotFoundError
+from arena.revision import BUILTIN_PREFIX, BUILTIN_VERSION, LOCAL_PREFIX, Revision
 from arena.rules import builtin_team
-from arena.schema import BUILTIN_PREFIX, LOCAL_PREFIX, is_builtin
 
 #: The file every submission's root must hold.
 POLICY_FILE = "policy.py"
@@ -29,26 +29,28 @@ POLICY_FILE = "policy.py"
 
 @dataclass(frozen=True)
 class PolicyRef:
-    """Who plays a team slot, pinned to an exact revision.
+    """Who plays a team slot: a revision, and where its files are.
 
     Attributes:
-        policy_id (`str`): `builtin:NAME`, `local:NAME` or a Hub repo id `owner/name`.
-        revision (`str`): `builtin` for built-ins, a content hash for local folders, a
-            commit sha for Hub repos.
+        id (`Revision`): the exact version played (`arena.revision`).
         path (`Path`, *optional*): folder holding `policy.py` (None for built-ins, and for
             Hub revisions not fetched on this machine yet).
         hub (`str`, *optional*): the endpoint of the Hub a repo's revision is fetched from,
             where a match travels to another machine (`matchmaking.service.nodes`); "" otherwise.
     """
 
-    policy_id: str
-    revision: str
+    id: Revision
     path: Path | None = None
     hub: str = ""
 
     @property
+    def policy_id(self) -> str:
+        """The policy's id, as the match record's `policy_id` column names it."""
+        return self.id.policy_id
+
+    @property
     def is_builtin(self) -> bool:
-        return is_builtin(self.policy_id)
+        return self.id.is_builtin
 
     @property
     def builtin_name(self) -> str:
@@ -58,8 +60,8 @@ class PolicyRef:
 
     @property
     def label(self) -> str:
-        """Short name for tables: the id, with a short revision for non-built-ins."""
-        return self.policy_id if self.is_builtin else f"{self.policy_id}@{self.revision[:7]}"
+        """Short name for tables (`Revision.label`)."""
+        return self.id.label
 
 
 def builtin(name: str) -> PolicyRef:
@@ -68,7 +70,7 @@ def builtin(name: str) -> PolicyRef:
     Raises:
         `PolicyNotFoundError`: no built-in of that name.
     """
-    return PolicyRef(policy_id=builtin_team(name).policy_id, revision="builtin")
+    return PolicyRef(Revision(builtin_team(name).policy_id, BUILTIN_VERSION))
 
 
 def folder_revision(path: Path) -> str:
@@ -94,7 +96,7 @@ def local(path: str | Path) -> PolicyRef:
             f"Policy folder {str(path)!r} has no {POLICY_FILE}: a submission's root must hold "
             "policy.py defining `class Team` (see docs/participants.md, 'Writing a policy')."
         )
-    return PolicyRef(policy_id=f"{LOCAL_PREFIX}{folder.name}", revision=folder_revision(folder), path=folder)
+    return PolicyRef(Revision(f"{LOCAL_PREFIX}{folder.name}", folder_revision(folder)), path=folder)
 
 
 def parse_target(text: str) -> PolicyRef:

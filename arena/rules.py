@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from arena.errors import InvalidArgumentError, PolicyNotFoundError
-from arena.schema import BUILTIN_PREFIX
+from arena.revision import BUILTIN_PREFIX
 
 
 @dataclass(frozen=True)

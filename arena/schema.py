@@ -6,10 +6,9 @@ match-history dataset stores. Its fields, with units and meaning, are listed in 
 under "Match record". Records are frozen and versioned: a reader checks `schema_version`
 before trusting a field.
 
-Policies are named here too, since every record names them: `builtin:NAME` for the
+Every record names its policies by revision (`arena.revision`): `builtin:NAME` for the
 Arena's own teams, `local:NAME` for a folder played by the evaluation tool, `owner/name`
-for a Hub repo; the rated entity (`player_id`) is a built-in by name or a submission by
-repo and revision.
+at a commit for a Hub repo.
 
 Only the standard library here: the leaderboard reads these records without nmmo, and the
 sandboxed team processes import this module too.
@@ -37,23 +36,6 @@ READABLE_VERSIONS = (1, 2)
 
 #: Spawn sides, as `TeamResult.spawn_side` numbers them: nmmo's order of the map's edges.
 SPAWN_SIDES: tuple[str, ...] = ("north", "east", "south", "west")
-
-#: Policy id prefix of the Arena's own teams (`builtin:forage`).
-BUILTIN_PREFIX = "builtin:"
-
-#: Policy id prefix of a folder played locally by the evaluation tool (`local:my-team`).
-LOCAL_PREFIX = "local:"
-
-
-def is_builtin(policy_id: str) -> bool:
-    """Whether `policy_id` names one of the Arena's own teams."""
-    return policy_id.startswith(BUILTIN_PREFIX)
-
-
-def player_id(policy_id: str, revision: str) -> str:
-    """The rated entity: a built-in by name, a submission by repo and revision."""
-    return policy_id if is_builtin(policy_id) else f"{policy_id}@{revision}"
-
 
 class FaultKind(str, Enum):
     """The closed set of ways a team can fail during a match.

@@ -21,6 +21,7 @@ import numpy as np
 
 from arena.lifecycle import StageFigures, Status
 from arena.ratings import EloState, TrueSkillState, extend_trueskill, outcomes
+from arena.revision import Revision
 from arena.settling import is_settled
 from arena.simulation import Population, play
 from history.statuses import StatusLog
@@ -43,8 +44,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log = StatusLog(Path(tmp) / "statuses.jsonl")
         for status in (Status.QUEUED, Status.VALIDATING, Status.EVALUATING):
-            log.record(repo, revision, status)
-        log.record(repo, revision, Status.QUALIFIED, "qualified", pve=(StageFigures(1, 0.6, 30.0, 10),))
+            log.record(Revision(repo, revision), status)
+        log.record(Revision(repo, revision), Status.QUALIFIED, "qualified", pve=(StageFigures(1, 0.6, 30.0, 10),))
         statuses = log.states()
     history, state = [], TrueSkillState()
     published: dict = {}

@@ -54,7 +54,8 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import spearmanr
 
-from arena.ratings import Outcome, TrueSkillState, outcomes, plackett_luce, player_id, trueskill_ratings
+from arena.ratings import Outcome, TrueSkillState, outcomes, plackett_luce, trueskill_ratings
+from arena.revision import Revision, player_id
 from arena.rules import Pairing
 from arena.settling import SETTLED_SIGMA, SETTLED_WIDTH, is_settled, precision_gain, settling
 from arena.simulation import Population, play
@@ -120,7 +121,7 @@ class Arena:
 
     def play(self, pool: Sequence[str], rng: np.random.Generator) -> None:
         index = len(self.history)
-        result = play([p.rsplit("@", 1)[0] for p in pool], [self.truth[p] for p in pool], rng=rng, index=index)
+        result = play([Revision.parse(p).policy_id for p in pool], [self.truth[p] for p in pool], rng=rng, index=index)
         outcome = outcomes([result])[0]
         self.history.append(outcome)
         self.state = trueskill_ratings([outcome], state=self.state, anchors={})

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from arena import PROJECT_ROOT
 from arena.policies import PolicyRef, builtin
+from arena.revision import Revision
 from arena.rules import stage_opponents
 from arena.schema import FaultKind
 from bench.match_speed import machine_scaling
@@ -95,7 +96,7 @@ def main() -> int:
         api.snapshot_download("bench/gatherer", revision=sha, local_dir=download)  # what the Space's validation fetched
 
         def specs(maps: Path) -> list[MatchSpec]:
-            lineup = policies_for(PolicyRef("bench/gatherer", sha, path=download), [builtin(n) for n in stage_opponents(1)])
+            lineup = policies_for(PolicyRef(Revision("bench/gatherer", sha), path=download), [builtin(n) for n in stage_opponents(1)])
             return [MatchSpec(seed=100 + i, policies=lineup, config=MatchConfig(horizon=args.horizon, cache_dir=maps))
                     for i in range(args.matches)]
 

@@ -68,13 +68,13 @@ def wait_for(predicate, *, timeout: float, poll: float = 0.2) -> float | None:
 def timed(arena: Arena, repo_id: str, pushed: float, *, timeout: float) -> dict:
     """Times from `pushed` to the newcomer's `queued`, validation verdict and stage-1 verdict."""
     def status() -> Status | None:
-        mine = [s for s in arena.statuses.states() if s.repo_id == repo_id]
+        mine = [s for s in arena.statuses.states() if s.id.policy_id == repo_id]
         return mine[0].status if mine else None
 
     queued = wait_for(lambda: status() is not None, timeout=60, poll=0.05)
     validated = wait_for(lambda: status() not in (None, Status.QUEUED, Status.VALIDATING), timeout=300)
     verdict = wait_for(lambda: status() in (Status.QUALIFIED, Status.EVALUATED, Status.ERROR, Status.REJECTED), timeout=timeout)
-    state = next(s for s in arena.statuses.states() if s.repo_id == repo_id)
+    state = next(s for s in arena.statuses.states() if s.id.policy_id == repo_id)
     mine = [r for r in arena.store.results() if r.track == "pve" and r.teams[0].policy_id == repo_id and r.stage == 1]
 
     def since(t: float | None) -> float | None:
@@ -116,7 +116,7 @@ def main() -> int:
             push(api, eight[-1], files={"policy.py": packaged_policy(name)}, tag=tag)
 
         def states() -> dict:
-            return {s.repo_id: s for s in arena.statuses.states()}
+            return {s.id.policy_id: s for s in arena.statuses.states()}
 
         in_pve = (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
         if wait_for(lambda: all(r in states() and states()[r].status in in_pve for r in eight), timeout=args.timeout) is None:
@@ -133,7 +133,7 @@ def main() -> int:
         late = "newcomer/late"
         pushed = push(api, late, folder=EXAMPLES / "gatherer", tag=tag)
         in_later = sorted(r.split("/")[1] for r in [*eight, early] if arena.matchmaker.pve_queue and any(
-            w.repo_id == r and w.stage > 1 for w in arena.matchmaker.pve_queue))
+            w.id.policy_id == r and w.stage > 1 for w in arena.matchmaker.pve_queue))
         report["late"] = timed(arena, late, pushed, timeout=args.timeout)
         pushed_iso = datetime.fromtimestamp(pushed, timezone.utc).isoformat(timespec="seconds")
         until_iso = datetime.fromtimestamp(report["late"]["verdict_at"] or time.time(), timezone.utc).isoformat(timespec="seconds")

@@ -30,6 +30,7 @@ from typing import Any
 
 from arena.files import write_atomically
 from arena.lifecycle import RevisionState, Status, StatusEvent, check_transition
+from arena.revision import Revision
 from history.journal import Journal
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class StatusLog:
         self.own = self.journal.own
         self.damaged_path = self.path.with_name(self.path.stem + ".damaged.jsonl")
         self._lock = threading.Lock()
-        self._states: dict[tuple[str, str], RevisionState] = {}
+        self._states: dict[Revision, RevisionState] = {}
         self._signature: tuple = ()
         self.damaged: list[str] = []
         """One description per damaged line set apart or skipped when the log was read."""
@@ -83,7 +84,7 @@ class StatusLog:
             signature = self.journal.signature()
             if signature == self._signature:
                 return False
-            states: dict[tuple[str, str], RevisionState] = {}
+            states: dict[Revision, RevisionState] = {}
             for record in self.journal.read():
                 try:
                     event = StatusEvent.from_dict(record)
@@ -116,7 +117,7 @@ class StatusLog:
             self.damaged.append(message)
             log.warning(message)
 
-    def record(self, repo_id: str, revision: str, status: Status, reason: str = "", **details: Any) -> RevisionState:
+    def record(self, revision: Revision, status: Status, reason: str = "", **details: Any) -> RevisionState:
         """Append a status change (durably) and return the revision's new state.
 
         `details` are `StatusEvent` fields (`submission`, `measurements`, `cause`, ...).
@@ -124,17 +125,17 @@ class StatusLog:
         Raises:
             `TransitionError`: the lifecycle does not allow this change.
         """
-        event = StatusEvent(repo_id, revision, status, reason, **details)
+        event = StatusEvent(revision, status, reason, **details)
         self.reload()  # another writer's events pulled since count for the transition
         with self._lock:
-            check_transition(self._states.get((repo_id, revision)), status)
+            check_transition(self._states.get(revision), status)
             self.journal.append(event.to_dict())
             _apply(self._states, event)
             self._signature = self.journal.signature()
-            return self._states[(repo_id, revision)]
+            return self._states[revision]
 
-    def get(self, repo_id: str, revision: str) -> RevisionState | None:
-        return self._states.get((repo_id, revision))
+    def get(self, revision: Revision) -> RevisionState | None:
+        return self._states.get(revision)
 
     def states(self) -> list[RevisionState]:
         """Every revision, newest first."""
@@ -150,12 +151,12 @@ class StatusLog:
         )
 
 
-def _apply(states: dict[tuple[str, str], RevisionState], event: StatusEvent) -> None:
-    key = (event.repo_id, event.revision)
+def _apply(states: dict[Revision, RevisionState], event: StatusEvent) -> None:
+    key = event.id
     state = states.get(key)
     if state is None:
         for other_key, other in states.items():  # a new revision supersedes its repo's older ones
-            if other.repo_id == event.repo_id and other.latest:
+            if other.id.policy_id == event.id.policy_id and other.latest:
                 states[other_key] = replace(other, latest=False)
         states[key] = RevisionState.first(event)
     else:

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arena.revision import Revision, is_builtin
 from arena.rules import MATCH
-from arena.schema import is_builtin
 from leaderboard.standings.rows import codes
 from leaderboard.team_rows import TeamRows
 
@@ -250,7 +250,7 @@ def ledger(mine: pd.DataFrame, others: pd.DataFrame, *, player: str) -> Exposure
         >>> ledger(mine, teams.opponents("alice/team@3f2a9c", mine), player="alice/team@3f2a9c").track("pvp").matches
         12
     """
-    policy_id, _, revision = player.partition("@")
+    policy_id, revision = (parsed := Revision.parse(player)).policy_id, parsed.sha
     if not len(mine):
         return Exposure(player=player, policy_id=policy_id, revision=revision)
     mine = mine[(mine["player"] == player).to_numpy()]
@@ -366,7 +366,7 @@ def revisions_named(players: set[str], query: str) -> list[str]:
     query = query.strip()
     if query in players:
         return [query]
-    return sorted(p for p in players if not is_builtin(p) and p.partition("@")[0] == query)
+    return sorted(p for p in players if not is_builtin(p) and Revision.parse(p).policy_id == query)
 
 
 def exposure_json(teams: TeamRows | pd.DataFrame, query: str = "", *,

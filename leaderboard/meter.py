@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from arena.lifecycle import RevisionState, Status
+from arena.revision import Revision
 from arena.rules import Pairing
-from arena.schema import player_id
 from arena.settling import SETTLED_WIDTH, Settling, settling
 from leaderboard.standings import Standings
 
@@ -45,7 +45,7 @@ def seconds_per_pvp_match(summary: pd.DataFrame, *, recent: int = RECENT_PVP) ->
 
 def qualified_players(statuses: Iterable[RevisionState]) -> list[str]:
     """The revisions PvP pools are drawn from: each repo's latest, qualified."""
-    return [player_id(s.repo_id, s.revision) for s in statuses if s.latest and s.status is Status.QUALIFIED]
+    return [s.id.player for s in statuses if s.latest and s.status is Status.QUALIFIED]
 
 
 def meter(standings: Standings, statuses: Iterable[RevisionState], *, pairing: Pairing | str,
@@ -84,9 +84,9 @@ def meter_records(readings: Mapping[str, Settling]) -> list[dict[str, Any]]:
     settled first."""
     records = []
     for player, s in sorted(readings.items(), key=lambda item: (item[1].settled, -item[1].width, item[0])):
-        policy_id, _, revision = player.partition("@")
+        revision = Revision.parse(player)
         records.append({
-            "policy": policy_id, "revision": revision, "settled": s.settled, "text": s.text(),
+            "policy": revision.policy_id, "revision": revision.sha, "settled": s.settled, "text": s.text(),
             "interval_width": round(s.width, 3), "matches": s.matches, "matches_left": s.matches_left,
             "seat_share": round(s.seat_share, 4), "arena_matches_left": round(s.arena_matches_left, 1),
             "seconds_left": None if s.seconds_left is None or not np.isfinite(s.seconds_left)

@@ -17,8 +17,8 @@ import gradio as gr
 import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
+from arena.revision import Revision
 from arena.rules import MATCH
-from arena.schema import player_id
 from arena.settings import ArenaSettings
 from arena.settling import Settling
 from history.audits import AuditSummary
@@ -153,7 +153,7 @@ def _empty_note(frame: pd.DataFrame, text: str) -> Any:
 def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
           operator: Callable[[], list[str]] = list,
           live: Callable[[], list[LiveMatch]] = list,
-          queue: Callable[[], Mapping[tuple[str, str], QueueEntry]] = dict,
+          queue: Callable[[], Mapping[Revision, QueueEntry]] = dict,
           audits: Callable[[], AuditSummary | None] = lambda: None,
           restoring: Callable[[], str | None] = lambda: None,
           isolation: Callable[[], Mapping[str, Any] | None] = lambda: None) -> gr.Blocks:
@@ -186,7 +186,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         return gr.Markdown(empty[kind], visible=frame.empty and not filtered)
 
     def latest_players() -> set[str]:
-        return {player_id(s.repo_id, s.revision) for s in data.statuses() if s.latest}
+        return {s.id.player for s in data.statuses() if s.latest}
 
     def started(match_id: str) -> str | None:
         """A rated match's start (its replay is then read from its day's bundles at once)."""

@@ -16,8 +16,10 @@ import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
 from arena.head_to_head import MIN_MEETINGS, HeadToHead
+from arena.lifecycle import RevisionState
+from arena.revision import Revision, is_builtin
 from arena.rules import ANCHORS
-from arena.schema import TASK_NAMES, is_builtin, player_id
+from arena.schema import TASK_NAMES
 from leaderboard.standings import POINT_COLUMNS, Standings
 
 Kind = Literal["str", "number", "bool", "date", "markdown", "html"]
@@ -65,16 +67,10 @@ PVP_COLUMNS = [
 ]
 
 
-def _split_player(player: str) -> tuple[str, str]:
-    """`owner/name@sha` as (policy id, revision)."""
-    policy_id, _, revision = player.partition("@")
-    return policy_id, revision
-
-
-def _link(policy_id: str, revision: str, hub_url: str) -> str:
-    if is_builtin(policy_id):
-        return f"{policy_id} (anchor)"
-    return f"[{policy_id}]({hub_url.rstrip('/')}/{policy_id})@{revision[:7]}"
+def _link(revision: Revision, hub_url: str) -> str:
+    if revision.is_builtin:
+        return f"{revision.policy_id} (anchor)"
+    return f"[{revision.policy_id}]({hub_url.rstrip('/')}/{revision.policy_id})@{revision.sha[:7]}"
 
 
 def ranked_players(standings: Standings) -> list[str]:
@@ -84,9 +80,9 @@ def ranked_players(standings: Standings) -> list[str]:
         if len(standings.pvp_players) else []
 
 
-def step_costs(statuses: Iterable) -> dict[str, float]:
+def step_costs(statuses: Iterable[RevisionState]) -> dict[str, float]:
     """Median ms per tick measured at validation, by player id (revisions validated)."""
-    return {player_id(s.repo_id, s.revision): s.measurements.median_step_ms
+    return {s.id.player: s.measurements.median_step_ms
             for s in statuses if s.measurements is not None and s.measurements.median_step_ms}
 
 
@@ -110,7 +106,7 @@ def overfitting_points(standings: Standings, *, latest: set[str] | None = None) 
     frame = standings.overfitting
     if latest is not None:
         frame = frame[frame["player"].isin(latest)]
-    frame = frame.assign(label=[p.split("@")[0] + "@" + p.split("@")[1][:7] if "@" in p else p for p in frame["player"]])
+    frame = frame.assign(label=[Revision.parse(p).label for p in frame["player"]])
     return frame.reset_index(drop=True)
 
 
@@ -142,7 +138,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     high = {p: mle[p].high for p in players if p in mle}
     table = pd.DataFrame(
         {
-            "Policy": [_link(agg.at[p, "policy_id"], agg.at[p, "revision"], hub_url) for p in players],
+            "Policy": [_link(Revision.parse(p), hub_url) for p in players],
             "Author": ["arena" if p in ANCHORS else agg.at[p, "policy_id"].split("/")[0] for p in players],
             "TrueSkill": [ts[p].conservative if p in ts else np.nan for p in players],
             "mu": [ts[p].mu if p in ts else np.nan for p in players],
@@ -210,7 +206,7 @@ PVE_COLUMNS = [
 ]
 
 
-def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.DataFrame:
+def pve_table(standings: Standings, statuses: Sequence[RevisionState], *, hub_url: str) -> pd.DataFrame:
     """Per latest revision: its status, and per PvE stage Top1Ratio, mean Achievement and
     matches played. Per-task figures are on the Policy tab."""
     per = standings.pve_stages
@@ -218,9 +214,9 @@ def pve_table(standings: Standings, statuses: Sequence, *, hub_url: str) -> pd.D
     for state in statuses:
         if not state.latest:
             continue
-        player = player_id(state.repo_id, state.revision)
+        player = state.id.player
         record: dict[str, object] = {
-            "Policy": _link(state.repo_id, state.revision, hub_url),
+            "Policy": _link(state.id, hub_url),
             "Status": state.status.value,
             "ms / tick": state.measurements.median_step_ms if state.measurements and state.measurements.median_step_ms else np.nan,
         }
@@ -257,7 +253,7 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-def submissions_table(statuses: Iterable, *, hub_url: str, queue: Mapping[tuple[str, str], QueueEntry] | None = None
+def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue: Mapping[Revision, QueueEntry] | None = None
                       ) -> pd.DataFrame:
     """Every revision seen, newest first, with its status, the reason in words, and for
     those in PvE their place in the queue and the forecast of their verdict."""
@@ -265,7 +261,7 @@ def submissions_table(statuses: Iterable, *, hub_url: str, queue: Mapping[tuple[
     total = len(queue)
     rows = []
     for s in statuses:
-        entry = queue.get((s.repo_id, s.revision))
+        entry = queue.get(s.id)
         place = eta = ""
         if entry is not None:
             place = f"{_ordinal(entry.place)} of {total}"
@@ -274,7 +270,7 @@ def submissions_table(statuses: Iterable, *, hub_url: str, queue: Mapping[tuple[
             else:
                 eta = f"stage {entry.stage}: {_minutes(entry.eta_s)} ({entry.matches_left} matches at most)"
         rows.append({
-            "Policy": _link(s.repo_id, s.revision, hub_url),
+            "Policy": _link(s.id, hub_url),
             "Status": s.status.value + ("" if s.latest else " (superseded)"),
             "Reason": s.reason,
             "Queue": place,
@@ -295,7 +291,7 @@ def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:
     lines = [f"**Now playing:** {len(live)} match{'es' if len(live) > 1 else ''}"]
     for m in live:
         subs = [p for p in m.lineup if not is_builtin(p)]
-        named = ", ".join(_link(*_split_player(p), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
+        named = ", ".join(_link(Revision.parse(p), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
         builtins = len(m.lineup) - len(subs)
         what = f"PvE stage {m.stage}" if m.track == "pve" else m.track.upper()
         crowd = f"{builtins} built-in team{'s' if builtins != 1 else ''}"
@@ -384,8 +380,7 @@ HEATMAP_TOP = 30
 
 def _short(player: str) -> str:
     """`owner/name@abcdef1` for a revision, the name for a built-in."""
-    policy, _, revision = player.partition("@")
-    return f"{policy}@{revision[:7]}" if revision else policy
+    return Revision.parse(player).label
 
 
 def heatmap_players(standings: Standings, *, top: int = HEATMAP_TOP) -> list[str]:

@@ -65,8 +65,9 @@ from tqdm import tqdm
 
 from arena.errors import ArenaError, InvalidArgumentError
 from arena.policies import PolicyRef, builtin, parse_target
+from arena.revision import Revision
 from arena.rules import POOL_FILL, PVE, stage_opponents
-from arena.schema import TASK_NAMES, MatchResult, is_builtin
+from arena.schema import TASK_NAMES, MatchResult
 from arena.settings import ArenaSettings
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, policies_for
@@ -134,8 +135,7 @@ class LineupRow:
     """One team of the line-up over the run: its seats, mean rank and Achievement, and how
     often TARGET finished strictly above it."""
 
-    policy_id: str
-    revision: str
+    id: Revision
     seats: int
     """Seats it held in each match."""
     mean_rank: float
@@ -145,27 +145,23 @@ class LineupRow:
     met: int
     """(Match, seat) pairs in all."""
 
-    @property
-    def label(self) -> str:
-        return self.policy_id if is_builtin(self.policy_id) else f"{self.policy_id}@{self.revision[:7]}"
-
     def to_dict(self) -> dict[str, object]:
-        return {"policy_id": self.policy_id, "revision": self.revision, "seats": self.seats, "mean_rank": self.mean_rank,
+        return {"policy_id": self.id.policy_id, "revision": self.id.sha, "seats": self.seats, "mean_rank": self.mean_rank,
                 "mean_achievement": self.mean_achievement, "beaten": self.beaten, "met": self.met}
 
 
 def lineup_table(results: Sequence[MatchResult], target_id: str) -> list[LineupRow]:
     """Per team of the matches (TARGET first, then by mean rank), its figures over `results`."""
-    seats: dict[tuple[str, str], list[tuple[int, int, bool]]] = {}
+    seats: dict[Revision, list[tuple[int, int, bool]]] = {}
     for result in results:
         mine = result.team(target_id).rank
         for team in result.teams:
             beaten = team.policy_id != target_id and mine < team.rank
-            seats.setdefault((team.policy_id, team.revision), []).append((team.rank, team.achievement, beaten))
-    rows = [LineupRow(policy, revision, len(got) // max(len(results), 1), float(np.mean([g[0] for g in got])),
+            seats.setdefault(Revision(team.policy_id, team.revision), []).append((team.rank, team.achievement, beaten))
+    rows = [LineupRow(revision, len(got) // max(len(results), 1), float(np.mean([g[0] for g in got])),
                       float(np.mean([g[1] for g in got])), sum(g[2] for g in got), len(got))
-            for (policy, revision), got in seats.items()]
-    return sorted(rows, key=lambda r: (r.policy_id != target_id, r.mean_rank, r.policy_id))
+            for revision, got in seats.items()]
+    return sorted(rows, key=lambda r: (r.id.policy_id != target_id, r.mean_rank, r.id))
 
 
 def format_report(summary: PolicySummary, results: Sequence[MatchResult], failures: Sequence[str],
@@ -192,12 +188,12 @@ def format_report(summary: PolicySummary, results: Sequence[MatchResult], failur
             first = team.faults[0]
             lines.append(f"{'':<22}first fault at tick {first.tick}: {first.kind.value}: {first.message}")
     if lineup:
-        width = max(len("team"), *(len(row.label) for row in lineup)) + 2
+        width = max(len("team"), *(len(row.id.label) for row in lineup)) + 2
         lines.append("")
         lines.append(f"{'team':<{width}}{'seats':>6}{'mean rank':>11}{'Achievement':>13}  you above it")
         for row in lineup:
-            above = "-" if row.policy_id == summary.policy_id else f"{row.beaten} of {row.met}"
-            lines.append(f"{row.label:<{width}}{row.seats:>6}{row.mean_rank:>11.1f}{row.mean_achievement:>13.1f}  {above}")
+            above = "-" if row.id.policy_id == summary.policy_id else f"{row.beaten} of {row.met}"
+            lines.append(f"{row.id.label:<{width}}{row.seats:>6}{row.mean_rank:>11.1f}{row.mean_achievement:>13.1f}  {above}")
     for failure in failures:
         lines.append(f"match failed: {failure}")
     return "\n".join(lines)
@@ -246,7 +242,7 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
         protect_process()
         refs = []
         for opponent in opponents:
-            say(f"Fetching and validating {opponent.repo_id}@{opponent.revision[:12]} ({opponent.why})")
+            say(f"Fetching and validating {opponent.id.policy_id}@{opponent.id.short} ({opponent.why})")
             refs.append(fetch(connection.api, opponent, downloads=settings.cache_dir / "practice" / "submissions",
                               ticks=settings.validation_ticks))
     finally:
@@ -315,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         payload["match_count"] = summary.matches
         if opponents:
-            payload["opponents"] = [{"repo_id": o.repo_id, "revision": o.revision, "why": o.why} for o in opponents]
+            payload["opponents"] = [{"repo_id": o.id.policy_id, "revision": o.id.sha, "why": o.why} for o in opponents]
             payload["lineup"] = [row.to_dict() for row in lineup]
         json.dump(payload, sys.stdout)
         sys.stdout.write("\n")

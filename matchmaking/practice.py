@@ -19,8 +19,8 @@ import numpy as np
 from arena.errors import ArenaError, DamagedFileError, InvalidArgumentError, NoHubError, PolicyNotFoundError
 from arena.policies import PolicyRef
 from arena.ratings import RatedTable, plackett_luce, rated_from_codes
+from arena.revision import Revision, is_builtin, player_id
 from arena.rules import ANCHORS
-from arena.schema import is_builtin
 from arena.settings import ArenaSettings
 from matchmaking.engine.config import MatchConfig
 
@@ -93,9 +93,8 @@ def parse_against(values: Sequence[str]) -> AgainstArgs:
 class Opponent:
     """A revision from the Hub that plays against TARGET, and why it was picked."""
 
-    repo_id: str
-    revision: str
-    """The commit sha."""
+    id: Revision
+    """The repo, pinned to a commit sha."""
     why: str
     """`--against OWNER/NAME@REV`, or `top:K (rank R, rating X)`."""
     files: tuple[tuple[str, int], ...] = ()
@@ -106,8 +105,7 @@ class Opponent:
 class FieldEntry:
     """One submission of the PvP leaderboard as `top:K` ranks it."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     rank: int
     """The PvP table's Rank: 1 + the number of shown policies whose 95% interval lies entirely above."""
     rating: float
@@ -157,7 +155,7 @@ def resolve(api, repo_id: str, revision: str | None, *, why: str, max_mb: float)
     problem = format_problem(files) or size_problem(files, max_mb)
     if problem:
         raise InvalidArgumentError(f"{what} (commit {str(info.sha)[:12]}) cannot play: {problem}")
-    return Opponent(repo_id, str(info.sha), why, files)
+    return Opponent(Revision(repo_id, str(info.sha)), why, files)
 
 
 def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTSTRAP) -> list[FieldEntry]:
@@ -223,7 +221,7 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
     policies = rows["policy_id"].to_numpy(zero_copy_only=False).astype(str)[keep]
     revisions = rows["revision"].to_numpy(zero_copy_only=False).astype(str)[keep]
     achievement = rows["achievement"].to_numpy(zero_copy_only=False)[keep]
-    players = np.array([p if is_builtin(p) else f"{p}@{r}" for p, r in zip(policies, revisions)], dtype=object)
+    players = np.array([player_id(p, r) for p, r in zip(policies, revisions)], dtype=object)
     start_values, start_code = np.unique(started, return_inverse=True)
     id_values, id_code = np.unique(match_ids, return_inverse=True)
     names, player_code = np.unique(players.astype(str), return_inverse=True)
@@ -235,16 +233,16 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
     for player, when, match in zip(players, started, match_ids):
         if is_builtin(player):
             continue
-        repo = player.split("@", 1)[0]
+        repo = Revision.parse(player).policy_id
         if repo not in latest or (when, match) > latest[repo][:2]:
             latest[repo] = (when, match, player)
     current = [player for _, _, player in latest.values() if player in mle]
     shown = current + [p for p in ANCHORS if p in mle]
     lows = np.array([mle[p].low for p in shown])
     counts = Counter(player for player, _ in set(zip(players, match_ids)))
-    entries = [FieldEntry(player.split("@", 1)[0], player.split("@", 1)[1], 1 + int(np.sum(lows > mle[player].high)),
+    entries = [FieldEntry(Revision.parse(player), 1 + int(np.sum(lows > mle[player].high)),
                           mle[player].rating, mle[player].low, mle[player].high, counts[player]) for player in current]
-    return sorted(entries, key=lambda e: (e.rank, -e.rating, e.repo_id))
+    return sorted(entries, key=lambda e: (e.rank, -e.rating, e.id))
 
 
 def choose_opponents(api, against: AgainstArgs, *, settings: ArenaSettings,
@@ -267,13 +265,13 @@ def choose_opponents(api, against: AgainstArgs, *, settings: ArenaSettings,
                 f"{len(ranking)} submission{'s' if len(ranking) != 1 else ''}. Ask for top:{len(ranking)} or fewer"
                 f"{'' if not ranking else ', or name opponents with --against OWNER/NAME[@REV]'}.")
         for entry in ranking[:against.top]:
-            say(f"top:{against.top}: {entry.repo_id}@{entry.revision[:7]}, rank {entry.rank}, rating {entry.rating:.2f} "
+            say(f"top:{against.top}: {entry.id.label}, rank {entry.rank}, rating {entry.rating:.2f} "
                 f"({entry.low:.2f} to {entry.high:.2f}), {entry.matches} PvP matches")
             why = f"top:{against.top} (rank {entry.rank}, rating {entry.rating:.2f})"
-            chosen.append(resolve(api, entry.repo_id, entry.revision, why=why, max_mb=settings.max_submission_mb))
-    first: dict[tuple[str, str], Opponent] = {}
+            chosen.append(resolve(api, entry.id.policy_id, entry.id.sha, why=why, max_mb=settings.max_submission_mb))
+    first: dict[Revision, Opponent] = {}
     for opponent in chosen:
-        first.setdefault((opponent.repo_id, opponent.revision), opponent)
+        first.setdefault(opponent.id, opponent)
     unique = list(first.values())
     if len(unique) > MAX_OPPONENTS:
         raise InvalidArgumentError(f"--against gives {len(unique)} different opponents; a match seats {MAX_OPPONENTS} "
@@ -292,12 +290,12 @@ def fetch(api, opponent: Opponent, *, downloads: Path, ticks: int) -> PolicyRef:
     from matchmaking.hub.discovery import download
     from matchmaking.service.validation import validate
 
-    what = f"{opponent.repo_id}@{opponent.revision[:12]} ({opponent.why})"
+    what = f"{opponent.id.policy_id}@{opponent.id.short} ({opponent.why})"
     try:
-        path = download(api, opponent.repo_id, opponent.revision, downloads)
+        path = download(api, opponent.id, downloads)
     except Exception as exc:  # noqa: BLE001 - classified
         raise _classified(exc, f"{what}: the download failed", api.endpoint) from None
-    ref = PolicyRef(policy_id=opponent.repo_id, revision=opponent.revision, path=path)
+    ref = PolicyRef(opponent.id, path=path)
     report = validate(ref, ticks=ticks)
     if not report.ok:
         fault = report.faults[0] if report.faults else None

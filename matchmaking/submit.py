@@ -244,12 +244,12 @@ def watch_hint(target: HubTarget, repo_id: str) -> str:
 
 def _validate(folder: Path, ticks: int) -> str:
     """The Arena's validation match, in the sandbox; its reason. Raises if it fails."""
-    from arena.policies import PolicyRef
+    from arena.policies import local
     from matchmaking.sandbox.host import protect_process
     from matchmaking.service.validation import validate
 
     protect_process()  # as the Space: the sandboxed team must not read this process's environment
-    report = validate(PolicyRef(policy_id=f"local:{folder.resolve().name}", revision="local", path=folder.resolve()), ticks=ticks)
+    report = validate(local(folder), ticks=ticks)
     if not report.ok:
         raise SubmissionCheckError(f"{folder}: the validation match rejected it: {report.reason}")
     return report.reason

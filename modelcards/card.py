@@ -152,7 +152,7 @@ def description(results: CardResults, reason: str, *, dataset: str, dataset_url:
         dataset_url (`str`): its page on the Hub the Space uses.
     """
     lines = [
-        f"The [NMMO Arena]({dataset_url}) evaluated revision `{results.revision[:12]}` of this policy ({reason}). "
+        f"The [NMMO Arena]({dataset_url}) evaluated revision `{results.id.short}` of this policy ({reason}). "
         "This pull request adds its results to the card's `model-index` metadata, so that the Hub shows them on "
         "this page. The Arena updates this same pull request when a PvE stage ends, when the PvP rating is settled, "
         "and rarely after that (never after every match).",

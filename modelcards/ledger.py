@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.errors import DamagedFileError
+from arena.revision import Revision
 from history.journal import Journal
 from modelcards.publications import CardResults, Published
 
@@ -47,25 +48,25 @@ class PullRequest:
 class LedgerState:
     """The ledger's lines applied in order."""
 
-    published: dict[tuple[str, str], Published] = field(default_factory=dict)
-    declined: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(repo, revision) -> why it is never published."""
+    published: dict[Revision, Published] = field(default_factory=dict)
+    declined: dict[Revision, str] = field(default_factory=dict)
+    """revision -> why it is never published."""
     pull_requests: dict[str, PullRequest] = field(default_factory=dict)
     """repo -> the pull request its results go to (gone once merged or closed)."""
 
     def apply(self, entry: dict[str, Any]) -> None:
-        key = (str(entry["repo_id"]), str(entry["revision"]))
+        key = Revision(str(entry["repo_id"]), str(entry["revision"]))
         kind = entry["event"]
         if kind == "published":
             self.published[key] = Published(CardResults.from_dict(entry["results"]), float(entry["at"]))
-            self.pull_requests[key[0]] = PullRequest(int(entry["pr_num"]), str(entry["pr_url"]), key[1])
+            self.pull_requests[key.policy_id] = PullRequest(int(entry["pr_num"]), str(entry["pr_url"]), key.sha)
         elif kind == "declined":
             self.declined[key] = str(entry["reason"])
-            current = self.pull_requests.get(key[0])
+            current = self.pull_requests.get(key.policy_id)
             if current is not None and current.num == entry.get("pr_num"):
-                del self.pull_requests[key[0]]
+                del self.pull_requests[key.policy_id]
         elif kind == "merged":
-            self.pull_requests.pop(key[0], None)
+            self.pull_requests.pop(key.policy_id, None)
         else:
             raise DamagedFileError(f"unknown ledger event {kind!r}")
 
@@ -118,12 +119,12 @@ class PublicationLedger:
             self._signature = self.journal.signature()
 
     def published(self, results: CardResults, *, pr: PullRequest, reason: str, at: float | None = None) -> None:
-        self._append({"event": "published", "repo_id": results.repo_id, "revision": results.revision,
+        self._append({"event": "published", "repo_id": results.id.policy_id, "revision": results.id.sha,
                       "at": time.time() if at is None else at, "results": results.to_dict(),
                       "pr_num": pr.num, "pr_url": pr.url, "reason": reason})
 
-    def declined(self, repo_id: str, revision: str, *, reason: str, pr_num: int | None = None) -> None:
-        self._append({"event": "declined", "repo_id": repo_id, "revision": revision, "at": time.time(),
+    def declined(self, revision: Revision, *, reason: str, pr_num: int | None = None) -> None:
+        self._append({"event": "declined", "repo_id": revision.policy_id, "revision": revision.sha, "at": time.time(),
                       "reason": reason, "pr_num": pr_num})
 
     def merged(self, repo_id: str, pr: PullRequest) -> None:

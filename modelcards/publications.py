@@ -52,7 +52,7 @@ from typing import Any
 from arena.errors import InvalidArgumentError
 from arena.lifecycle import RevisionState, StageFigures, Status
 from arena.ratings import TRUESKILL_SIGMA
-from arena.schema import player_id
+from arena.revision import Revision
 from arena.settling import FALLBACK_GAIN, SETTLED_SIGMA, is_settled, matches_to_settle, precision_gain
 from leaderboard.standings import Standings
 
@@ -87,8 +87,7 @@ class ProvisionalPvP:
 class CardResults:
     """Everything the Arena publishes about one revision."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     pve: tuple[StageFigures, ...]
     pvp: PvPFigures | None = None
     """Its PvP figures, once its rating is settled (None before)."""
@@ -96,7 +95,9 @@ class CardResults:
     """Before that, how far it is from settled (None once settled)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["id"]
+        return {"repo_id": self.id.policy_id, "revision": self.id.sha, **data}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CardResults:
@@ -107,8 +108,7 @@ class CardResults:
         """
         pvp, provisional = data.get("pvp"), data.get("provisional")  # records before settling have no "provisional"
         return cls(
-            repo_id=str(data["repo_id"]),
-            revision=str(data["revision"]),
+            id=Revision(str(data["repo_id"]), str(data["revision"])),
             pve=tuple(StageFigures(int(s["stage"]), float(s["top1_ratio"]), float(s["mean_achievement"]), int(s["matches"]))
                       for s in data["pve"]),
             pvp=None if pvp is None else PvPFigures(**pvp),
@@ -202,7 +202,7 @@ def results_for(standings: Standings, state: RevisionState, *, gain: float | Non
         gain (`float`, *optional*): precision per match for a revision yet to play
             (`field_gain(standings)` when not given).
     """
-    player = player_id(state.repo_id, state.revision)
+    player = state.id.player
     pve = tuple(StageFigures(s.stage, round(s.top1_ratio, 2), round(s.mean_achievement, 2), s.matches)
                 for s in sorted(state.pve, key=lambda s: s.stage))
     rating = standings.trueskill.ratings.get(player)
@@ -210,7 +210,7 @@ def results_for(standings: Standings, state: RevisionState, *, gain: float | Non
         sigma, matches = (TRUESKILL_SIGMA, 0) if rating is None else (rating.sigma, int(rating.matches))
         own = precision_gain(sigma, matches) or (field_gain(standings) if gain is None else gain)
         left = matches_to_settle(sigma, gain=own) if own > 0 else 0
-        return CardResults(state.repo_id, state.revision, pve, provisional=ProvisionalPvP(matches, left))
+        return CardResults(state.id, pve, provisional=ProvisionalPvP(matches, left))
     mle = standings.mle.get(player)
     pvp = PvPFigures(
         mu=round(rating.mu, 2),
@@ -221,14 +221,14 @@ def results_for(standings: Standings, state: RevisionState, *, gain: float | Non
         mle_low=None if mle is None else round(mle.low, 2),
         mle_high=None if mle is None else round(mle.high, 2),
     )
-    return CardResults(state.repo_id, state.revision, pve, pvp)
+    return CardResults(state.id, pve, pvp)
 
 def due(
     standings: Standings,
     statuses: Iterable[RevisionState],
     *,
-    published: Mapping[tuple[str, str], Published],
-    declined: Collection[tuple[str, str]],
+    published: Mapping[Revision, Published],
+    declined: Collection[Revision],
     rule: PublishRule,
     now: float,
 ) -> list[Publication]:
@@ -239,21 +239,21 @@ def due(
         statuses (iterable of `RevisionState`): every revision (only each repo's latest
             qualified one is published).
         published (`Mapping`): (repo, revision) -> its last `Published`.
-        declined (`Collection`): (repo, revision) pairs never to publish (opted out).
+        declined (`Collection`): revisions never to publish (opted out).
         rule (`PublishRule`): when to publish again.
         now (`float`): UNIX time.
     """
     out = []
     gain = field_gain(standings)
     for state in statuses:
-        if not state.latest or state.status is not Status.QUALIFIED or state.key in declined:
+        if not state.latest or state.status is not Status.QUALIFIED or state.id in declined:
             continue
         results = results_for(standings, state, gain=gain)
-        last = published.get(state.key)
+        last = published.get(state.id)
         if last is None:
             out.append(Publication(results, "qualified for PvP"))
         elif results != last.results and now - last.at >= rule.min_interval_s:
             reason = rule.news(last.results, results)
             if reason:
                 out.append(Publication(results, reason))
-    return sorted(out, key=lambda p: p.results.repo_id)
+    return sorted(out, key=lambda p: p.results.id)

@@ -44,6 +44,7 @@ from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 
 from arena.errors import CardMetadataError, HubAnswerError
 from arena.lifecycle import RevisionState
+from arena.revision import Revision
 from leaderboard.standings import Standings
 from modelcards.card import arena_results, description, eval_results, opted_out, with_results
 from modelcards.ledger import PublicationLedger, PullRequest
@@ -63,8 +64,7 @@ class Outcome:
     """What one publication did: `opened`, `updated`, `unchanged` (the card already had
     these results), `declined` (opted out or closed by the owner), or `failed`."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     action: str
     detail: str = ""
     pr_num: int | None = None
@@ -117,7 +117,7 @@ class ModelCardPublisher:
                        rule=self.rule, now=self.clock())
             outcomes = []
             for publication in todo:
-                repo_id = publication.results.repo_id
+                repo_id = publication.results.id.policy_id
                 waiting = self._failing.get(repo_id)
                 if waiting is not None and time.monotonic() < waiting[1]:
                     continue
@@ -134,17 +134,17 @@ class ModelCardPublisher:
 
     def _publish(self, publication: Publication) -> Outcome:
         results = publication.results
-        repo_id, revision = results.repo_id, results.revision
+        repo_id, revision = results.id.policy_id, results.id.sha
         card_data = self.api.model_info(repo_id, revision=revision).card_data
         if opted_out(card_data.to_dict() if card_data is not None else None):
             reason = "its card opts out (nmmo_arena: {model_index: false})"
-            self.ledger.declined(repo_id, revision, reason=reason)
+            self.ledger.declined(results.id, reason=reason)
             log.info("model card of %s@%s: not published: %s", repo_id, revision[:7], reason)
-            return Outcome(repo_id, revision, "declined", reason)
+            return Outcome(results.id, "declined", reason)
 
         pr = self._pull_request(repo_id)
-        if (repo_id, revision) in self.ledger.state.declined:  # the owner closed it while it carried this revision
-            return Outcome(repo_id, revision, "declined", self.ledger.state.declined[(repo_id, revision)])
+        if results.id in self.ledger.state.declined:  # the owner closed it while it carried this revision
+            return Outcome(results.id, "declined", self.ledger.state.declined[results.id])
 
         base = f"refs/pr/{pr.num}" if pr is not None else None
         current = self._readme(repo_id, base)
@@ -153,7 +153,7 @@ class ModelCardPublisher:
                             dataset=self.dataset, model_name=model_name)
         if pr is not None and _same_results(current, card, self.dataset):
             self.ledger.published(results, pr=PullRequest(pr.num, pr.url, revision), reason=publication.reason, at=self.clock())
-            return Outcome(repo_id, revision, "unchanged", publication.reason, pr.num)
+            return Outcome(results.id, "unchanged", publication.reason, pr.num)
 
         body = description(results, publication.reason, dataset=self.dataset, dataset_url=self.dataset_url)
         operations = [CommitOperationAdd("README.md", card.encode())]
@@ -173,7 +173,7 @@ class ModelCardPublisher:
             action = "updated"
         self.ledger.published(results, pr=pr, reason=publication.reason, at=self.clock())
         log.info("model card of %s@%s: pull request #%d %s (%s)", repo_id, revision[:7], pr.num, action, publication.reason)
-        return Outcome(repo_id, revision, action, publication.reason, pr.num)
+        return Outcome(results.id, action, publication.reason, pr.num)
 
     # -- the pull request --------------------------------------------------------------------
     def _pull_request(self, repo_id: str) -> PullRequest | None:
@@ -189,7 +189,7 @@ class ModelCardPublisher:
                 log.info("model card of %s: the owner merged pull request #%d; new results go to a new one", repo_id, known.num)
             else:
                 reason = f"the owner closed pull request #{known.num} carrying its results"
-                self.ledger.declined(repo_id, known.revision, reason=reason, pr_num=known.num)
+                self.ledger.declined(Revision(repo_id, known.revision), reason=reason, pr_num=known.num)
                 log.info("model card of %s@%s: %s; treated as opting out for that revision (a newer one is published again)",
                          repo_id, known.revision[:7], reason)
             return None
@@ -221,14 +221,14 @@ class ModelCardPublisher:
 
     # -- failures ----------------------------------------------------------------------------
     def _failed(self, publication: Publication, exc: BaseException) -> Outcome:
-        repo_id, revision = publication.results.repo_id, publication.results.revision
+        repo_id, revision = publication.results.id.policy_id, publication.results.id.sha
         message = _explain(repo_id, exc)
         logged, _, wait = self._failing.get(repo_id, ("", 0.0, 0.0))
         wait = RETRY_S[0] if not wait else min(2 * wait, RETRY_S[1])
         self._failing[repo_id] = (message, time.monotonic() + wait, wait)
         if message != logged:
             log.warning("model card of %s@%s not published: %s (tried again later)", repo_id, revision[:7], message)
-        return Outcome(repo_id, revision, "failed", message)
+        return Outcome(publication.results.id, "failed", message)
 
     # -- schedule ----------------------------------------------------------------------------
     def run_in_background(self, every_s: float = 60.0) -> threading.Thread:

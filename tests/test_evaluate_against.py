@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arena.revision import Revision
 from arena.rules import ANCHORS, POOL_FILL
 from arena.schema import MatchResult
 from arena.simulation import play
@@ -100,18 +101,17 @@ def test_top_k_is_the_pvp_tables_order_of_current_revisions(field, tmp_path):
 
     sha = field["sha"]
     ranking = field_ranking(field["api"], HISTORY, tmp_path / "cache")
-    assert [(e.repo_id, e.revision) for e in ranking] == [
-        ("alice/explorer", sha["alice/explorer"]), ("carol/gatherer", sha["carol/gatherer"]), ("bob/wanderer", sha["bob/wanderer"])]
-    assert all(e.matches == 60 for e in ranking if e.repo_id != "carol/gatherer")
+    assert [e.id for e in ranking] == [Revision(repo, sha[repo]) for repo in ("alice/explorer", "carol/gatherer", "bob/wanderer")]
+    assert all(e.matches == 60 for e in ranking if e.id.policy_id != "carol/gatherer")
 
     standings = compute(HistoryReader(field["history"]).shard_table(field["shards"]).to_pandas(), bootstrap=200,
                         source=Source(tuple(field["shards"])))
-    latest = {f"{e.repo_id}@{e.revision}" for e in ranking}
+    latest = {e.id.player for e in ranking}
     table = tables.pvp_table(standings, hub_url="http://hub", latest=latest)
     shown = [row.Policy for row in table.itertuples() if "(anchor)" not in row.Policy]
-    assert shown == [f"[{e.repo_id}](http://hub/{e.repo_id})@{e.revision[:7]}" for e in ranking]
+    assert shown == [f"[{e.id.policy_id}](http://hub/{e.id.policy_id})@{e.id.sha[:7]}" for e in ranking]
     assert [int(r) for r, p in zip(table["Rank"], table["Policy"]) if "(anchor)" not in p] == [e.rank for e in ranking]
-    assert {f"carol/gatherer@{field['old_carol']}"} & {f"{e.repo_id}@{e.revision}" for e in ranking} == set()
+    assert {f"carol/gatherer@{field['old_carol']}"} & {e.id.player for e in ranking} == set()
 
 
 @pytest.mark.slow  # real sandboxed matches: make test, not make check

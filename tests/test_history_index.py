@@ -12,7 +12,8 @@ import pytest
 
 from arena import ARENA_VERSION
 from arena.ratings import TrueSkillState, extend_trueskill, outcomes
-from arena.schema import Fault, FaultKind, MatchResult, player_id
+from arena.revision import Revision, player_id
+from arena.schema import Fault, FaultKind, MatchResult
 from arena.simulation import play
 from history.audits import next_to_audit, other_versions
 from history.store import HistoryStore
@@ -53,11 +54,11 @@ def _check(index: HistoryIndex, store: HistoryStore) -> None:
     assert index.matches == len(history)
     for policy in SUBMITTED:
         mine = [r for r in history if r.track == "pve" and any(t.policy_id == policy for t in r.teams)]
-        assert [r.match_id for r in index.pve_results(policy, "r" * 40)] == [r.match_id for r in mine]
-        assert index.pve_results(policy, "r" * 40) == mine  # whole records, equal field for field
+        assert [r.match_id for r in index.pve_results(Revision(policy, "r" * 40))] == [r.match_id for r in mine]
+        assert index.pve_results(Revision(policy, "r" * 40)) == mine  # whole records, equal field for field
         reasons = [reason for r in history for t in r.teams
                    if t.policy_id == policy and (reason := faulty(t, r.ticks))]
-        assert index.faulty_reasons(policy, "r" * 40) == reasons
+        assert index.faulty_reasons(Revision(policy, "r" * 40)) == reasons
     assert index.pvp_counts() == Counter(player_id(t.policy_id, t.revision) for r in history if r.track == "pvp" for t in r.teams)
     assert index.recent_pve_durations(20) == [r.duration_s for r in history if r.track == "pve" and r.duration_s > 0][-20:]
     assert index.other_version() == other_versions(history, nmmo_version=NMMO, arena_version=ARENA_VERSION)

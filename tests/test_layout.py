@@ -240,3 +240,25 @@ def test_every_error_the_arena_raises_is_an_arena_error():
                            for b in node.bases):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} class {node.name} is not under ArenaError")
     assert not offenders, "\n".join(offenders)
+
+
+#: Where text may be split on "@" other than `arena/revision.py`: the `--against OWNER/NAME[@REV]`
+#: argument names a repo at a commit *or a branch, or at nothing* (resolved on the Hub), not
+#: a revision yet.
+AT_SPLIT_ALLOWED = {"matchmaking/practice.py"}
+
+
+def test_a_revisions_text_form_is_read_in_one_place():
+    """`owner/name@sha` is `Revision.player` written and `Revision.parse` read: a module that
+    splits a player name on "@" itself is a second, drifting definition of it."""
+    offenders = []
+    for path in [ROOT / "app.py", *[p for room in ROOMS[1:] for p in (ROOT / room).rglob("*.py")]]:
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in AT_SPLIT_ALLOWED | {"arena/revision.py"}:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("split", "rsplit", "partition", "rpartition")
+                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "@"):
+                offenders.append(f"{relative}:{node.lineno}")
+    assert not offenders, f"player names split by hand (use arena.revision.Revision.parse): {offenders}"

@@ -17,6 +17,7 @@ from arena.lifecycle import (
     StatusEvent,
     SubmissionInfo,
 )
+from arena.revision import Revision
 from history.statuses import StatusLog
 from tests_support import record_lifecycle
 
@@ -41,13 +42,13 @@ def test_every_status_is_reachable_and_final_ones_lead_nowhere_but_reconsiderati
 def test_the_log_refuses_transitions_the_lifecycle_does_not_allow(tmp_path):
     log = StatusLog(tmp_path / "s.jsonl")
     with pytest.raises(TransitionError, match="unseen to qualified"):
-        log.record("a/b", SHA, Status.QUALIFIED)
-    log.record("a/b", SHA, Status.QUEUED)
+        log.record(Revision("a/b", SHA), Status.QUALIFIED)
+    log.record(Revision("a/b", SHA), Status.QUEUED)
     with pytest.raises(TransitionError, match="queued to evaluating; allowed: queued, validating"):
-        log.record("a/b", SHA, Status.EVALUATING)
+        log.record(Revision("a/b", SHA), Status.EVALUATING)
     record_lifecycle(log, "c/d", SHA, Status.ERROR, "broken")
     with pytest.raises(TransitionError, match="it is final"):
-        log.record("c/d", SHA, Status.QUEUED)
+        log.record(Revision("c/d", SHA), Status.QUEUED)
     assert [line for line in (tmp_path / "s.jsonl").read_text().splitlines()]  # refused events wrote nothing
     assert all(json.loads(line)["status"] != "qualified" for line in (tmp_path / "s.jsonl").read_text().splitlines())
 
@@ -56,12 +57,12 @@ def test_typed_details_survive_the_log(tmp_path):
     path = tmp_path / "s.jsonl"
     log = StatusLog(path)
     info = SubmissionInfo(author="alice", team_name="Alice's", files=(("policy.py", 120),), size_mb=0.1)
-    log.record("alice/x", SHA, Status.QUEUED, "waiting", submission=info)
-    log.record("alice/x", SHA, Status.VALIDATING, "playing", download_path="/tmp/x")
-    log.record("alice/x", SHA, Status.EVALUATING, "ok", measurements=Measurements(12.5, 300.0))
-    log.record("alice/x", SHA, Status.QUALIFIED, "qualified", pve=(StageFigures(1, 0.6, 30.0, 10),))
-    again = StatusLog(path).get("alice/x", SHA)
-    assert again == log.get("alice/x", SHA)
+    log.record(Revision("alice/x", SHA), Status.QUEUED, "waiting", submission=info)
+    log.record(Revision("alice/x", SHA), Status.VALIDATING, "playing", download_path="/tmp/x")
+    log.record(Revision("alice/x", SHA), Status.EVALUATING, "ok", measurements=Measurements(12.5, 300.0))
+    log.record(Revision("alice/x", SHA), Status.QUALIFIED, "qualified", pve=(StageFigures(1, 0.6, 30.0, 10),))
+    again = StatusLog(path).get(Revision("alice/x", SHA))
+    assert again == log.get(Revision("alice/x", SHA))
     assert again.submission == info and again.download_path == "/tmp/x"
     assert again.measurements == Measurements(12.5, 300.0) and again.pve[0].mean_achievement == 30.0
 
@@ -76,7 +77,7 @@ def test_the_first_log_format_is_still_read(tmp_path):
          "details": {"peak_memory_mb": 200.0, "max_step_cpu_ms": 5.0, "pve": {"1": {"top1_ratio": 0.1, "mean_achievement": 9.0}}}},
     ]
     path.write_text("".join(json.dumps(e) + "\n" for e in old))
-    state = StatusLog(path).get("a/b", SHA)
+    state = StatusLog(path).get(Revision("a/b", SHA))
     assert state.status is Status.EVALUATED and state.submission.team_name == "T" and state.download_path == "/d"
     assert state.measurements.peak_memory_mb == 200.0 and state.pve == (StageFigures(1, 0.1, 9.0, 0),)
 
@@ -84,15 +85,15 @@ def test_the_first_log_format_is_still_read(tmp_path):
 def test_a_torn_line_is_set_apart_and_never_glued_to_the_next_event(tmp_path):
     path = tmp_path / "s.jsonl"
     log = StatusLog(path)
-    log.record("a/b", SHA, Status.QUEUED, "waiting", submission=SubmissionInfo(author="a", team_name="Team A"))
+    log.record(Revision("a/b", SHA), Status.QUEUED, "waiting", submission=SubmissionInfo(author="a", team_name="Team A"))
     with open(path, "a") as f:
         f.write('{"repo_id": "a/b", "revision": "11')  # killed mid-write
     reopened = StatusLog(path)
     assert len(reopened.damaged) == 1 and "line 2 is damaged" in reopened.damaged[0]
     assert path.read_text().endswith("\n")
-    reopened.record("a/b", SHA, Status.VALIDATING, "checking files")  # appended after the repair
+    reopened.record(Revision("a/b", SHA), Status.VALIDATING, "checking files")  # appended after the repair
     third = StatusLog(path)
-    state = third.get("a/b", SHA)
+    state = third.get(Revision("a/b", SHA))
     assert third.damaged == []  # the repair is done once
     assert state.status is Status.VALIDATING and state.submission.team_name == "Team A"  # nothing lost
     kept = [json.loads(line) for line in (tmp_path / "s.damaged.jsonl").read_text().splitlines()]
@@ -102,15 +103,15 @@ def test_a_torn_line_is_set_apart_and_never_glued_to_the_next_event(tmp_path):
 def test_a_damaged_line_in_the_middle_costs_only_that_line(tmp_path):
     path = tmp_path / "s.jsonl"
     log = StatusLog(path)
-    log.record("a/b", SHA, Status.QUEUED)
-    log.record("c/d", SHA, Status.QUEUED)
+    log.record(Revision("a/b", SHA), Status.QUEUED)
+    log.record(Revision("c/d", SHA), Status.QUEUED)
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0], "\x00\x00garbage", lines[1]]) + "\n")
     reopened = StatusLog(path)
-    assert {s.repo_id for s in reopened.states()} == {"a/b", "c/d"}
+    assert {s.id.policy_id for s in reopened.states()} == {"a/b", "c/d"}
     assert len(reopened.damaged) == 1
 
 
 def test_events_round_trip():
-    event = StatusEvent("a/b", SHA, Status.REJECTED, "too big", cause=RejectionCause.SIZE, limit_mb=2.0, failed_attempts=0)
+    event = StatusEvent(Revision("a/b", SHA), Status.REJECTED, "too big", cause=RejectionCause.SIZE, limit_mb=2.0, failed_attempts=0)
     assert StatusEvent.from_dict(json.loads(json.dumps(event.to_dict()))) == event

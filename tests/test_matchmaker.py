@@ -17,6 +17,7 @@ from huggingface_hub import HfApi
 
 from arena.lifecycle import Status
 from arena.ratings import outcomes, trueskill_ratings
+from arena.revision import Revision
 from arena.settings import ArenaSettings
 from history.statuses import StatusLog
 from history.store import HistoryStore
@@ -51,11 +52,11 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         m = arena.matchmaker
         assert m.sync() == 3
         m.validate()
-        states = {s.repo_id: s for s in arena.statuses.states()}
+        states = {s.id.policy_id: s for s in arena.statuses.states()}
         assert states["carol/crashes"].status is Status.EVALUATING  # passes the 16-tick validation, crashes at tick 21
         queue = m.queue()  # before any match: every revision placed, in push order, no duration to forecast with
         assert sorted(e.place for e in queue.values()) == [1, 2, 3] and all(e.eta_s is None for e in queue.values())
-        assert {e.repo_id for e in queue.values()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
+        assert {e.id.policy_id for e in queue.values()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
         assert m.play_pve() == 2  # one match per worker, round-robin: two revisions, not one revision's two
         first = [r.teams[0].policy_id for r in arena.store.results()]
         assert len(set(first)) == 2, first
@@ -64,7 +65,7 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         for _ in range(10):
             if m.play_pve() == 0:
                 break
-        states = {s.repo_id: s for s in arena.statuses.states()}
+        states = {s.id.policy_id: s for s in arena.statuses.states()}
         assert states["alice/gatherer"].status is Status.QUALIFIED, states["alice/gatherer"].reason
         assert states["bob/wanderer"].status is Status.EVALUATED
         assert "below the 1 that qualifies" in states["bob/wanderer"].reason
@@ -133,7 +134,7 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     standings = compute(table.to_pandas(), bootstrap=0)
     assert standings.trueskill == full  # ratings equal a full recomputation
     registry = StatusLog(data / "history" / "submissions" / "statuses.jsonl")
-    assert {s.repo_id for s in registry.states()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
+    assert {s.id.policy_id for s in registry.states()} == {"alice/gatherer", "bob/wanderer", "carol/crashes"}
 
 
 @pytest.mark.cluster
@@ -149,10 +150,10 @@ def test_ray_executor_gives_the_same_results(hub, tmp_path):
     from matchmaking.service.executor import LocalExecutor, RayExecutor
 
     api = HfApi(endpoint=hub.endpoint, token="t")
-    sha = api.model_info("alice/gatherer").sha
+    sha = str(api.model_info("alice/gatherer").sha)
     download = tmp_path / "download"
     api.snapshot_download("alice/gatherer", revision=sha, local_dir=download)
-    lineup = policies_for(PolicyRef("alice/gatherer", sha, path=download), [builtin(n) for n in stage_opponents(1)])
+    lineup = policies_for(PolicyRef(Revision("alice/gatherer", sha), path=download), [builtin(n) for n in stage_opponents(1)])
     specs = [MatchSpec(seed=s, policies=lineup, config=MatchConfig(horizon=16)) for s in (1, 2)]
     ray_executor = RayExecutor(num_cpus=2, hub=hub.endpoint, host_factory=sandboxed_host)
     try:
@@ -200,19 +201,19 @@ def test_kill_9_while_validating_then_restart_resumes_every_revision(hub, tmp_pa
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    before = {s.repo_id: s.status for s in StatusLog(log).states()}
+    before = {s.id.policy_id: s.status for s in StatusLog(log).states()}
     assert before["dora/slow"] is Status.VALIDATING
 
     settings = ArenaSettings(data_dir=data, hub_endpoint=hub.endpoint, match_horizon=16, seed_examples=False)
     arena = Arena.start(settings, schedule=False)
     try:
         arena.matchmaker.validate()
-        after = {s.repo_id: s for s in arena.statuses.states()}
+        after = {s.id.policy_id: s for s in arena.statuses.states()}
     finally:
         arena.stop()
     assert set(after) == {"alice/gatherer", "bob/wanderer", "carol/crashes", "dora/slow"}
     for state in after.values():
-        assert state.status in FINAL or state.status in (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED), (state.repo_id, state.status)
+        assert state.status in FINAL or state.status in (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED), (state.id.policy_id, state.status)
     assert after["dora/slow"].status is Status.EVALUATING
     reasons = [json.loads(line)["reason"] for line in lines() if '"dora/slow"' in line]
     assert "its validation was interrupted (the Space restarted); validating again" in reasons

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from arena.lifecycle import RevisionState, Status
+from arena.revision import Revision
 from arena.rules import ANCHORS, Pairing
 from arena.schema import rows
 from arena.settling import SETTLED_SIGMA, settling
@@ -22,7 +23,7 @@ from tests_support import SCREENSHOTS, serve_app
 
 def qualified(player: str, *, latest: bool = True, status: Status = Status.QUALIFIED) -> RevisionState:
     repo_id, _, revision = player.partition("@")
-    return RevisionState(repo_id, revision, status, "", 0.0, 0.0, latest=latest)
+    return RevisionState(Revision(repo_id, revision), status, "", 0.0, 0.0, latest=latest)
 
 
 def standings_of(matches):

@@ -14,6 +14,7 @@ from huggingface_hub.community import DiscussionCommit
 from arena.errors import CardMetadataError
 from arena.lifecycle import StageFigures, Status
 from arena.ratings import TRUESKILL_SIGMA, EloState, TrueSkillRating, TrueSkillState
+from arena.revision import Revision
 from arena.settling import FALLBACK_GAIN, SETTLED_SIGMA, is_settled, matches_to_settle, precision_gain
 from arena.simulation import Population, play
 from history.statuses import StatusLog
@@ -49,14 +50,14 @@ def test_published_at_qualification_then_only_as_the_rating_settles(tmp_path):
     states = _qualified(tmp_path)
     rule = PublishRule(min_interval_s=600)
     first = due(_standings({}), states, published={}, declined=(), rule=rule, now=1000.0)
-    assert [(p.results.repo_id, p.reason) for p in first] == [("ann/team", "qualified for PvP")]
+    assert [(p.results.id.policy_id, p.reason) for p in first] == [("ann/team", "qualified for PvP")]
     assert first[0].results.pve == STAGES and first[0].results.pvp is None  # no PvP yet: PvE figures only
     # ... and a note instead: no match yet, the meter's count at the fallback gain (nobody has played)
     assert first[0].results.provisional == ProvisionalPvP(0, matches_to_settle(TRUESKILL_SIGMA, gain=FALLBACK_GAIN))
 
     def after(mu: float, sigma: float, matches: int, last: CardResults, at: float, now: float, how: PublishRule = rule):
         standings = _standings({player: TrueSkillRating(mu, sigma, matches)})
-        return due(standings, states, published={("ann/team", "a" * 40): Published(last, at)}, declined=(), rule=how, now=now)
+        return due(standings, states, published={Revision("ann/team", "a" * 40): Published(last, at)}, declined=(), rule=how, now=now)
 
     base = first[0].results
     assert after(26.0, 4.5, 1, base, 1000.0, 5000.0) == []  # sigma 4.5: far from settled, nothing to say
@@ -96,7 +97,7 @@ def test_an_unsettled_rating_publishes_no_pvp_figures_and_says_provisional(tmp_p
     assert f"PvP rating: provisional after 10 PvP matches (about {left} more needed); published here once settled." in text
     assert "| PvP | rating | provisional" in text and "TrueSkill mu - 3 sigma" not in text and "MLE rating" not in text
     # before it settles nothing republishes but PvE news, however long and however much the rating moves
-    key = ("ann/team", "a" * 40)
+    key = Revision("ann/team", "a" * 40)
     dropped = _standings({player: TrueSkillRating(10.0, 1.2, 15)})
     [pve] = due(dropped, states, published={key: Published(replace(first.results, pve=STAGES[:1]), 0.0)}, declined=(),
                 rule=rule, now=1e6)
@@ -110,7 +111,7 @@ def test_an_unsettled_rating_publishes_no_pvp_figures_and_says_provisional(tmp_p
     assert at.pvp is not None and at.provisional is None and is_settled(SETTLED_SIGMA)
     # settled: the figures, the text without the note; the ledger reads both forms back, and its older records
     [settles] = due(_standings({player: TrueSkillRating(26.0, 0.9, 25)}), states, published={
-        ("ann/team", "a" * 40): Published(first.results, 0.0)}, declined=(), rule=rule, now=1e6)
+        Revision("ann/team", "a" * 40): Published(first.results, 0.0)}, declined=(), rule=rule, now=1e6)
     assert settles.reason.startswith("PvP rating settled after 25 PvP matches")
     text = description(settles.results, settles.reason, dataset=DATASET, dataset_url="http://x")
     assert "| PvP | TrueSkill mu - 3 sigma | 23.30 (mu 26.00, sigma 0.90) |" in text and "provisional" not in text
@@ -123,11 +124,11 @@ def test_an_unsettled_rating_publishes_no_pvp_figures_and_says_provisional(tmp_p
 
 def test_nothing_is_due_for_declined_superseded_or_unqualified_revisions(tmp_path):
     rule = PublishRule()
-    assert due(_standings({}), _qualified(tmp_path), published={}, declined={("ann/team", "a" * 40)}, rule=rule, now=0) == []
+    assert due(_standings({}), _qualified(tmp_path), published={}, declined={Revision("ann/team", "a" * 40)}, rule=rule, now=0) == []
     assert due(_standings({}), _qualified(tmp_path, status=Status.EVALUATED), published={}, declined=(), rule=rule, now=0) == []
     log = StatusLog(tmp_path / "two.jsonl")
     record_lifecycle(log, "ann/team", "a" * 40, Status.QUALIFIED, "qualified", pve=STAGES)
-    log.record("ann/team", "b" * 40, Status.QUEUED)  # a newer push supersedes it
+    log.record(Revision("ann/team", "b" * 40), Status.QUEUED)  # a newer push supersedes it
     assert due(_standings({}), log.states(), published={}, declined=(), rule=rule, now=0) == []
     with pytest.raises(ValueError):
         PublishRule(sigma_steps=(2.0, 4.0))
@@ -138,7 +139,7 @@ def test_nothing_is_due_for_declined_superseded_or_unqualified_revisions(tmp_pat
 
 # -- the card -----------------------------------------------------------------------------
 
-RESULTS = CardResults("ann/team", "a" * 40, STAGES, PvPFigures(30.0, 2.5, 22.5, 40, 1.73, 1.21, 2.3))
+RESULTS = CardResults(Revision("ann/team", "a" * 40), STAGES, PvPFigures(30.0, 2.5, 22.5, 40, 1.73, 1.21, 2.3))
 
 
 def test_the_card_carries_the_results_as_model_index_and_keeps_the_rest():
@@ -244,7 +245,7 @@ class World:
         self.now += 601
 
     def state(self):
-        return self.statuses.get(self.repo_id, self.revision)
+        return self.statuses.get(Revision(self.repo_id, self.revision))
 
 
 def test_a_qualified_revision_gets_one_pull_request_updated_as_its_rating_settles(hub_api, tmp_path):
@@ -280,7 +281,7 @@ def test_a_qualified_revision_gets_one_pull_request_updated_as_its_rating_settle
     world.now += 601
     assert publisher.run_once() == []  # unsettled: nothing, the interval past or not
     stage3 = StageFigures(3, 0.5, 20.0, 10)
-    world.statuses.record(world.repo_id, world.revision, Status.QUALIFIED, "PvE stage 3", pve=(*STAGES, stage3))
+    world.statuses.record(Revision(world.repo_id, world.revision), Status.QUALIFIED, "PvE stage 3", pve=(*STAGES, stage3))
     [pve] = publisher.run_once()  # PvE news is published while the PvP rating is provisional
     assert (pve.action, pve.detail, pve.pr_num) == ("updated", "PvE stage 3 ended", pr.num)
     read = card()
@@ -403,7 +404,7 @@ def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monke
             for _ in range(5):
                 if m.play_pve() == 0:
                     break
-            state = arena.statuses.get("eve/gatherer", revision)
+            state = arena.statuses.get(Revision("eve/gatherer", revision))
             assert state.status is Status.QUALIFIED, state.reason
             assert m.play_pvp() == 2
             m.flush()

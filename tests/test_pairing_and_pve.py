@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from arena.revision import Revision
 from arena.rules import ANCHORS, POOL_FILL, PVE, Pairing, builtin_team
 from arena.schema import MatchResult, TaskResult, TeamResult
 from matchmaking.service.pairing import make_pool
@@ -61,7 +62,7 @@ ME, REV = "alice/team", "a" * 40
 
 def pve_match(stage: int, index: int, *, achievement: int, top: bool, revision: str = REV) -> MatchResult:
     """A recorded PvE match of ME: its score, and whether it was the best."""
-    seed = stage_seed(ME, revision, stage, index)
+    seed = stage_seed(Revision(ME, revision), stage, index)
     other = achievement - 1 if top else achievement + 1
     tasks = {t: TaskResult(0, 0) for t in ("travel", "forage", "equipment", "eliminate")}
     teams = [TeamResult(0, ME, revision, achievement, 1 if top else 2, tasks, 8, 0, 0)]
@@ -71,25 +72,25 @@ def pve_match(stage: int, index: int, *, achievement: int, top: bool, revision: 
 
 
 def test_an_empty_history_plans_all_of_stage_one():
-    p = plan([], ME, REV)
+    p = plan([], Revision(ME, REV))
     assert (p.stage, p.finished, len(p.seeds)) == (1, False, PVE.matches_per_stage)
-    assert p.seeds == tuple(stage_seed(ME, REV, 1, i) for i in range(PVE.matches_per_stage))
+    assert p.seeds == tuple(stage_seed(Revision(ME, REV), 1, i) for i in range(PVE.matches_per_stage))
 
 
 def test_a_half_played_stage_plans_only_what_is_missing_and_ignores_other_revisions():
     history = [pve_match(1, i, achievement=30, top=True) for i in range(4)]
     history += [pve_match(1, i, achievement=30, top=True, revision="b" * 40) for i in range(10)]
-    p = plan(history, ME, REV)
-    assert p.stage == 1 and p.seeds == tuple(stage_seed(ME, REV, 1, i) for i in range(4, 10))
+    p = plan(history, Revision(ME, REV))
+    assert p.stage == 1 and p.seeds == tuple(stage_seed(Revision(ME, REV), 1, i) for i in range(4, 10))
 
 
 def test_a_weak_stage_one_ends_pve_and_a_strong_one_opens_stage_two():
     weak = [pve_match(1, i, achievement=10, top=i < 4) for i in range(10)]  # Top1Ratio 0.4
-    p = plan(weak, ME, REV)
+    p = plan(weak, Revision(ME, REV))
     assert p.finished and p.stage == 1 and p.summaries[1].top1_ratio == pytest.approx(0.4)
     assert qualifies(p.summaries) == (False, "mean Achievement 10.0 in PvE stage 1, below the 25 that qualifies for PvP")
     strong = [pve_match(1, i, achievement=30, top=i < 5) for i in range(10)]  # Top1Ratio 0.5 opens stage 2
-    p = plan(strong, ME, REV)
+    p = plan(strong, Revision(ME, REV))
     assert not p.finished and p.stage == 2 and len(p.seeds) == PVE.matches_per_stage
     ok, reason = qualifies(p.summaries)
     assert ok and reason == "qualified: mean Achievement 30.0 in PvE stage 1 (>= 25)"
@@ -97,7 +98,7 @@ def test_a_weak_stage_one_ends_pve_and_a_strong_one_opens_stage_two():
 
 def test_three_stages_played_finish_pve():
     history = [pve_match(s, i, achievement=40, top=True) for s in (1, 2, 3) for i in range(10)]
-    p = plan(history, ME, REV)
+    p = plan(history, Revision(ME, REV))
     assert p.finished and p.stage == PVE.last_stage and set(p.summaries) == {1, 2, 3}
     assert summarize(history, ME).matches == 30
     assert qualifies({}) == (False, "PvE stage 1 not finished")
@@ -123,17 +124,17 @@ def test_builtin_names_are_case_insensitive_everywhere():
 
 def test_settings_thresholds_drive_the_plan():
     history = [pve_match(1, i, achievement=10, top=i < 2) for i in range(3)]  # 2 of 3 won
-    opened = plan(history, ME, REV, matches_per_stage=3, next_stage_top1=0.5)
+    opened = plan(history, Revision(ME, REV), matches_per_stage=3, next_stage_top1=0.5)
     assert not opened.finished and opened.stage == 2 and len(opened.seeds) == 3
-    stopped = plan(history, ME, REV, matches_per_stage=3, next_stage_top1=0.7)
+    stopped = plan(history, Revision(ME, REV), matches_per_stage=3, next_stage_top1=0.7)
     assert stopped.finished and stopped.stage == 1 and stopped.summaries[1].top1_ratio == pytest.approx(2 / 3)
 
 
 def test_replace_keeps_plans_pure():
     history = [pve_match(1, i, achievement=30, top=True) for i in range(10)]
     shuffled = list(reversed(history))
-    assert plan(history, ME, REV) == plan(shuffled, ME, REV)
-    assert plan([replace(history[0], track="pvp")], ME, REV).seeds == plan([], ME, REV).seeds
+    assert plan(history, Revision(ME, REV)) == plan(shuffled, Revision(ME, REV))
+    assert plan([replace(history[0], track="pvp")], Revision(ME, REV)).seeds == plan([], Revision(ME, REV)).seeds
 
 
 def test_a_stage_ends_as_soon_as_its_bars_are_decided():
@@ -143,15 +144,15 @@ def test_a_stage_ends_as_soon_as_its_bars_are_decided():
     assert decide(winner, ME, of=10, top1_bar=0.5, qualify_bar=25).qualifies is True
     assert decide(winner, ME, of=10, top1_bar=0.5, qualify_bar=25).passes is None  # 3 wins of 10 may still end below 0.5
     five = [pve_match(1, i, achievement=84, top=True) for i in range(5)]
-    p = plan(five, ME, REV)
+    p = plan(five, Revision(ME, REV))
     assert p.stage == 2 and p.summaries[1].matches == 5 and p.stage1.early
     assert qualifies(p.summaries) == (True, "qualified: mean Achievement 84.0 in PvE stage 1 (>= 25, decided after 5 of 10 matches)")
     loser = [pve_match(1, i, achievement=0, top=False) for i in range(8)]  # at most 2 x 84 = 168 < 250 to come; 0.2 < 0.5
-    p = plan(loser, ME, REV)
+    p = plan(loser, Revision(ME, REV))
     assert p.finished and p.stage == 1 and p.summaries[1].matches == 8
     assert qualifies(p.summaries)[1].endswith("below the 25 that qualifies for PvP, decided after 8 of 10 matches")
     seven = loser[:7]  # 3 x 84 = 252 could still reach 250: open
-    assert not plan(seven, ME, REV).finished and plan(seven, ME, REV).stage1 is None
+    assert not plan(seven, Revision(ME, REV)).finished and plan(seven, Revision(ME, REV)).stage1 is None
 
 
 def test_an_early_decision_agrees_with_the_full_stage_whatever_the_rest_brings():

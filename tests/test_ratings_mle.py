@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from arena.ratings import Outcome, outcomes, plackett_luce, player_id
+from arena.ratings import Outcome, outcomes, plackett_luce
 from arena.ratings import mle as ratings_mle
 from arena.ratings.mle import build_design, negative_log_likelihood
+from arena.revision import player_id
 from arena.schema import rows
 from arena.simulation import Population, random_history
 from leaderboard.standings import rated_table, with_players

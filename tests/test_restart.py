@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena.lifecycle import Status
+from arena.revision import Revision
 from arena.settings import ArenaSettings
 from history.mirror import own_patterns
 from history.statuses import StatusLog
@@ -68,7 +69,7 @@ def _tables(arena) -> tuple:
     standings = refresher.refresh()
     pve = tables.pve_table(standings, arena.statuses.states(), hub_url="http://hub")
     pvp = tables.pvp_table(standings, hub_url="http://hub")
-    states = sorted((s.repo_id, s.revision, s.status.value, s.reason, s.pve) for s in arena.statuses.states())
+    states = sorted((s.id, s.status.value, s.reason, s.pve) for s in arena.statuses.states())
     return pve, pvp, states, standings.matches, standings.mle_writer
 
 
@@ -152,7 +153,7 @@ def _synthetic_dataset(served: ServedHub, folder: Path, *, shards: int, per_shar
         for result in history[start:start + per_shard]:
             store.record(result)
         store.flush()
-    StatusLog(folder / "submissions" / "statuses.jsonl", writer=writer).record("x/one", "a" * 40, Status.QUEUED, "seen")
+    StatusLog(folder / "submissions" / "statuses.jsonl", writer=writer).record(Revision("x/one", "a" * 40), Status.QUEUED, "seen")
     api = served.api()
     api.create_repo(REPO, repo_type="dataset", exist_ok=True)
     api.upload_folder(repo_id=REPO, repo_type="dataset", folder_path=folder, allow_patterns=own_patterns(writer))
@@ -210,12 +211,12 @@ def test_a_dataset_with_the_single_status_file_is_migrated_without_losing_an_eve
     api.upload_folder(repo_id=REPO, repo_type="dataset", folder_path=old / "history")
     single = next(f for f in api.list_repo_tree(REPO, path_in_repo="submissions", repo_type="dataset")
                   if f.path == "submissions/statuses.jsonl")
-    log.record("x/p0", "0" * 40, Status.ERROR, "faulty: recorded after the last push")  # not on the Hub yet
+    log.record(Revision("x/p0", "0" * 40), Status.ERROR, "faulty: recorded after the last push")  # not on the Hub yet
 
     upgraded = Arena.start(_settings(old, served), schedule=False)
     try:
         mine = f"submissions/statuses-{upgraded.writers.writer}.jsonl"
-        assert upgraded.statuses.get("x/p0", "0" * 40).status is Status.ERROR
+        assert upgraded.statuses.get(Revision("x/p0", "0" * 40)).status is Status.ERROR
         upgraded.matchmaker.flush()
         assert upgraded.mirror.push_now()
     finally:
@@ -226,7 +227,7 @@ def test_a_dataset_with_the_single_status_file_is_migrated_without_losing_an_eve
 
     fresh = Arena.start(_settings(tmp_path / "fresh", served), schedule=False)
     try:
-        states = {s.repo_id: s.status for s in fresh.statuses.states()}
+        states = {s.id.policy_id: s.status for s in fresh.statuses.states()}
         assert states == {"x/p0": Status.ERROR, "x/p1": Status.EVALUATED, "x/p2": Status.EVALUATED}
         events = fresh.statuses.journal.read()
         assert len(events) == len({json.dumps(e, sort_keys=True) for e in events}) == 3 * 4 + 1  # each once

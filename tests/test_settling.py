@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from arena.errors import InvalidArgumentError
-from arena.ratings import TRUESKILL_PER_PL, TRUESKILL_SIGMA, TrueSkillState, outcomes, player_id, trueskill_ratings
+from arena.ratings import TRUESKILL_PER_PL, TRUESKILL_SIGMA, TrueSkillState, outcomes, trueskill_ratings
+from arena.revision import player_id
 from arena.rules import Pairing
 from arena.settling import (
     SETTLED_SIGMA,

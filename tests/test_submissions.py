@@ -8,6 +8,7 @@ import time
 import pytest
 
 from arena.lifecycle import Status
+from arena.revision import Revision
 from history.statuses import StatusLog
 from matchmaking.hub.discovery import discover
 from matchmaking.service.submissions import sync, validate_queued
@@ -30,9 +31,9 @@ def pushed(local_hub):
 
 
 def test_discovery_finds_tagged_repos_pinned_to_their_commit(pushed):
-    found = {s.repo_id: s for s in discover(pushed["api"], tag="nmmo-arena")}
+    found = {s.id.policy_id: s for s in discover(pushed["api"], tag="nmmo-arena")}
     assert set(found) == {"alice/explorer", "bob/nested", "carol/huge", "dave/broken"}
-    assert found["alice/explorer"].revision == pushed["good"]
+    assert found["alice/explorer"].id.sha == pushed["good"]
     assert found["alice/explorer"].team_name == "Alice's Explorers"
     assert found["carol/huge"].size_bytes > 3 * 2**20
 
@@ -41,12 +42,12 @@ def test_validation_accepts_good_and_rejects_bad_with_reasons(pushed, tmp_path):
     api = pushed["api"]
     registry = StatusLog(tmp_path / "status.jsonl")
     queued = sync(api, registry, tag="nmmo-arena")
-    assert {s.repo_id for s in queued} == {"alice/explorer", "bob/nested", "carol/huge", "dave/broken"}
+    assert {s.id.policy_id for s in queued} == {"alice/explorer", "bob/nested", "carol/huge", "dave/broken"}
     assert all(s.status is Status.QUEUED for s in queued)
     assert sync(api, registry, tag="nmmo-arena") == []  # nothing new the second time
 
     validate_queued(api, registry, downloads=tmp_path / "downloads", max_mb=2)
-    state = {s.repo_id: s for s in registry.states()}
+    state = {s.id.policy_id: s for s in registry.states()}
     assert state["alice/explorer"].status is Status.EVALUATING
     assert "without a fault" in state["alice/explorer"].reason
     assert state["alice/explorer"].measurements.peak_memory_mb > 0
@@ -62,8 +63,8 @@ def test_validation_accepts_good_and_rejects_bad_with_reasons(pushed, tmp_path):
     assert "ModuleNotFoundError" in state["dave/broken"].reason
 
     # the log is the state: a new registry on the same file sees the same
-    again = {s.repo_id: (s.status, s.reason) for s in StatusLog(tmp_path / "status.jsonl").states()}
-    assert again == {s.repo_id: (s.status, s.reason) for s in registry.states()}
+    again = {s.id.policy_id: (s.status, s.reason) for s in StatusLog(tmp_path / "status.jsonl").states()}
+    assert again == {s.id.policy_id: (s.status, s.reason) for s in registry.states()}
 
 
 def test_a_new_commit_is_a_new_revision(pushed, tmp_path):
@@ -72,15 +73,15 @@ def test_a_new_commit_is_a_new_revision(pushed, tmp_path):
     sync(api, registry, tag="nmmo-arena")
     newer = api.upload_file(path_or_fileobj=b"# tuned\n", path_in_repo="NOTES.md", repo_id="alice/explorer").oid
     new = sync(api, registry, tag="nmmo-arena")
-    assert [(s.repo_id, s.revision) for s in new] == [("alice/explorer", newer)]
-    old = registry.get("alice/explorer", pushed["good"])
-    assert old is not None and not old.latest and registry.get("alice/explorer", newer).latest
-    assert [s.revision for s in registry.with_status(Status.QUEUED) if s.repo_id == "alice/explorer"] == [newer]
+    assert [s.id for s in new] == [Revision("alice/explorer", newer)]
+    old = registry.get(Revision("alice/explorer", pushed["good"]))
+    assert old is not None and not old.latest and registry.get(Revision("alice/explorer", newer)).latest
+    assert [s.id.sha for s in registry.with_status(Status.QUEUED) if s.id.policy_id == "alice/explorer"] == [newer]
 
 
 def test_torn_last_line_is_skipped(tmp_path):
     registry = StatusLog(tmp_path / "s.jsonl")
-    registry.record("a/b", "1" * 40, Status.QUEUED)
+    registry.record(Revision("a/b", "1" * 40), Status.QUEUED)
     with open(tmp_path / "s.jsonl", "a") as f:
         f.write('{"repo_id": "a/b", "revision": "11')  # killed mid-write
     assert [s.status for s in StatusLog(tmp_path / "s.jsonl").states()] == [Status.QUEUED]
@@ -103,12 +104,12 @@ def test_a_hub_that_never_serves_the_files_ends_the_revision_in_error(tmp_path):
         validator = Validator(api, statuses, tmp_path / "downloads", 10, attempts=3, retry_after_s=0.01)
         try:
             deadline = time.monotonic() + 60
-            while statuses.get("erin/lost", sha).status is not Status.ERROR and time.monotonic() < deadline:
+            while statuses.get(Revision("erin/lost", sha)).status is not Status.ERROR and time.monotonic() < deadline:
                 validator.run_until_idle(timeout_s=30)
                 time.sleep(0.05)  # the retries wait 0.01 s, 0.02 s, ...
         finally:
             validator.close()
-        state = statuses.get("erin/lost", sha)
+        state = statuses.get(Revision("erin/lost", sha))
         assert state.status is Status.ERROR, state.reason
         assert "downloading it failed" in state.reason and "Failed 3 times" in state.reason and state.failed_attempts == 3
         reasons = [json.loads(line)["reason"] for line in (tmp_path / "s.jsonl").read_text().splitlines()]
@@ -137,7 +138,7 @@ def test_an_unreachable_hub_is_not_the_revisions_fault(tmp_path):
         validator.run_until_idle(timeout_s=120)
     finally:
         validator.close(wait=True)
-    state = statuses.get("fred/away", sha)
+    state = statuses.get(Revision("fred/away", sha))
     assert state.status is Status.QUEUED and state.failed_attempts == 0  # one attempt allowed, none counted
     assert "the Hub is unreachable, will retry" in state.reason
     assert health.reachable is False and "UNREACHABLE" in health.state().line() and hub.endpoint in health.state().line()
@@ -165,7 +166,7 @@ def test_a_slow_validation_holds_no_other_and_is_cut_off(pushed, tmp_path):
         elapsed = time.monotonic() - started
     finally:
         runner.close(wait=True)
-    state = {s.repo_id: s for s in statuses.states()}
+    state = {s.id.policy_id: s for s in statuses.states()}
     assert state["dave/broken"].status is Status.REJECTED  # validated while alice's hung
     assert state["alice/explorer"].status is Status.QUEUED and state["alice/explorer"].failed_attempts == 1
     assert "took longer than 12 s; will retry (attempt 1 of 2 failed)" in state["alice/explorer"].reason
@@ -177,14 +178,14 @@ def test_a_rejection_by_the_spaces_own_size_limit_is_reconsidered_when_it_change
     statuses = StatusLog(tmp_path / "s.jsonl")
     sync(api, statuses, tag="nmmo-arena")
     validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=0.5)
-    huge = next(s for s in statuses.states() if s.repo_id == "carol/huge")
+    huge = next(s for s in statuses.states() if s.id.policy_id == "carol/huge")
     assert huge.status is Status.REJECTED and huge.limit_mb == 0.5
-    broken = next(s for s in statuses.states() if s.repo_id == "dave/broken")
+    broken = next(s for s in statuses.states() if s.id.policy_id == "dave/broken")
     validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=0.5)  # same limit: nothing moves
-    assert statuses.get(*huge.key).status is Status.REJECTED
+    assert statuses.get(huge.id).status is Status.REJECTED
     validate_queued(api, statuses, downloads=tmp_path / "downloads", max_mb=10)  # the operator raised it
-    assert statuses.get(*huge.key).status is Status.EVALUATING, statuses.get(*huge.key).reason
-    assert statuses.get(*broken.key).status is Status.REJECTED  # a policy's own fault is never reconsidered
+    assert statuses.get(huge.id).status is Status.EVALUATING, statuses.get(huge.id).reason
+    assert statuses.get(broken.id).status is Status.REJECTED  # a policy's own fault is never reconsidered
 
 
 def test_a_commit_that_changes_only_the_card_is_the_same_policy(tmp_path):
@@ -199,15 +200,15 @@ def test_a_commit_that_changes_only_the_card_is_the_same_policy(tmp_path):
         api = HfApi(endpoint=hub.endpoint, token="t")
         first = push_policy(api, "erin/explorer", EXAMPLES / "explorer")
         statuses = StatusLog(tmp_path / "s.jsonl")
-        assert [s.revision for s in sync(api, statuses, tag="nmmo-arena")] == [first]
+        assert [s.id.sha for s in sync(api, statuses, tag="nmmo-arena")] == [first]
         api.upload_file(path_or_fileobj=b"---\ntags:\n- nmmo-arena\ndescription: now with a description\n---\n# Explorer\n",
                         path_in_repo="README.md", repo_id="erin/explorer", commit_message="edit the card")
         assert api.model_info("erin/explorer").sha != first
         assert sync(api, statuses, tag="nmmo-arena") == [] and sync(api, statuses, tag="nmmo-arena", repo_ids=["erin/explorer"]) == []
-        assert [(s.revision, s.latest) for s in statuses.states()] == [(first, True)]
+        assert [(s.id.sha, s.latest) for s in statuses.states()] == [(first, True)]
         api.upload_file(path_or_fileobj=b"# a new helper\n", path_in_repo="helper.py", repo_id="erin/explorer")
         changed = sync(api, statuses, tag="nmmo-arena")
-        assert len(changed) == 1 and changed[0].revision == api.model_info("erin/explorer").sha
+        assert len(changed) == 1 and changed[0].id.sha == api.model_info("erin/explorer").sha
         assert [s.latest for s in statuses.states()] == [True, False]
     finally:
         hub.stop()

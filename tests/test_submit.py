@@ -86,8 +86,8 @@ def test_a_folder_is_checked_tagged_pushed_and_discovered(space_hub, tmp_path):
     card = ModelCard.load(folder / "README.md")  # the card kept its metadata and text, and gained the tag
     assert card.data.tags == ["ppo", "nmmo-arena"] and card.data.team_name == "Far Walkers" and card.data.license == "mit"
     assert card.text.strip() == "# Far Walkers\n\nThey walk."
-    found = {s.repo_id: s for s in discover(api, tag="nmmo-arena")}
-    assert found["alice/walkers"].revision == info.sha and found["alice/walkers"].team_name == "Far Walkers"
+    found = {s.id.policy_id: s for s in discover(api, tag="nmmo-arena")}
+    assert found["alice/walkers"].id.sha == info.sha and found["alice/walkers"].team_name == "Far Walkers"
 
     with open(folder / "policy.py", "a") as f:
         f.write("# walk further\n")

@@ -17,6 +17,7 @@ import pytest
 from arena.lifecycle import Status
 from arena.policies import PolicyRef, builtin
 from arena.replay import ReplayRecorder
+from arena.revision import Revision
 from arena.rules import stage_opponents
 from arena.simulation import Population, play
 from history.statuses import StatusLog
@@ -56,7 +57,7 @@ def app(tmp_path_factory):
     record_lifecycle(registry, STRONG, "a" * 40, Status.QUALIFIED, "qualified: mean Achievement 40.0 in PvE stage 1 (>= 25)")
     record_lifecycle(registry, WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
     record_lifecycle(registry, "carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
-    registry.record("dave/new", "d" * 40, Status.QUEUED, "waiting for validation")
+    registry.record(Revision("dave/new", "d" * 40), Status.QUEUED, "waiting for validation")
     record_lifecycle(registry, "erin/pending", "e" * 40, Status.EVALUATING, "validated")
     recorder = ReplayRecorder()  # one real match, with its replay
     lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])
@@ -66,12 +67,12 @@ def app(tmp_path_factory):
 
     # a match in flight, as its process reports it (the real reporter), and the real PvE queue forecast
     board = LiveBoard(root / "live")
-    report, _ = board.reporter(MatchSpec(seed=77, policies=policies_for(PolicyRef("erin/pending", "e" * 40), [builtin(n) for n in stage_opponents(1)]),
+    report, _ = board.reporter(MatchSpec(seed=77, policies=policies_for(PolicyRef(Revision("erin/pending", "e" * 40)), [builtin(n) for n in stage_opponents(1)]),
                                          config=MatchConfig(horizon=1024), track="pve", stage=1))
     report(0)
     time.sleep(REPORT_EVERY_S)  # reports are at most once a second
     report(512)
-    pending = PveWork("erin/pending", "e" * 40, 1, tuple(range(6)), 4, since=0.0)
+    pending = PveWork(Revision("erin/pending", "e" * 40), 1, tuple(range(6)), 4, since=0.0)
 
     def live():
         return board.matches(stale_s=float("inf"))  # the test's report would go stale while the tests run
@@ -269,7 +270,7 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
 def test_a_page_opened_later_shows_what_happened_since_the_app_was_built(browser, app):
     """Tables are computed per page load: a revision seen after `build` is on the first
     frame of a new page, before any timer tick."""
-    app["statuses"].record("frank/later", "f" * 40, Status.QUEUED, "waiting for validation")
+    app["statuses"].record(Revision("frank/later", "f" * 40), Status.QUEUED, "waiting for validation")
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.goto(app["url"])

@@ -26,6 +26,7 @@ import pytest
 from huggingface_hub import HfApi, WebhookPayload, WebhookWatchedItem
 from huggingface_hub.errors import HfHubHTTPError
 
+from arena.revision import Revision
 from localhub import LocalHub
 from matchmaking.hub.pushing import push_submission, submission_card
 
@@ -258,9 +259,9 @@ def test_a_push_is_queued_within_5_s_and_validated_within_30_s(space, tmp_path, 
     with caplog.at_level(logging.INFO, logger="matchmaking.hub.webhooks"):
         sha = push(api, "alice/wanderer", folder)
         pushed = time.monotonic()
-        state, queued_s = wait_for(lambda: arena.statuses.get("alice/wanderer", sha), timeout=5)
+        state, queued_s = wait_for(lambda: arena.statuses.get(Revision("alice/wanderer", sha)), timeout=5)
         assert state is not None, "no status 5 s after the push"
-        verdict, _ = wait_for(lambda: (s := arena.statuses.get("alice/wanderer", sha)) and s.status in (
+        verdict, _ = wait_for(lambda: (s := arena.statuses.get(Revision("alice/wanderer", sha))) and s.status in (
             Status.EVALUATING, Status.REJECTED, Status.EVALUATED, Status.QUALIFIED, Status.ERROR) and s, timeout=30)
         verdict_s = time.monotonic() - pushed
     assert verdict is not None, f"no verdict 30 s after the push: {arena.statuses.get('alice/wanderer', sha)}"
@@ -302,10 +303,10 @@ def test_a_webhook_without_the_secret_or_well_formed_changes_nothing(space, tmp_
         status, answer = post_webhook(url, b'{"event": {"action": "update"}, "repo": 3}', space["secret"])
         assert status == 400 and "event.scope" in answer["error"] and "webhook" in answer["error"]
         time.sleep(2.0)
-        assert arena.statuses.get("bob/quiet", sha) is None
+        assert arena.statuses.get(Revision("bob/quiet", sha)) is None
 
         assert post_webhook(url, body, space["secret"]) == (200, {"accepted": True})  # the same payload, signed
-        state, queued_s = wait_for(lambda: arena.statuses.get("bob/quiet", sha), timeout=5)
+        state, queued_s = wait_for(lambda: arena.statuses.get(Revision("bob/quiet", sha)), timeout=5)
         assert state is not None
         pr_only = dict(payload, updatedRefs=[{"ref": "refs/pr/1", "oldSha": None, "newSha": "f" * 40}])
         assert post_webhook(url, json.dumps(pr_only).encode(), space["secret"]) == (200, {"accepted": False})

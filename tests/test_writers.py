@@ -8,6 +8,7 @@ import json
 from huggingface_hub.utils import filter_repo_objects
 
 from arena.lifecycle import Status
+from arena.revision import Revision
 from history.journal import Journal
 from history.mirror import NOT_PUSHED, own_patterns
 from history.statuses import StatusLog
@@ -20,32 +21,32 @@ SHA = "a" * 40
 def test_each_writer_appends_to_its_own_file_and_readers_take_the_union_once(tmp_path):
     path = tmp_path / "submissions" / "statuses.jsonl"
     a, b = StatusLog(path, writer="w000000000001"), StatusLog(path, writer="w000000000002")
-    a.record("x/one", SHA, Status.QUEUED, "seen")
-    b.record("x/two", SHA, Status.QUEUED, "seen")
-    a.record("x/one", SHA, Status.VALIDATING, "playing")
+    a.record(Revision("x/one", SHA), Status.QUEUED, "seen")
+    b.record(Revision("x/two", SHA), Status.QUEUED, "seen")
+    a.record(Revision("x/one", SHA), Status.VALIDATING, "playing")
     assert sorted(p.name for p in path.parent.iterdir()) == ["statuses-w000000000001.jsonl", "statuses-w000000000002.jsonl"]
     # each writer sees the other's events once it reloads (a pull brought the file; a record reloads first)
-    assert b.get("x/one", SHA).status is Status.QUEUED and b.reload() and b.get("x/one", SHA).status is Status.VALIDATING
+    assert b.get(Revision("x/one", SHA)).status is Status.QUEUED and b.reload() and b.get(Revision("x/one", SHA)).status is Status.VALIDATING
     # a copy of the same event in two files (a migration's, a restored file) counts once
     (path.parent / "statuses.jsonl").write_bytes((path.parent / "statuses-w000000000001.jsonl").read_bytes())
     merged = StatusLog(path, writer="w000000000003")
-    assert [(s.repo_id, s.status) for s in merged.states()] == [("x/two", Status.QUEUED), ("x/one", Status.VALIDATING)]
+    assert [(s.id.policy_id, s.status) for s in merged.states()] == [("x/two", Status.QUEUED), ("x/one", Status.VALIDATING)]
     assert len(merged.journal.read()) == 3
 
 
 def test_a_torn_line_in_another_writers_file_is_skipped_and_named_not_repaired(tmp_path):
     path = tmp_path / "statuses.jsonl"
-    StatusLog(path, writer="w000000000001").record("x/one", SHA, Status.QUEUED)
+    StatusLog(path, writer="w000000000001").record(Revision("x/one", SHA), Status.QUEUED)
     other = tmp_path / "statuses-w000000000001.jsonl"
     with open(other, "ab") as f:
         f.write(b'{"repo_id": "x/one", "rev')
     before = other.read_bytes()
     log = StatusLog(path, writer="w000000000002")
-    assert log.get("x/one", SHA).status is Status.QUEUED
+    assert log.get(Revision("x/one", SHA)).status is Status.QUEUED
     assert len(log.damaged) == 1 and "line 2 is damaged" in log.damaged[0]
     assert other.read_bytes() == before  # not this writer's file to rewrite
-    log.record("x/one", SHA, Status.VALIDATING)
-    assert StatusLog(path).get("x/one", SHA).status is Status.VALIDATING
+    log.record(Revision("x/one", SHA), Status.VALIDATING)
+    assert StatusLog(path).get(Revision("x/one", SHA)).status is Status.VALIDATING
 
 
 def test_journal_lines_never_glue_and_records_order_by_time(tmp_path):
@@ -63,7 +64,7 @@ def test_identity_is_made_once_and_migrates_the_single_files_without_losing_an_e
     data = tmp_path / "data"
     history = data / "history"
     old = StatusLog(history / "submissions" / "statuses.jsonl")  # the layout before writers
-    old.record("x/one", SHA, Status.QUEUED)
+    old.record(Revision("x/one", SHA), Status.QUEUED)
     (history / "data").mkdir(parents=True)
     (history / "data" / "teams-20261201T000000000000-0123abcd.parquet").write_bytes(b"x")
     (data / "model_cards.jsonl").write_text('{"event": "merged", "repo_id": "x/one", "revision": "r", "at": 1}')
@@ -74,8 +75,8 @@ def test_identity_is_made_once_and_migrates_the_single_files_without_losing_an_e
     assert mine.read_bytes() == (history / "submissions" / "statuses.jsonl").read_bytes()
     assert (history / "modelcards" / f"publications-{me.writer}.jsonl").read_text().endswith("\n")
     log = StatusLog(history / "submissions" / "statuses.jsonl", writer=me.writer)
-    assert len(log.journal.read()) == 1 and log.get("x/one", SHA).status is Status.QUEUED
-    log.record("x/one", SHA, Status.VALIDATING)
+    assert len(log.journal.read()) == 1 and log.get(Revision("x/one", SHA)).status is Status.QUEUED
+    log.record(Revision("x/one", SHA), Status.VALIDATING)
     assert len((history / "submissions" / "statuses.jsonl").read_text().splitlines()) == 1  # never written again
     fresh = identity(tmp_path / "other", tmp_path / "other" / "history")
     assert fresh.writer != me.writer and not fresh.legacy

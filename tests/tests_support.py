@@ -47,9 +47,11 @@ def record_lifecycle(statuses, repo_id: str, revision: str, status, reason: str 
     while step is not None:
         path.append(step)
         step = previous[step]
+    from arena.revision import Revision
+
     for step in reversed(path[1:]):
-        statuses.record(repo_id, revision, step, "")
-    return statuses.record(repo_id, revision, status, reason, **details)
+        statuses.record(Revision(repo_id, revision), step, "")
+    return statuses.record(Revision(repo_id, revision), status, reason, **details)
 
 
 def fault_of(result, name: str):

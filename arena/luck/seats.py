@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.schema import player_id, rows
+from arena.revision import player_id
+from arena.schema import rows
 
 #: The effect groups of the ranking model, in report order.
 EFFECT_GROUPS: tuple[str, ...] = ("side", "index", "slot", "map_side")

@@ -47,11 +47,10 @@ from arena.ratings.trueskill import (
     trueskill_trail,
 )
 from arena.rules import ANCHORS
-from arena.schema import player_id
 
 __all__ = [
     "ANCHORS", "DRAW_PROBABILITY", "ELO_K", "ELO_PER_PL", "ELO_START", "TRUESKILL_BETA", "TRUESKILL_MU", "TRUESKILL_PER_PL",
     "TRUESKILL_SIGMA", "EloState", "MLERating", "Outcome", "RatedTable", "TrueSkillRating", "TrueSkillState",
     "anchor_elo", "anchor_trueskill_mu", "by_id", "elo_ratings", "extend_trueskill", "outcomes", "plackett_luce",
-    "player_id", "rated_from_codes", "recomputed", "trueskill_ratings", "trueskill_trail",
+    "rated_from_codes", "recomputed", "trueskill_ratings", "trueskill_trail",
 ]

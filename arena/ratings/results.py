@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from arena.errors import CheckpointOrderError
-from arena.schema import MatchResult, player_id
+from arena.revision import player_id
+from arena.schema import MatchResult
 from arena.scoring import competition_ranks
 
 

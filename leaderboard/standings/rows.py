@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from arena.schema import BUILTIN_PREFIX, TASK_NAMES
+from arena.revision import BUILTIN_PREFIX
+from arena.schema import TASK_NAMES
 
 POINT_COLUMNS = [f"{task}_points" for task in TASK_NAMES]
 

@@ -95,7 +95,7 @@ class MatchSpec:
         c = self.config
         key = {
             "seed": self.seed,
-            "policies": [(p.policy_id, p.revision) for p in self.policies],
+            "policies": [(p.policy_id, p.id.sha) for p in self.policies],
             "rules": [c.num_teams, c.team_size, c.horizon, c.map_pool],
             "track": self.track,
             "stage": self.stage,
@@ -273,7 +273,7 @@ def run_match(
             TeamResult(
                 slot=team_id,
                 policy_id=ref.policy_id,
-                revision=ref.revision,
+                revision=ref.id.sha,
                 achievement=score.total,
                 rank=ranks[team_id],
                 tasks={

@@ -26,7 +26,8 @@ from huggingface_hub import HfApi, snapshot_download
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from arena.lifecycle import SubmissionInfo
-from arena.policies import POLICY_FILE, PolicyRef
+from arena.policies import POLICY_FILE
+from arena.revision import Revision
 
 #: Model-card keys read for display.
 _CARD_NAME_KEYS = ("team_name", "team", "model_name")
@@ -36,9 +37,8 @@ _CARD_NAME_KEYS = ("team_name", "team", "model_name")
 class Submission:
     """One revision of a submission, as seen on the Hub."""
 
-    repo_id: str
-    revision: str
-    """Commit sha the submission is pinned to."""
+    id: Revision
+    """The repo, pinned to the commit seen."""
     author: str
     last_modified: str
     files: tuple[tuple[str, int], ...] = ()
@@ -55,17 +55,13 @@ class Submission:
 
     @property
     def display_name(self) -> str:
-        return self.team_name or self.repo_id
+        return self.team_name or self.id.policy_id
 
     def info(self) -> SubmissionInfo:
         """What the status log keeps of it."""
         return SubmissionInfo(author=self.author, team_name=self.display_name, description=self.description,
                               last_modified=self.last_modified, size_mb=round(self.size_bytes / 2**20, 3), files=self.files,
                               content=self.content)
-
-    def ref(self, path: Path | None = None) -> PolicyRef:
-        """The policy reference of this revision (with its files once downloaded)."""
-        return PolicyRef(policy_id=self.repo_id, revision=self.revision, path=path)
 
 
 def discover(api: HfApi, *, tag: str) -> list[Submission]:
@@ -82,7 +78,7 @@ def discover(api: HfApi, *, tag: str) -> list[Submission]:
     for model in api.list_models(filter=tag):
         info = api.model_info(model.id, revision=model.sha, files_metadata=True) if model.sha else api.model_info(model.id, files_metadata=True)
         found.append(_submission(info))
-    return sorted(found, key=lambda s: s.repo_id)
+    return sorted(found, key=lambda s: s.id)
 
 
 def discover_repo(api: HfApi, repo_id: str, *, tag: str) -> Submission | None:
@@ -114,8 +110,7 @@ def _submission(info: Any) -> Submission:
     card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
     name = next((str(card[k]) for k in _CARD_NAME_KEYS if card.get(k)), "")
     return Submission(
-        repo_id=info.id,
-        revision=str(info.sha),
+        id=Revision(info.id, str(info.sha)),
         author=info.author or info.id.split("/")[0],
         last_modified=info.last_modified.isoformat() if info.last_modified else "",
         files=tuple(sorted((s.rfilename, int(s.size or 0)) for s in (info.siblings or []))),
@@ -154,18 +149,17 @@ def size_problem(files: Iterable[tuple[str, int]], max_mb: float) -> str:
     return ""
 
 
-def download(api: HfApi, repo_id: str, revision: str, root: Path) -> Path:
-    """Fetch repo `repo_id` at commit `revision` into `root/OWNER/NAME/SHA` (reused if
-    already complete)."""
-    target = root / repo_id / revision
+def download(api: HfApi, revision: Revision, root: Path) -> Path:
+    """Fetch a Hub revision's files into `root/OWNER/NAME/SHA` (reused if already complete)."""
+    target = root / revision.policy_id / revision.sha
     complete = target / ".complete"
     if complete.exists():
         return target
     if target.exists():
         shutil.rmtree(target)  # a download cut short earlier
     snapshot_download(
-        repo_id,
-        revision=revision,
+        revision.policy_id,
+        revision=revision.sha,
         local_dir=target,
         endpoint=api.endpoint,
         token=api.token,

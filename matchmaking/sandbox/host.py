@@ -294,7 +294,7 @@ class SandboxedTeam:
                 "limits": limits,
                 "message_chars": self.config.fault_message_chars,
                 "policy_id": self.ref.policy_id,
-                "revision": self.ref.revision,
+                "revision": self.ref.id.sha,
                 "policy_path": None if self.ref.path is None else str(self.ref.path),
                 "team_id": self.slot.team_id,
                 "env_config": self.slot.env_config,
@@ -557,7 +557,7 @@ class SandboxedTeam:
         team is closed; None if its process never started)."""
         if self.output is None:
             return None
-        return self.output.team_log(slot=self.slot.team_id, policy_id=self.ref.policy_id, revision=self.ref.revision)
+        return self.output.team_log(slot=self.slot.team_id, policy_id=self.ref.policy_id, revision=self.ref.id.sha)
 
 
 def anonymous_rss_mb(pid: int) -> float:

@@ -313,6 +313,7 @@ def _run_probe(folder: Path, *, timeout_s: float) -> tuple[dict[str, str], list[
     """Play one turn of the probe team in a sandbox: (what the sandbox applied, what the
     probe reported, why it could not run or "")."""
     from arena.policies import PolicyRef
+    from arena.revision import Revision
     from matchmaking.engine.config import MatchConfig
     from matchmaking.engine.hosting import TeamSlot
     from matchmaking.engine.observations import ObservationLayout
@@ -323,7 +324,7 @@ def _run_probe(folder: Path, *, timeout_s: float) -> tuple[dict[str, str], list[
                          hang_timeout_s=timeout_s, init_timeout_s=timeout_s, cache_dir=None)
     sample = {"CurrentTick": np.zeros((), dtype=np.int64)}
     slot = TeamSlot(0, {}, config, ObservationLayout.from_observation(sample, 1))
-    team = SandboxedTeam(PolicyRef(policy_id="isolation-probe", revision="self-test", path=folder), slot)
+    team = SandboxedTeam(PolicyRef(Revision("isolation-probe", "self-test"), path=folder), slot)
     try:
         fault = team.start()
         if fault is not None:

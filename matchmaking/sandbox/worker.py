@@ -30,10 +30,11 @@ from matchmaking.sandbox.protocol import (
 
 def _build_team(init: dict[str, Any]) -> Any:
     from arena.policies import PolicyRef
+    from arena.revision import Revision
     from matchmaking.teams.factory import team_factory
 
     path = init["policy_path"]
-    ref = PolicyRef(policy_id=init["policy_id"], revision=init["revision"], path=None if path is None else Path(path))
+    ref = PolicyRef(Revision(init["policy_id"], init["revision"]), path=None if path is None else Path(path))
     team = team_factory(ref)(int(init["team_id"]), init["env_config"])
     reset = getattr(team, "reset", None)
     if callable(reset):

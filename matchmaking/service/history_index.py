@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 
 from arena.errors import InvalidArgumentError
 from arena.ratings import RatedTable, TrueSkillState, extend_trueskill, rated_from_codes
-from arena.schema import BUILTIN_PREFIX, MatchResult, is_builtin, results_from_rows, rows
+from arena.revision import BUILTIN_PREFIX, Revision, is_builtin
+from arena.schema import MatchResult, results_from_rows, rows
 from history.audits import audit_order
 from history.store import TEAM_SCHEMA, HistoryReader
 from matchmaking.service.submissions import faulty
@@ -44,8 +45,8 @@ COLUMNS = ("match_id", "started_at", "duration_s", "track", "nmmo_version", "are
 class _Layer:
     """What one part of the history (the shards folded so far, or the WAL) holds."""
 
-    pve: dict[tuple[str, str], list[MatchResult]] = field(default_factory=dict)
-    faulty: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    pve: dict[Revision, list[MatchResult]] = field(default_factory=dict)
+    faulty: dict[Revision, list[tuple[str, str]]] = field(default_factory=dict)
     """Per revision, its faulty matches: (start time and match id as the sort key, reason)."""
     pvp_counts: Counter[str] = field(default_factory=Counter)
     durations: list[tuple[str, float]] = field(default_factory=list)
@@ -138,7 +139,7 @@ class HistoryIndex:
         heapq.heapify(layer.audit)
         if shard is not None:
             self._where.update(dict.fromkeys(auditable, shard))
-        # per row: the Arena's own teams, and the rated name of each team (`arena.schema.player_id`)
+        # per row: the Arena's own teams, and the rated name of each team (`Revision.player`)
         builtin = pc.starts_with(table.column("policy_id"), BUILTIN_PREFIX)
         submitted = ~builtin.to_numpy(zero_copy_only=False)
         # a revision's own PvE matches, and the matches in which a revision faulted: as records
@@ -150,7 +151,7 @@ class HistoryIndex:
                 for team in result.teams:
                     if is_builtin(team.policy_id):
                         continue
-                    key = (team.policy_id, team.revision)
+                    key = Revision(team.policy_id, team.revision)
                     if result.match_id in pve:
                         layer.pve.setdefault(key, []).append(result)
                     reason = faulty(team, result.ticks) if result.match_id in faults else ""
@@ -180,19 +181,18 @@ class HistoryIndex:
         """Matches counted (shards and WAL): changes whenever the history grows."""
         return self._base.matches + self._pending.matches
 
-    def pve_results(self, policy_id: str, revision: str) -> list[MatchResult]:
+    def pve_results(self, revision: Revision) -> list[MatchResult]:
         """The revision's PvE matches, in the order ratings apply them."""
-        key = (policy_id, revision)
-        found = self._base.pve.get(key, []) + self._pending.pve.get(key, [])
+        found = self._base.pve.get(revision, []) + self._pending.pve.get(revision, [])
         return sorted(found, key=lambda r: (r.started_at, r.match_id))
 
-    def faulty_reasons(self, policy_id: str, revision: str) -> list[str]:
+    def faulty_reasons(self, revision: Revision) -> list[str]:
         """Why each match the revision faulted in counts as faulty (`submissions.faulty`), oldest first."""
-        key = (policy_id, revision)
-        return [reason for _, reason in sorted(self._base.faulty.get(key, []) + self._pending.faulty.get(key, []))]
+        found = self._base.faulty.get(revision, []) + self._pending.faulty.get(revision, [])
+        return [reason for _, reason in sorted(found)]
 
     def pvp_counts(self) -> dict[str, int]:
-        """PvP matches played by each player (`arena.schema.player_id`)."""
+        """PvP matches played by each player (`Revision.player`)."""
         return dict(self._base.pvp_counts + self._pending.pvp_counts)
 
     def recent_pve_durations(self, count: int = 20) -> list[float]:

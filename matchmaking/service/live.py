@@ -23,7 +23,6 @@ from typing import Any
 
 from arena.activity import LiveMatch
 from arena.files import write_atomically
-from arena.schema import player_id
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ def _throttled(spec, publish: Callable[[LiveMatch], None], remove: Callable[[], 
     """(report(tick), done()) for one match: a record published at most every
     `REPORT_EVERY_S` (and at the last tick), removed when the match ends."""
     started = time.time()
-    lineup = tuple(player_id(p.policy_id, p.revision) for p in spec.policies)
+    lineup = tuple(p.id.player for p in spec.policies)
     last = [0.0]
 
     def report(tick: int) -> None:

@@ -37,10 +37,11 @@ import numpy as np
 from arena import ARENA_VERSION
 from arena.activity import LiveMatch, QueueEntry
 from arena.errors import MatchFailedError, NotReproducibleError
-from arena.lifecycle import TRANSITIONS, StageFigures, Status
+from arena.lifecycle import TRANSITIONS, RevisionState, StageFigures, Status
 from arena.policies import PolicyRef, builtin
+from arena.revision import Revision, is_builtin
 from arena.rules import Pairing, stage_opponents
-from arena.schema import MatchResult, is_builtin, player_id
+from arena.schema import MatchResult
 from arena.settings import ArenaSettings
 from history.audits import Audit, AuditLog, AuditSummary, summarize
 from history.incidents import MAX_ATTEMPTS, MESSAGE_CHARS, Cause, Incident, IncidentLog, given_up, incident_log_path
@@ -110,7 +111,7 @@ class Matchmaker:
         self.scheduler: Any = None
         self.pve_queue: list[pve_queue.PveWork] = []
         """The PvE work owed at the last round (`queue` forecasts from it)."""
-        self._in_flight: dict[tuple[str, str], list[int]] = {}
+        self._in_flight: dict[Revision, list[int]] = {}
         self._stopping = threading.Event()
         self._queue_work: list[pve_queue.PveWork] = []
         self._queue_signature: Any = None
@@ -134,22 +135,22 @@ class Matchmaker:
         it is up to webhooks and the next scheduled round."""
 
     # -- helpers -------------------------------------------------------------------------
-    def _ref(self, repo_id: str, revision: str) -> PolicyRef:
+    def _ref(self, revision: Revision) -> PolicyRef:
         """The revision's downloaded folder (downloaded again if the disk lost it)."""
-        state = self.statuses.get(repo_id, revision)
+        state = self.statuses.get(revision)
         path = Path(state.download_path) if state and state.download_path else None
         if path is None or not (path / "policy.py").is_file():
-            path = download(self.api, repo_id, revision, self.settings.submissions_dir)
-        return PolicyRef(policy_id=repo_id, revision=revision, path=path)
+            path = download(self.api, revision, self.settings.submissions_dir)
+        return PolicyRef(revision, path=path)
 
-    def _try_ref(self, repo_id: str, revision: str) -> PolicyRef | None:
+    def _try_ref(self, revision: Revision) -> PolicyRef | None:
         """`_ref`, or None while the Hub cannot serve a lost download (that revision waits
         for a later round; the others play on)."""
         try:
-            return self._ref(repo_id, revision)
+            return self._ref(revision)
         except Exception as exc:  # noqa: BLE001 - an outage is reported once; anything else is logged
-            if self.health is None or not self.health.failed(exc, doing=f"downloading {repo_id}"):
-                log.warning("cannot fetch %s@%s to play it: %s", repo_id, revision[:12], exc)
+            if self.health is None or not self.health.failed(exc, doing=f"downloading {revision.policy_id}"):
+                log.warning("cannot fetch %s@%s to play it: %s", revision.policy_id, revision.short, exc)
             return None
 
     def _may_run(self, ref: PolicyRef | None) -> bool:
@@ -201,7 +202,7 @@ class Matchmaker:
         incident = Incident(
             match_id=spec.match_id, failed_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             track=spec.track, stage=spec.stage, seed=spec.seed,
-            submissions=tuple(player_id(p.policy_id, p.revision) for p in spec.policies if not p.is_builtin),
+            submissions=tuple(p.id.player for p in spec.policies if not p.is_builtin),
             cause=outcome.cause or Cause.ENGINE_ERROR,  # an executor that names no cause: the match raised
             message=(outcome.error or "")[:MESSAGE_CHARS], attempt=attempt, max_attempts=MAX_ATTEMPTS,
             replanned=not given_up(attempt), node=outcome.node,
@@ -213,18 +214,18 @@ class Matchmaker:
 
     def _check_faults(self, results: Iterable[MatchResult]) -> None:
         """Mark revisions that keep failing in matches as `error`, with the last reason."""
-        touched = {(t.policy_id, t.revision) for r in results for t in r.teams if not is_builtin(t.policy_id)}
+        touched = {Revision(t.policy_id, t.revision) for r in results for t in r.teams if not is_builtin(t.policy_id)}
         if not touched:
             return
         self.history.refresh()
-        for repo_id, revision in touched:
-            state = self.statuses.get(repo_id, revision)
+        for revision in sorted(touched):
+            state = self.statuses.get(revision)
             if state is None or Status.ERROR not in TRANSITIONS[state.status]:
                 continue
-            reasons = self.history.faulty_reasons(repo_id, revision)
+            reasons = self.history.faulty_reasons(revision)
             if len(reasons) >= self.settings.error_after_faulty_matches:
                 self.statuses.record(
-                    repo_id, revision, Status.ERROR,
+                    revision, Status.ERROR,
                     f"Faulty in {len(reasons)} matches; latest: {reasons[-1]}. Fix it and push a new commit.",
                 )
 
@@ -255,18 +256,18 @@ class Matchmaker:
             return 0
         return self.validator.run_until_idle()
 
-    def _plans(self) -> list[tuple[Any, pve.PvePlan]]:
+    def _plans(self) -> list[tuple[RevisionState, pve.PvePlan]]:
         """Every latest revision in PvE (evaluating, or qualified or evaluated with later
         stages to play) with its plan, judged from the history alone."""
         s = self.settings
         self.history.refresh()
         return [
-            (state, pve.plan(self.history.pve_results(state.repo_id, state.revision), state.repo_id, state.revision, matches_per_stage=s.pve_matches_per_stage,
+            (state, pve.plan(self.history.pve_results(state.id), state.id, matches_per_stage=s.pve_matches_per_stage,
                              next_stage_top1=s.next_stage_top1, qualify_achievement=s.qualify_achievement))
             for state in self.statuses.with_status(Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
         ]
 
-    def _pve_work(self) -> list[tuple[Any, pve.PvePlan]]:
+    def _pve_work(self) -> list[tuple[RevisionState, pve.PvePlan]]:
         """The revisions still owed PvE matches, with their plans; records each verdict as it
         becomes known: stage 1 decided -> qualified or evaluated, later stages' figures."""
         s = self.settings
@@ -277,14 +278,14 @@ class Matchmaker:
                 ok, reason = pve.qualifies(plan.summaries, threshold=s.qualify_achievement, of=s.pve_matches_per_stage)
                 status = state.status if state.status is not Status.EVALUATING else Status.QUALIFIED if ok else Status.EVALUATED
                 more = "" if plan.finished else f"; PvE stage {plan.stage} being played"
-                state = self.statuses.record(state.repo_id, state.revision, status, reason + more, pve=stages)
+                state = self.statuses.record(state.id, status, reason + more, pve=stages)
             if not plan.finished:
                 owed.append((state, plan))
         return owed
 
     @staticmethod
-    def _work(owed: list[tuple[Any, pve.PvePlan]]) -> list[pve_queue.PveWork]:
-        return [pve_queue.PveWork(state.repo_id, state.revision, plan.stage, plan.seeds, plan.played, state.first_seen)
+    def _work(owed: list[tuple[RevisionState, pve.PvePlan]]) -> list[pve_queue.PveWork]:
+        return [pve_queue.PveWork(state.id, plan.stage, plan.seeds, plan.played, state.first_seen)
                 for state, plan in owed if not plan.finished]
 
     def play_pve(self) -> int:
@@ -297,18 +298,18 @@ class Matchmaker:
         self.pve_queue = work
         self._pve_looked = True
         specs: list[MatchSpec] = []
-        refs: dict[tuple[str, str], PolicyRef | None] = {}
+        refs: dict[Revision, PolicyRef | None] = {}
         for item, seed in pve_queue.pick(work, budget):
-            if item.key not in refs:
-                refs[item.key] = self._try_ref(item.repo_id, item.revision)
-            ref = refs[item.key]
+            if item.id not in refs:
+                refs[item.id] = self._try_ref(item.id)
+            ref = refs[item.id]
             if ref is None or not self._may_run(ref):
                 continue
             opponents = [builtin(name) for name in stage_opponents(item.stage)]
             specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=item.stage))
         self._in_flight = {}
         for spec in specs:
-            self._in_flight.setdefault((spec.policies[0].policy_id, spec.policies[0].revision), []).append(spec.seed)
+            self._in_flight.setdefault(spec.policies[0].id, []).append(spec.seed)
         try:
             played = self._play(specs)
         finally:
@@ -329,7 +330,7 @@ class Matchmaker:
         dropped = {(i.submissions[0], i.stage, i.seed) for i in incidents
                    if i.track == "pve" and i.submissions and given_up(lost[i.match_id])}
         return [dataclasses.replace(w, seeds=tuple(s for s in w.seeds
-                                                   if (player_id(w.repo_id, w.revision), w.stage, s) not in dropped))
+                                                   if (w.id.player, w.stage, s) not in dropped))
                 for w in work]
 
     def live(self) -> list[LiveMatch]:
@@ -342,7 +343,7 @@ class Matchmaker:
         """Whether any revision still owes stage-1 PvE matches (PvP waits for them)."""
         return any(w.stage == 1 and w.seeds for w in self.pve_queue)
 
-    def queue(self, now: float | None = None) -> dict[tuple[str, str], QueueEntry]:
+    def queue(self, now: float | None = None) -> dict[Revision, QueueEntry]:
         """Each revision's place in the PvE queue and the forecast of its current stage's end,
         from the measured durations of recent PvE matches."""
         self.history.refresh()
@@ -367,9 +368,9 @@ class Matchmaker:
         qualified = self.statuses.with_status(Status.QUALIFIED)
         if not qualified or self.stage1_pending():
             return 0
-        refs = {player_id(s.repo_id, s.revision): (s.repo_id, s.revision) for s in qualified}
+        refs = {s.id.player: s.id for s in qualified}
         if self.isolation is not None and self.isolation.reason():  # only the code that may run here plays
-            refs = {p: key for p, key in refs.items() if self._may_run(self._try_ref(*key))}
+            refs = {p: rev for p, rev in refs.items() if self._may_run(self._try_ref(rev))}
             if not refs:
                 return 0
         self.history.refresh()
@@ -393,8 +394,8 @@ class Matchmaker:
         self._check_faults(played)
         return len(played)
 
-    def _lineup(self, players: Iterable[str], refs: dict[str, tuple[str, str]]) -> tuple[PolicyRef, ...] | None:
-        lineup = tuple(builtin(p) if is_builtin(p) else (self._try_ref(*refs[p]) if p in refs else None) for p in players)
+    def _lineup(self, players: Iterable[str], refs: dict[str, Revision]) -> tuple[PolicyRef, ...] | None:
+        lineup = tuple(builtin(p) if is_builtin(p) else (self._try_ref(refs[p]) if p in refs else None) for p in players)
         return None if None in lineup else lineup  # type: ignore[return-value]
 
     # -- audit ---------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def portable(spec: MatchSpec, hub: str) -> MatchSpec:
                 "or play it on local workers (unset NMMO_ARENA_RAY)."
             )
         else:
-            refs.append(PolicyRef(ref.policy_id, ref.revision, path=None, hub=ref.hub or hub))
+            refs.append(PolicyRef(ref.id, path=None, hub=ref.hub or hub))
     return dataclasses.replace(spec, policies=tuple(refs), config=dataclasses.replace(spec.config, cache_dir=None))
 
 
@@ -121,7 +121,7 @@ class NodeCache:
             `SubmissionIntegrityError`: what arrived is not the commit the Hub lists (the
                 folder is removed, so the next match fetches it again).
         """
-        target = self.submissions / ref.policy_id / ref.revision
+        target = self.submissions / ref.policy_id / ref.id.sha
         checked = target / ".checked"
         if checked.is_file():
             return target
@@ -130,14 +130,14 @@ class NodeCache:
             if checked.is_file():
                 return target
             api = HfApi(endpoint=ref.hub or None)  # the node's own token, from its environment
-            download(api, ref.policy_id, ref.revision, self.submissions)
-            files = [f for f in api.list_repo_tree(ref.policy_id, revision=ref.revision, recursive=True)
+            download(api, ref.id, self.submissions)
+            files = [f for f in api.list_repo_tree(ref.policy_id, revision=ref.id.sha, recursive=True)
                      if isinstance(f, RepoFile)]
             problem = integrity_problem(target, files)
             if problem:
                 shutil.rmtree(target, ignore_errors=True)
                 raise SubmissionIntegrityError(
-                    f"{ref.policy_id}@{ref.revision[:12]} fetched from {api.endpoint} is not the commit the Hub lists: "
+                    f"{ref.id.policy_id}@{ref.id.short} fetched from {api.endpoint} is not the commit the Hub lists: "
                     f"{problem}. It was removed from this node's cache ({self.root}); the next match fetches it again."
                 )
             checked.touch()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from arena.errors import InvalidArgumentError
+from arena.revision import Revision
 from arena.rules import PVE
 from arena.schema import TASK_NAMES, MatchResult
 from arena.scoring import MAX_ACHIEVEMENT
@@ -91,18 +92,19 @@ def summarize(results: Sequence[MatchResult], policy_id: str) -> PolicySummary:
     )
 
 
-def stage_seed(policy_id: str, revision: str, stage: int, index: int) -> int:
+def stage_seed(revision: Revision, stage: int, index: int) -> int:
     """The seed of a revision's `index`-th match of `stage`: fixed, so plans are replayable."""
-    digest = hashlib.sha256(f"pve:{policy_id}@{revision}:{stage}:{index}".encode()).digest()
+    digest = hashlib.sha256(f"pve:{revision.policy_id}@{revision.sha}:{stage}:{index}".encode()).digest()
     return int.from_bytes(digest[:6], "big")
 
 
-def stage_results(results: Sequence[MatchResult], policy_id: str, revision: str, stage: int) -> list[MatchResult]:
+def stage_results(results: Sequence[MatchResult], revision: Revision, stage: int) -> list[MatchResult]:
     """The revision's recorded PvE matches of `stage`."""
     return [
         r
         for r in results
-        if r.track == "pve" and r.stage == stage and any(t.policy_id == policy_id and t.revision == revision for t in r.teams)
+        if r.track == "pve" and r.stage == stage
+        and any(t.policy_id == revision.policy_id and t.revision == revision.sha for t in r.teams)
     ]
 
 
@@ -182,25 +184,25 @@ class PvePlan:
 
 def plan(
     results: Sequence[MatchResult],
-    policy_id: str,
-    revision: str,
+    revision: Revision,
     *,
     matches_per_stage: int = PVE.matches_per_stage,
     next_stage_top1: float = PVE.next_stage_top1,
     qualify_achievement: float = PVE.qualify_achievement,
 ) -> PvePlan:
-    """What PvE matches `policy_id@revision` still has to play, judged from the history.
+    """What PvE matches `revision` still has to play, judged from the history.
 
     A stage ends when all its matches are played or as soon as its bars are decided
     (`decide`): stage 1's two bars (the Top1Ratio that opens stage 2, the mean Achievement
     that qualifies for PvP), later stages' Top1Ratio bar.
     """
+    policy_id = revision.policy_id
     summaries: dict[int, PolicySummary] = {}
     decisions: dict[int, StageDecision] = {}
     for stage in sorted(PVE.stages):
-        wanted = [stage_seed(policy_id, revision, stage, i) for i in range(matches_per_stage)]
+        wanted = [stage_seed(revision, stage, i) for i in range(matches_per_stage)]
         wanted_set = set(wanted)
-        mine = [r for r in stage_results(results, policy_id, revision, stage) if r.seed in wanted_set]
+        mine = [r for r in stage_results(results, revision, stage) if r.seed in wanted_set]
         decision = decide(mine, policy_id, of=matches_per_stage, top1_bar=next_stage_top1,
                           qualify_bar=qualify_achievement if stage == 1 else None)
         decisions[stage] = decision

@@ -25,14 +25,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from arena.activity import QueueEntry
+from arena.revision import Revision
 
 
 @dataclass(frozen=True)
 class PveWork:
     """The PvE matches a revision still owes in the stage it is playing."""
 
-    repo_id: str
-    revision: str
+    id: Revision
     stage: int
     seeds: tuple[int, ...]
     """Seeds not yet recorded, in plan order (some may be in flight)."""
@@ -41,17 +41,13 @@ class PveWork:
     since: float
     """When the revision was first seen (its push): the tie-break."""
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.repo_id, self.revision)
 
-
-def priority(work: PveWork, in_flight: int = 0) -> tuple[int, int, float, str, str]:
+def priority(work: PveWork, in_flight: int = 0) -> tuple[int, int, float, Revision]:
     """The sort key of a revision's next match: lower plays first."""
-    return (work.stage, work.played + in_flight, work.since, work.repo_id, work.revision)
+    return (work.stage, work.played + in_flight, work.since, work.id)
 
 
-def pick(work: Iterable[PveWork], slots: int, *, in_flight: Mapping[tuple[str, str], Sequence[int]] | None = None
+def pick(work: Iterable[PveWork], slots: int, *, in_flight: Mapping[Revision, Sequence[int]] | None = None
          ) -> list[tuple[PveWork, int]]:
     """The next `slots` matches to start, as (work, seed), in priority order.
 
@@ -64,7 +60,7 @@ def pick(work: Iterable[PveWork], slots: int, *, in_flight: Mapping[tuple[str, s
     in_flight = in_flight or {}
     heap = []
     for item in work:
-        busy = set(in_flight.get(item.key, ()))
+        busy = set(in_flight.get(item.id, ()))
         free = [s for s in item.seeds if s not in busy]
         if free:
             heap.append((priority(item, len(busy)), free, item))
@@ -79,8 +75,8 @@ def pick(work: Iterable[PveWork], slots: int, *, in_flight: Mapping[tuple[str, s
 
 
 def forecast(work: Sequence[PveWork], *, workers: int, match_s: float | None, now: float = 0.0,
-             in_flight: Mapping[tuple[str, str], Sequence[int]] | None = None,
-             busy_until: Sequence[float] = (), later_share: float = 1.0) -> dict[tuple[str, str], QueueEntry]:
+             in_flight: Mapping[Revision, Sequence[int]] | None = None,
+             busy_until: Sequence[float] = (), later_share: float = 1.0) -> dict[Revision, QueueEntry]:
     """Each revision's place, and when its current stage should end, by playing `pick`'s
     order forward.
 
@@ -95,31 +91,31 @@ def forecast(work: Sequence[PveWork], *, workers: int, match_s: float | None, no
             left (PvP takes the rest).
     """
     in_flight = in_flight or {}
-    order = sorted(work, key=lambda w: priority(w, len(in_flight.get(w.key, ()))))
-    places = {w.key: i + 1 for i, w in enumerate(order)}
+    order = sorted(work, key=lambda w: priority(w, len(in_flight.get(w.id, ()))))
+    places = {w.id: i + 1 for i, w in enumerate(order)}
     entries = {
-        w.key: QueueEntry(w.repo_id, w.revision, w.stage, places[w.key], len(w.seeds), None) for w in work
+        w.id: QueueEntry(w.id, w.stage, places[w.id], len(w.seeds), None) for w in work
     }
     if not match_s or match_s <= 0 or workers < 1:
         return entries
     free = sorted(list(busy_until)[:workers] + [now] * max(0, workers - len(busy_until)))
-    ends: dict[tuple[str, str], float] = {}
+    ends: dict[Revision, float] = {}
     running_end = sorted(busy_until)
     for w in work:  # matches in flight end as their workers free up, earliest first
-        for _ in in_flight.get(w.key, ()):
+        for _ in in_flight.get(w.id, ()):
             if running_end:
-                ends[w.key] = max(ends.get(w.key, now), running_end.pop(0))
-    left = {w.key: replace(w, seeds=tuple(s for s in w.seeds if s not in set(in_flight.get(w.key, ())))) for w in work}
-    counts = {w.key: w.played + len(in_flight.get(w.key, ())) for w in work}
+                ends[w.id] = max(ends.get(w.id, now), running_end.pop(0))
+    left = {w.id: replace(w, seeds=tuple(s for s in w.seeds if s not in set(in_flight.get(w.id, ())))) for w in work}
+    counts = {w.id: w.played + len(in_flight.get(w.id, ())) for w in work}
     while True:
         pending = [w for w in left.values() if w.seeds]
         if not pending:
             break
-        nxt = min(pending, key=lambda w: priority(w, counts[w.key] - w.played))
+        nxt = min(pending, key=lambda w: priority(w, counts[w.id] - w.played))
         start = heapq.heappop(free)
         end = start + (match_s if nxt.stage == 1 else match_s / max(later_share, 1e-6))
         heapq.heappush(free, end)
-        ends[nxt.key] = max(ends.get(nxt.key, now), end)
-        counts[nxt.key] += 1
-        left[nxt.key] = replace(nxt, seeds=nxt.seeds[1:])
+        ends[nxt.id] = max(ends.get(nxt.id, now), end)
+        counts[nxt.id] += 1
+        left[nxt.id] = replace(nxt, seeds=nxt.seeds[1:])
     return {key: replace(entry, eta_s=max(0.0, ends.get(key, now) - now)) for key, entry in entries.items()}

@@ -39,7 +39,8 @@ from arena.errors import (
     VersionMismatchError,
 )
 from arena.policies import PolicyRef, builtin
-from arena.schema import LOCAL_PREFIX, MatchResult, is_builtin
+from arena.revision import LOCAL_PREFIX, Revision, is_builtin
+from arena.schema import MatchResult
 from arena.settings import ArenaSettings
 from history.store import HistoryReader
 from matchmaking.engine import game, maps
@@ -52,7 +53,7 @@ from matchmaking.hub.health import answered, describe
 Player = Callable[[MatchSpec], MatchResult]
 
 #: Fetches a submission's files at a commit: `(repo_id, revision) -> folder`.
-Fetcher = Callable[[str, str], Path]
+Fetcher = Callable[[Revision], Path]
 
 #: Where a step of the rerun is told (a line of text).
 Say = Callable[[str], None]
@@ -127,7 +128,7 @@ def spec_for(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, sa
     if [t.slot for t in teams] != list(range(len(teams))):
         raise NotReproducibleError(f"Match {record.match_id}'s record has slots {[t.slot for t in teams]}, not 0 to "
                                    f"{len(teams) - 1}: it does not say who played each seat.")
-    fetched: dict[tuple[str, str], Path] = {}
+    fetched: dict[Revision, Path] = {}
     policies = []
     for team in teams:
         if is_builtin(team.policy_id):
@@ -138,11 +139,11 @@ def spec_for(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, sa
                 f"Match {record.match_id}: slot {team.slot} was played by {team.policy_id}, a folder on the machine that "
                 "played it, which no Hub serves: only matches of built-ins and Hub submissions can be rerun."
             )
-        key = (team.policy_id, team.revision)
-        if key not in fetched:
-            fetched[key] = fetch(*key)
-            say(f"Fetched {team.policy_id}@{team.revision[:12]} into {fetched[key]}")
-        policies.append(PolicyRef(policy_id=team.policy_id, revision=team.revision, path=fetched[key]))
+        revision = Revision(team.policy_id, team.revision)
+        if revision not in fetched:
+            fetched[revision] = fetch(revision)
+            say(f"Fetched {revision.policy_id}@{revision.short} into {fetched[revision]}")
+        policies.append(PolicyRef(revision, path=fetched[revision]))
     try:
         config = MatchConfig(horizon=record.horizon, cache_dir=settings.cache_dir, map_key=map_key)
     except ValueError as exc:
@@ -288,19 +289,19 @@ class HubFetcher:
     api: HfApi
     root: Path
 
-    def __call__(self, repo_id: str, revision: str) -> Path:
-        """The folder of `repo_id` at `revision`.
+    def __call__(self, revision: Revision) -> Path:
+        """The folder of `revision`.
 
         Raises:
             `NotReproducibleError`: the Hub answered that it has no such repo or commit.
             `NoHubError`: the Hub did not answer.
         """
         try:
-            return download(self.api, repo_id, revision, self.root)
+            return download(self.api, revision, self.root)
         except Exception as exc:  # noqa: BLE001 - classified: an answer is the revision's fate, silence the Hub's
             if answered(exc):
                 raise NotReproducibleError(
-                    f"{self.api.endpoint} cannot serve {repo_id} at commit {revision} ({describe(exc)}): the repo or that "
+                    f"{self.api.endpoint} cannot serve {revision.policy_id} at commit {revision.sha} ({describe(exc)}): the repo or that "
                     "commit is gone (deleted, or its history rewritten), so the match cannot be played again."
                 ) from None
             if isinstance(exc, (OSError, HfHubHTTPError)) or "connect" in type(exc).__name__.lower():

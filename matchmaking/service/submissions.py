@@ -23,11 +23,12 @@ from typing import Any
 from huggingface_hub import HfApi
 
 from arena.lifecycle import RejectionCause, RevisionState, Status
+from arena.policies import PolicyRef
+from arena.revision import Revision
 from arena.schema import FaultKind, TeamResult
 from history.statuses import StatusLog
 from matchmaking.hub.discovery import (
     CARD_FILE,
-    Submission,
     discover,
     discover_repo,
     download,
@@ -50,25 +51,19 @@ def sync(api: HfApi, statuses: StatusLog, *, tag: str, repo_ids: Iterable[str] |
         found = [s for repo_id in sorted(set(repo_ids)) if (s := discover_repo(api, repo_id, tag=tag)) is not None]
     new = []
     for submission in found:
-        if statuses.get(submission.repo_id, submission.revision) is not None:
+        if statuses.get(submission.id) is not None:
             continue
-        latest = next((s for s in statuses.states() if s.repo_id == submission.repo_id and s.latest), None)
+        latest = next((s for s in statuses.states() if s.id.policy_id == submission.id.policy_id and s.latest), None)
         if latest is not None and submission.content and latest.submission.content == submission.content:
             # only the model card changed (the owner merged the Arena's results pull request, or
             # edited the description): the same policy keeps its revision, its results and its place
             (log.info if repo_ids is not None else log.debug)(
-                "%s@%s changes only %s: still the policy of %s", submission.repo_id, submission.revision[:12], CARD_FILE,
-                latest.revision[:12])
+                "%s@%s changes only %s: still the policy of %s", submission.id.policy_id, submission.id.short, CARD_FILE,
+                latest.id.short)
             continue
-        new.append(statuses.record(submission.repo_id, submission.revision, Status.QUEUED, "waiting for validation",
+        new.append(statuses.record(submission.id, Status.QUEUED, "waiting for validation",
                                    submission=submission.info()))
     return new
-
-
-def _submission(state: RevisionState) -> Submission:
-    info = state.submission
-    return Submission(repo_id=state.repo_id, revision=state.revision, author=info.author,
-                      last_modified=info.last_modified, files=info.files)
 
 
 @dataclass
@@ -116,10 +111,10 @@ class Validator:
     gate: IsolationGate | None = None
     retry_after_s: float = 15.0
     """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
-    _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False, repr=False)
+    _running: dict[Revision, _Running] = field(default_factory=dict, init=False, repr=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _held: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
+    _held: set[Revision] = field(default_factory=set, init=False, repr=False)
     """Revisions waiting because their code may not run here (see `gate`)."""
 
     # -- a round -------------------------------------------------------------------------
@@ -154,43 +149,43 @@ class Validator:
     # -- steps ---------------------------------------------------------------------------
     def _collect(self) -> int:
         decided = 0
-        for key, running in list(self._running.items()):
+        for revision, running in list(self._running.items()):
             if not running.future.done():
                 continue
-            del self._running[key]
+            del self._running[revision]
             if running.abandoned:
                 continue  # its attempt was already counted when it was cut off
             try:
                 running.future.result()
             except Exception:  # noqa: BLE001 - a bug in the validation itself must not stall the queue
-                log.exception("validating %s@%s failed", *key)
-                state = self.statuses.get(*key)
+                log.exception("validating %s failed", revision)
+                state = self.statuses.get(revision)
                 if state is not None and state.status is Status.VALIDATING:
                     self._failed(state, "the Arena failed while validating it (our bug, not yours)", counts=True)
-            state = self.statuses.get(*key)
+            state = self.statuses.get(revision)
             decided += state is not None and state.status is not Status.QUEUED
         return decided
 
     def _cut_off_slow(self) -> None:
         now = time.monotonic()
-        for key, running in self._running.items():
+        for revision, running in self._running.items():
             if running.abandoned or now - running.started <= self.timeout_s:
                 continue
             with self._lock:
                 running.abandoned = True
-                state = self.statuses.get(*key)
+                state = self.statuses.get(revision)
                 if state is not None and state.status is Status.VALIDATING:
                     self._failed(state, f"downloading and validating it took longer than {self.timeout_s:.0f} s", counts=True)
 
     def _resume_interrupted(self) -> None:
         for state in self.statuses.with_status(Status.VALIDATING, latest_only=False):
-            if state.key not in self._running:
-                self.statuses.record(*state.key, Status.QUEUED, "its validation was interrupted (the Space restarted); validating again")
+            if state.id not in self._running:
+                self.statuses.record(state.id, Status.QUEUED, "its validation was interrupted (the Space restarted); validating again")
 
     def _reconsider_size_rejections(self) -> None:
         for state in self.statuses.with_status(Status.REJECTED):
             if state.cause is RejectionCause.SIZE and state.limit_mb != self.max_mb and not size_problem(state.submission.files, self.max_mb):
-                self.statuses.record(*state.key, Status.QUEUED,
+                self.statuses.record(state.id, Status.QUEUED,
                                      f"the size limit changed from {state.limit_mb:g} MB to {self.max_mb:g} MB: validating again")
 
     def _retry_at(self, state: RevisionState) -> float:
@@ -205,34 +200,34 @@ class Validator:
     def _startable(self) -> list[RevisionState]:
         now = time.time()
         return [s for s in self.statuses.with_status(Status.QUEUED)
-                if s.key not in self._running and s.key not in self._held and now >= self._retry_at(s)]
+                if s.id not in self._running and s.id not in self._held and now >= self._retry_at(s)]
 
     def _start_queued(self) -> None:
         free = self.workers - sum(not r.abandoned for r in self._running.values())
         for state in self._startable()[: max(0, free)]:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="validate")
-            self.statuses.record(*state.key, Status.VALIDATING, "checking files")
-            self._running[state.key] = _Running(self._pool.submit(self._validate, state), time.monotonic())
+            self.statuses.record(state.id, Status.VALIDATING, "checking files")
+            self._running[state.id] = _Running(self._pool.submit(self._validate, state), time.monotonic())
 
     # -- one revision, in a worker thread ------------------------------------------------
     def _validate(self, state: RevisionState) -> None:
-        key = state.key
-        submission = _submission(state)
-        problem = format_problem(submission.files)
+        key = state.id
+        files = state.submission.files
+        problem = format_problem(files)
         if problem:
             self._decide(key, Status.REJECTED, problem, cause=RejectionCause.FORMAT)
             return
-        problem = size_problem(submission.files, self.max_mb)
+        problem = size_problem(files, self.max_mb)
         if problem:
             self._decide(key, Status.REJECTED, problem, cause=RejectionCause.SIZE, limit_mb=self.max_mb)
             return
         try:
-            folder = download(self.api, submission.repo_id, submission.revision, self.downloads)
+            folder = download(self.api, key, self.downloads)
         except Exception as exc:  # noqa: BLE001 - the Hub's trouble or the revision's: decided below
             unreachable = self.health.failed(exc, doing="download") if self.health else not answered(exc)
             with self._lock:
-                current = self.statuses.get(*key)
+                current = self.statuses.get(key)
                 if current is not None and not self._abandoned(key):
                     self._failed(current, f"downloading it failed: {describe(exc)}", counts=not unreachable)
             return
@@ -244,35 +239,35 @@ class Validator:
             return
         if not self._decide(key, Status.VALIDATING, "playing a validation match", download_path=str(folder)):
             return
-        report = self.validator(submission.ref(folder), ticks=self.ticks)
+        report = self.validator(PolicyRef(key, path=folder), ticks=self.ticks)
         self._decide(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
                      measurements=report.measurements, failed_attempts=0,
                      cause=None if report.ok else RejectionCause.POLICY)
 
-    def _abandoned(self, key: tuple[str, str]) -> bool:
+    def _abandoned(self, key: Revision) -> bool:
         running = self._running.get(key)
         return running is not None and running.abandoned
 
-    def _decide(self, key: tuple[str, str], status: Status, reason: str, **details: Any) -> bool:
+    def _decide(self, key: Revision, status: Status, reason: str, **details: Any) -> bool:
         """Record a step of a validation unless the time limit cut it off meanwhile."""
         with self._lock:
             if self._abandoned(key):
                 return False
-            self.statuses.record(*key, status, reason, **details)
+            self.statuses.record(key, status, reason, **details)
             return True
 
     def _failed(self, state: RevisionState, why: str, *, counts: bool) -> None:
         """A failed attempt: back in the queue, or `error` once it failed `attempts` times."""
         failures = state.failed_attempts + (1 if counts else 0)
         if counts and failures >= self.attempts:
-            self.statuses.record(*state.key, Status.ERROR, f"{why}. Failed {failures} times, so it will not be retried: "
+            self.statuses.record(state.id, Status.ERROR, f"{why}. Failed {failures} times, so it will not be retried: "
                                  "check that the repo and its files download (`hf download REPO --revision SHA`), "
                                  "then push a new commit.", failed_attempts=failures)
         elif counts:
-            self.statuses.record(*state.key, Status.QUEUED, f"{why}; will retry (attempt {failures} of {self.attempts} failed)",
+            self.statuses.record(state.id, Status.QUEUED, f"{why}; will retry (attempt {failures} of {self.attempts} failed)",
                                  failed_attempts=failures)
         else:
-            self.statuses.record(*state.key, Status.QUEUED, f"{why}; the Hub is unreachable, will retry when it answers",
+            self.statuses.record(state.id, Status.QUEUED, f"{why}; the Hub is unreachable, will retry when it answers",
                                  failed_attempts=failures)
 
 
@@ -280,13 +275,13 @@ def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb:
                     validator: Callable[..., ValidationReport] = validate) -> list[RevisionState]:
     """Validate every queued revision now and wait for the verdicts (scripts and tests).
     Returns the revisions' new states."""
-    queued = [s.key for s in statuses.with_status(Status.QUEUED)]
+    queued = [s.id for s in statuses.with_status(Status.QUEUED)]
     runner = Validator(api, statuses, downloads, max_mb, ticks=ticks, validator=validator)
     try:
         runner.run_until_idle()
     finally:
         runner.close()
-    return [state for key in queued if (state := statuses.get(*key)) is not None]
+    return [state for key in queued if (state := statuses.get(key)) is not None]
 
 
 #: Fault kinds that mean the team's process could not go on.

@@ -30,7 +30,7 @@ if __name__ == "__main__":
         report = arena.isolation_report()
         print(json.dumps({
             "isolation": report,
-            "statuses": [{"repo": s.repo_id, "status": s.status.value, "reason": s.reason} for s in arena.statuses.states()],
+            "statuses": [{"repo": s.id.policy_id, "status": s.status.value, "reason": s.reason} for s in arena.statuses.states()],
             "pve": sorted({r.teams[0].policy_id for r in arena.store.results() if r.track == "pve"}),
             "banner": isolation_banner(report),
             "operator": arena.operator_lines(),
