@@ -176,6 +176,7 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
         `DamagedFileError`: a shard cannot be read.
         `NoHubError`: the Hub does not answer.
     """
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -222,9 +223,9 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
     revisions = rows["revision"].to_numpy(zero_copy_only=False).astype(str)[keep]
     achievement = rows["achievement"].to_numpy(zero_copy_only=False)[keep]
     players = np.array([player_id(p, r) for p, r in zip(policies, revisions)], dtype=object)
-    start_values, start_code = np.unique(started, return_inverse=True)
-    id_values, id_code = np.unique(match_ids, return_inverse=True)
-    names, player_code = np.unique(players.astype(str), return_inverse=True)
+    start_code, start_values = pd.factorize(started, sort=True)  # hash-based: 4x np.unique's sort of strings
+    id_code, id_values = pd.factorize(match_ids, sort=True)
+    player_code, names = pd.factorize(players.astype(str), sort=True)
     table: RatedTable = rated_from_codes(start_code, start_values, id_code, id_values, slots, player_code, names, achievement)
     mle = plackett_luce(table, bootstrap=bootstrap)
 
