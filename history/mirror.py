@@ -274,6 +274,7 @@ class HubMirror:
         self.report = report
         self.scheduler: HistoryPusher | None = None
         self._marked: list[Path] = []
+        self._starting = threading.Lock()
 
     def mark_pushed(self, paths: list[Path]) -> None:
         """Take `paths` as pushed as they are now (the dataset holds them: `DatasetPull`),
@@ -283,32 +284,40 @@ class HubMirror:
             self.scheduler.mark_pushed(paths)
 
     def ensure(self) -> bool:
-        """Start the pusher if it is not running; False while the Hub is unreachable."""
+        """Start the pusher if it is not running; False while the Hub is unreachable.
+
+        Safe to call from several threads (the restore and a round both push when the Hub
+        returns): one pusher is started, never two over the same folder."""
         if self.scheduler is not None:
             return True
-        try:
-            self.scheduler = HistoryPusher(
-                repo_id=self.repo_id,
-                repo_type="dataset",
-                folder_path=self.root,
-                every=self.every_minutes,
-                allow_patterns=self.allow_patterns,
-                ignore_patterns=NOT_PUSHED,
-                hf_api=self.api,
-                report=self.report,
-                store=self.store if isinstance(self.store, HistoryStore) else None,
-                compact_every_minutes=self.compact_every_minutes,
-                writers=self.writers,
-                pull=self.pull,
-            )
-        except Exception as exc:  # noqa: BLE001 - the Hub is away: try again at the next call
-            if self.report is not None:
-                self.report(exc)
-            else:
-                log.warning("history push not started: %s: %s", type(exc).__name__, exc)
-            return False
-        if self._marked:  # (its first push may send some of them again: the Hub keeps an identical file as it is)
-            self.scheduler.mark_pushed(self._marked)
+        with self._starting:
+            if self.scheduler is not None:
+                return True
+            try:
+                scheduler = HistoryPusher(
+                    repo_id=self.repo_id,
+                    repo_type="dataset",
+                    folder_path=self.root,
+                    every=self.every_minutes,
+                    allow_patterns=self.allow_patterns,
+                    ignore_patterns=NOT_PUSHED,
+                    hf_api=self.api,
+                    report=self.report,
+                    store=self.store if isinstance(self.store, HistoryStore) else None,
+                    compact_every_minutes=self.compact_every_minutes,
+                    writers=self.writers,
+                    pull=self.pull,
+                )
+            except Exception as exc:  # noqa: BLE001 - the Hub is away: try again at the next call
+                if self.report is not None:
+                    self.report(exc)
+                else:
+                    log.warning("history push not started: %s: %s", type(exc).__name__, exc)
+                return False
+            # set before the marks are applied: a `mark_pushed` that saw no pusher extended them first
+            self.scheduler = scheduler
+            if self._marked:  # (its first push may send some of them again: the Hub keeps an identical file as it is)
+                scheduler.mark_pushed(list(self._marked))
         return True
 
     def published(self) -> tuple[str, ...] | None:

@@ -7,6 +7,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pyarrow.parquet as pq
@@ -114,6 +115,45 @@ def test_hub_push_survives_an_outage(tmp_path):
         assert {f"data/{name}" for name in store.shard_names()} <= remote
         assert {f"replays/loose/{m.match_id[:2]}/{m.match_id}.replay" for m in matches} <= remote
         assert not any(name.startswith("wal/") for name in remote)
+    finally:
+        mirror.stop()
+        hub.stop()
+
+
+def test_threads_pushing_at_once_start_one_pusher(tmp_path):
+    """When the Hub returns, the restore and a round both push: one pusher must start, or a
+    second one pushes the same folder and the first's record of what it sent is lost (files
+    seen as waiting that were pushed)."""
+    import gc
+
+    from huggingface_hub import HfApi
+
+    from history.mirror import HistoryPusher
+    from localhub import LocalHub
+
+    hub = LocalHub(tmp_path / "hub").start()
+    store = HistoryStore(tmp_path / "history")
+    for m in history(2):
+        store.record(m, replay=b"replay")
+    store.flush()
+    mirror = HubMirror(store, api=HfApi(endpoint=hub.endpoint, token="t"), repo_id="arena/history", every_minutes=60)
+    start = threading.Barrier(8)
+    pushed: list[bool] = []
+
+    def push() -> None:
+        start.wait()
+        pushed.append(mirror.push_now())
+
+    threads = [threading.Thread(target=push) for _ in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert pushed == [True] * 8
+        ours = [o for o in gc.get_objects() if isinstance(o, HistoryPusher) and o.folder_path == store.root.resolve()]
+        assert len(ours) == 1  # (other tests' pushers in this process, of other folders, are not counted)
+        assert mirror.pending() == 0
     finally:
         mirror.stop()
         hub.stop()
