@@ -205,6 +205,19 @@ def run_matches(
         executor.close()
 
 
+def _exit_code(process: multiprocessing.process.BaseProcess, deadline: float) -> int | None:
+    """`process`'s exit code, waiting until `deadline` (monotonic) for it to be reaped.
+
+    A big process killed takes a moment to be reaped, and the broken pool's own thread
+    reaps its workers too: whichever of the two waits second sees no child and, for a
+    moment, no exit code, so the code is polled rather than read once.
+    """
+    process.join(max(0.0, deadline - time.monotonic()))
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return process.exitcode
+
+
 class LocalExecutor:
     """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
 
@@ -238,10 +251,9 @@ class LocalExecutor:
         """The outcome of a match whose worker died (or that `pool`, broken, took with it),
         with the dead worker named and the cause classified."""
         if self._broken[0] is not pool:  # the first match lost with this pool: name its dead
-            dead, deadline = [], time.monotonic() + 2.0
+            dead, deadline = [], time.monotonic() + 5.0
             for pid, process in sorted((pool._processes or {}).items()):  # no public accessor
-                process.join(max(0.0, deadline - time.monotonic()))  # a big process killed takes a moment to be reaped
-                code = process.exitcode
+                code = _exit_code(process, deadline)
                 if code is not None and code < 0 and -code != signal.SIGTERM:  # the others the pool terminated
                     dead.append(f"worker {pid} killed by {signal.Signals(-code).name}")
                 elif code not in (None, 0, -signal.SIGTERM):
