@@ -61,6 +61,11 @@ class ProtocolError(ArenaError):
     Always the team's fault, recorded as such; never an error of the match."""
 
 
+class PipeClosedError(ProtocolError):
+    """A team's process closed its end of the pipe: nearly always because it ended, which
+    the sandbox learns a moment later (then the fault is its CRASH, not a bad message)."""
+
+
 class CardMetadataError(ArenaError, ValueError):
     """A submission's model card has metadata the Arena cannot read (broken YAML front
     matter, or a `model-index` that does not parse): its results cannot be added to it

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from arena import PROJECT_ROOT
-from arena.errors import ProtocolError, SandboxError
+from arena.errors import PipeClosedError, ProtocolError, SandboxError
 from arena.logs import BoundedLog, TeamLog
 from arena.policies import PolicyRef
 from arena.schema import Fault, FaultKind
@@ -60,6 +60,11 @@ _PR_SET_DUMPABLE = 4
 
 #: How often the host reads a team's memory while it waits for the team's answer, in s.
 MEMORY_POLL_S = 0.05
+
+#: How long the host waits for the zygote to report the exit of a team whose pipe closed,
+#: in s. Waited only when the pipe closed (a crash); the zygote reaps every 0.05 s, and a
+#: team that closed its pipe but lives on is stopped after this wait all the same.
+EXIT_REPORT_S = 2.0
 
 #: Where every team process's private working folder (and each zygote's home) is made:
 #: `<kind>-<pid of the match process>-<random>`, so that the folders of a match process
@@ -505,8 +510,10 @@ class SandboxedTeam:
 
     def _broke(self, tick: int, exc: ProtocolError) -> Fault:
         """The fault for a bad message: INVALID if the process is alive (it is stopped),
-        else its crash."""
-        if self._exit_code(0.2) is None:
+        else its crash. A closed pipe is nearly always a process that ended: its exit is
+        waited for longer (the zygote reports it once it has reaped it, later on a busy
+        machine), so that a crash is not recorded as a bad message."""
+        if self._exit_code(EXIT_REPORT_S if isinstance(exc, PipeClosedError) else 0.2) is None:
             self._stop(f"broke the protocol ({exc})")
             return Fault(tick, FaultKind.INVALID, f"the team process sent a bad message ({exc}) and was stopped")
         self._crashed(tick)

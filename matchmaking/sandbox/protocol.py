@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.errors import NotSendableError, ProtocolError
+from arena.errors import NotSendableError, PipeClosedError, ProtocolError
 from matchmaking.engine.observations import ObservationLayout
 
 #: Largest reply a team may send for one tick (its actions are a few hundred bytes).
@@ -78,7 +78,8 @@ def receive_message(fd: int, *, timeout: float | None, limit: int = MAX_REPLY_BY
     """Read one message from `fd`; None if nothing complete arrived within `timeout` s.
 
     Raises:
-        `ProtocolError`: the pipe closed, the message is over `limit` bytes or not JSON.
+        `PipeClosedError`: the pipe closed.
+        `ProtocolError`: the message is over `limit` bytes or not JSON.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     header = _read_exactly(fd, _HEADER.size, deadline)
@@ -188,7 +189,7 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
             continue
         chunk = os.read(fd, size - len(chunks))
         if not chunk:
-            raise ProtocolError("pipe closed")
+            raise PipeClosedError("pipe closed")
         chunks += chunk
     return bytes(chunks)
 
