@@ -6,6 +6,11 @@ then forks a child per team on request (the children share those pages, copy-on-
 A child becomes `matchmaking.sandbox.worker.serve`, which confines itself before loading
 any policy: the zygote itself runs only the Arena's code, with an empty environment.
 
+The numerical frameworks (`matchmaking.teams.frameworks`: torch, ONNX Runtime) are preloaded
+too, so that a trained team starts in a fork rather than a second of imports; a zygote
+started `bare` skips them (the isolation self-test's: its probe team needs none, and the
+Space plays nothing before the self-test is done).
+
 Protocol with the match process, over a Unix socket: once its imports are done the zygote
 says `{"type": "ready"}`; a request is one JSON line with
 four file descriptors attached (control in, control out, stdout, stderr: the host reads
@@ -38,7 +43,7 @@ def _reap(sock: socket.socket) -> None:
         sock.sendall(json.dumps({"type": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
 
 
-def main(fd: int) -> int:
+def main(fd: int, *, frameworks: bool = True) -> int:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the match process
     sock = socket.socket(fileno=fd)
     # the imports every team needs, done once: children inherit them
@@ -47,7 +52,8 @@ def main(fd: int) -> int:
     from matchmaking.sandbox.worker import serve
     from matchmaking.teams.frameworks import preload
 
-    preload()  # numpy, torch, onnxruntime, each held to one thread
+    if frameworks:
+        preload()  # numpy, torch, onnxruntime, each held to one thread
     sock.sendall(json.dumps({"type": "ready"}).encode() + b"\n")
 
     while True:
@@ -84,4 +90,4 @@ def main(fd: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1])))
+    sys.exit(main(int(sys.argv[1]), frameworks=sys.argv[2:] != ["bare"]))
