@@ -37,11 +37,17 @@ install: $(STAMP)
 # nmmo==2.1.2 declares Requires-Python <3.11 but runs on 3.11 (see requirements.txt), so
 # pip needs --ignore-requires-python; a requirements file cannot carry that flag.
 # nmmo pins numpy==1.23.3, which has wheels for Python 3.8-3.11 only.
+# pip byte-compiles the ~18,000 installed modules on one core (a minute here); compileall
+# does the same on every core. They must be compiled up front: where PYTHONDONTWRITEBYTECODE
+# is set, or on a Ray node (the environment mounted read-only), every process would compile
+# each module it imports again. Like pip, compileall's failures are ignored: a package may
+# ship files that are not Python 3.10/3.11 (torch's tests of Python 3.12 syntax).
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 11) else "NMMO Arena needs Python 3.10 or 3.11 (nmmo 2.x pins numpy 1.23.3); found %d.%d. Run: make PYTHON=python3.11 ..." % v)'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --ignore-requires-python -r requirements-dev.txt
+	$(PY) -m pip install --no-compile --ignore-requires-python -r requirements-dev.txt
+	$(PY) -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $@
 
 # Browser tests drive Debian's Chromium through Playwright (never a downloaded browser).

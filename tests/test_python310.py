@@ -2,7 +2,9 @@
 imports and plays a match with a sandboxed example there.
 
 The environment is built as a Space builds it: `python3.10 -m venv`, then plain
-`pip install -r requirements.txt` (no flags: a Space passes none), except for PyTorch,
+`pip install -r requirements.txt` (no flags: a Space passes none; `--no-compile` only, as
+byte-compiling every installed module cannot fail the install and costs 40 s of CPU here,
+while the tests' interpreters compile what they import), except for PyTorch,
 whose 3.10 CPU build this machine does not hold (PyTorch's own index, which the Space's
 `pre-requirements.txt` uses, is out of reach here; docs/isolation.md). It is kept in
 `.venv310` while `requirements.txt` is unchanged, and its build starts in the background
@@ -73,7 +75,7 @@ def _build() -> str:
     requirements.write_text("\n".join(line for line in lines if not line.startswith("torch==")) + "\n")
     with open(LOG, "w") as log:
         for command in ([interpreter, "-m", "venv", str(VENV)],
-                        [str(PY), "-m", "pip", "install", "--quiet", "-r", str(requirements)]):
+                        [str(PY), "-m", "pip", "install", "--quiet", "--no-compile", "-r", str(requirements)]):
             if subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT).returncode:
                 return f"`{' '.join(command)}` failed; its output is in {LOG}"
     STAMP.write_text(_requirements_key())
