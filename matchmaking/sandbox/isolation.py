@@ -260,6 +260,10 @@ def self_test(mode: str = STRICT, *, timeout_s: float = 60.0) -> IsolationReport
 
     The read target stands for `DATA`: a file in a folder only this process's user may
     enter (the Arena keeps `DATA` at 0700).
+
+    Run it in a process of its own, as `check` does: it leaves this process a sandbox
+    zygote without the frameworks (`start_zygote(frameworks=False)`), which any later team
+    of the process would be forked from.
     """
     facts = _host_facts()
     token = secrets.token_hex(16)
