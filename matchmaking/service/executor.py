@@ -377,8 +377,7 @@ class RayExecutor:
 
         specs = list(specs)
         sent = [portable(spec, self.hub) for spec in specs]
-        # Ray's stubs type a remote function by its arity without defaults: five arguments are right here
-        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board, self.isolation): spec  # type: ignore[call-arg]
+        spec_of = {self._play.remote(p, self.host_factory, self.record_replays, self.board, self.isolation): spec
                    for p, spec in zip(sent, specs)}
         pending = list(spec_of)
         while pending:
