@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    """Under xdist, fill numba's cache once, here in the controller, before the workers
+    start (`scripts/warm_kernels.py` says why: on a fresh clone every process would compile
+    the kernels itself). With the cache warm this only loads it, in about 2 s."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return  # a worker, or a run without xdist: the first test that needs a kernel compiles it
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    warm = subprocess.run([sys.executable, str(ROOT / "tests" / "scripts" / "warm_kernels.py")], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if warm.returncode != 0:  # the tests will say what is wrong; the warm-up only saves time
+        print(f"warming numba's cache failed (exit {warm.returncode}):\n{warm.stderr[-2000:]}", file=sys.stderr)
 
 
 @pytest.fixture(scope="session")
