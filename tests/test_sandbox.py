@@ -262,3 +262,69 @@ def test_the_zygote_says_when_it_is_ready():
 
     assert start_zygote(wait_s=120)  # imports done: its first team forks at once
     assert start_zygote()
+
+
+
+_SAYS_WHAT_IS_LOADED = """
+import sys
+
+LOADED = [name for name in ("tor" + "ch", "onnx" + "runtime") if name in sys.modules]  # before this file's imports
+{imports}
+
+class Team:
+    def __init__(self, team_id, env_config):
+        print("loaded before the policy:", " ".join(LOADED) or "none")
+
+    def act(self, observations):
+        return {{}}
+"""
+
+_PLAY_EACH = """
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from arena.policies import local
+from matchmaking.engine.config import MatchConfig
+from matchmaking.engine.hosting import TeamSlot
+from matchmaking.engine.observations import ObservationLayout
+from matchmaking.sandbox.host import SandboxedTeam, start_zygote
+
+assert start_zygote(wait_s=120)  # as a Space's match worker starts it: without the frameworks
+config = MatchConfig(num_teams=1, team_size=1, horizon=2, cache_dir=None)
+slot = TeamSlot(0, {}, config, ObservationLayout.from_observation({"CurrentTick": np.zeros((), dtype=np.int64)}, 1))
+for folder in sys.argv[1:]:
+    team = SandboxedTeam(local(Path(folder)), slot)
+    try:
+        assert team.start() is None
+    finally:
+        team.close()
+    print(Path(folder).name + ":", team.output_log().lines[0].text)
+"""
+
+
+def test_the_frameworks_are_loaded_before_the_first_trained_team_and_never_for_scripted_ones(tmp_path):
+    """A Space's zygotes start without torch and ONNX Runtime, and load them before they fork
+    the first team whose files name one (or carry weights): a trained team never imports
+    them after its fork, where they would count against its memory limit, and a scripted
+    one never waits for them."""
+    import subprocess
+    import sys
+
+    from matchmaking.teams.frameworks import needed_by
+
+    folders = {"scripted": "import math", "weights": "import math", "trained": "import torch"}
+    for name, imports in folders.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "policy.py").write_text(_SAYS_WHAT_IS_LOADED.format(imports=imports))
+    (tmp_path / "weights" / "model.onnx").write_bytes(b"")
+    assert [needed_by(tmp_path / name) for name in folders] == [False, True, True]
+    assert needed_by(None) and needed_by(PROJECT_ROOT / "examples" / "policies" / "apprentice-onnx")
+    assert not needed_by(PROJECT_ROOT / "examples" / "policies" / "gatherer")
+    done = subprocess.run([sys.executable, "-c", _PLAY_EACH, *(str(tmp_path / name) for name in folders)],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["scripted: loaded before the policy: none",
+                                        "weights: loaded before the policy: torch onnxruntime",
+                                        "trained: loaded before the policy: torch onnxruntime"]

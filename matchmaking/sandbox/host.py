@@ -55,6 +55,7 @@ from matchmaking.sandbox.protocol import (
     send_message,
 )
 from matchmaking.teams.factory import in_process_host
+from matchmaking.teams.frameworks import needed_by
 
 _PR_SET_DUMPABLE = 4
 
@@ -157,16 +158,16 @@ class _Zygote:
     _guard = threading.Lock()
 
     @classmethod
-    def get(cls, *, frameworks: bool = True) -> _Zygote:
-        """This process's zygote, started if need be (`frameworks`: whether a zygote started
-        now preloads them; one already running is returned as it is)."""
+    def get(cls, *, frameworks: bool = False) -> _Zygote:
+        """This process's zygote, started if need be (`frameworks`: whether one started now
+        preloads them at once; else at the first team that needs them)."""
         with cls._guard:
             zygote = cls._instance
             if zygote is None or zygote.owner != os.getpid() or zygote.process.poll() is not None:
                 zygote = cls._instance = cls(frameworks=frameworks)
             return zygote
 
-    def __init__(self, *, frameworks: bool = True):
+    def __init__(self, *, frameworks: bool):
         self.owner = os.getpid()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         home = self.home = _private_folder("zygote")
@@ -184,7 +185,7 @@ class _Zygote:
         self.started: collections.deque[int] = collections.deque()
         self.exits: dict[int, int] = {}
         self.ready = threading.Event()
-        """Set once the zygote has done its imports (about 2 s: nmmo, torch, onnxruntime)."""
+        """Set once the zygote has done its imports (about a second: nmmo, the teams' code)."""
         self.changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True, name="sandbox-zygote").start()
 
@@ -200,10 +201,11 @@ class _Zygote:
                     self.exits[int(message["pid"])] = int(message["code"])
                 self.changed.notify_all()
 
-    def spawn(self, ctrl_in: int, ctrl_out: int, stdout: int, stderr: int, timeout: float = 30.0) -> int:
-        """Fork a team process wired to the four descriptors; its pid."""
+    def spawn(self, fds: tuple[int, int, int, int], *, frameworks: bool, timeout: float = 30.0) -> int:
+        """Fork a team process wired to the four descriptors (control in and out, stdout,
+        stderr), from a zygote holding the frameworks if `frameworks`; its pid."""
         with self.lock:
-            socket.send_fds(self.sock, [b"{}"], [ctrl_in, ctrl_out, stdout, stderr])
+            socket.send_fds(self.sock, [json.dumps({"frameworks": frameworks}).encode()], list(fds))
             with self.changed:
                 if not self.changed.wait_for(lambda: self.started, timeout=timeout):
                     raise SandboxError("the sandbox zygote did not start a team process")
@@ -216,14 +218,14 @@ class _Zygote:
             return self.exits.get(pid)
 
 
-def start_zygote(*, wait_s: float | None = None, frameworks: bool = True) -> bool:
+def start_zygote(*, wait_s: float | None = None, frameworks: bool = False) -> bool:
     """Start this process's sandbox zygote now rather than at its first sandboxed team.
 
-    Its imports take about 2 s; started when a match worker starts (`LocalExecutor`'s
+    Its imports take about a second; started when a match worker starts (`LocalExecutor`'s
     `prepare`), they overlap the worker's idle time instead of following the game's set-up
     of its first match. With `wait_s`, wait that long for them; returns whether it is ready.
-    `frameworks=False` starts it without torch and ONNX Runtime (about 1.9 s of CPU less), for
-    a process whose teams need neither (the isolation self-test's probe).
+    torch and ONNX Runtime (about 2 s of CPU more) wait for the first team that needs them
+    (`matchmaking.teams.frameworks.needed_by`), unless `frameworks` loads them now.
     """
     zygote = _Zygote.get(frameworks=frameworks)
     return zygote.ready.wait(wait_s) if wait_s is not None else zygote.ready.is_set()
@@ -232,9 +234,11 @@ def start_zygote(*, wait_s: float | None = None, frameworks: bool = True) -> boo
 class SandboxedTeam:
     """A team in its own confined process, behind the runner's `TeamHost` protocol."""
 
-    def __init__(self, ref: PolicyRef, slot: TeamSlot):
+    def __init__(self, ref: PolicyRef, slot: TeamSlot, *, frameworks: bool | None = None):
         self.ref = ref
         self.slot = slot
+        # whether its zygote must hold torch and ONNX Runtime when it forks the team (None: by its files)
+        self.frameworks = needed_by(ref.path) if frameworks is None else frameworks
         self.config: MatchConfig = slot.config
         self.pid: int | None = None
         self.shm: SharedBlock | None = None
@@ -284,7 +288,7 @@ class SandboxedTeam:
         stdout_read, stdout_write = os.pipe()
         stderr_read, stderr_write = os.pipe()
         try:
-            self.pid = _Zygote.get().spawn(child_in, child_out, stdout_write, stderr_write)
+            self.pid = _Zygote.get().spawn((child_in, child_out, stdout_write, stderr_write), frameworks=self.frameworks)
             self._baseline_mb = anonymous_rss_mb(self.pid)  # before the policy's code runs
         finally:
             for fd in (child_in, child_out, stdout_write, stderr_write):
@@ -585,8 +589,7 @@ def anonymous_rss_mb(pid: int) -> float:
 
 
 def sandboxed_host(ref: PolicyRef, slot: TeamSlot):
-    """Host factory for `run_match`: built-ins in the match process, every other policy in a
-    sandbox."""
+    """Host factory for `run_match`: built-ins in the match process, every other policy in a sandbox."""
     if ref.is_builtin:
         return in_process_host(ref, slot)
     return SandboxedTeam(ref, slot)

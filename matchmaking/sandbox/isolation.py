@@ -260,10 +260,6 @@ def self_test(mode: str = STRICT, *, timeout_s: float = 60.0) -> IsolationReport
 
     The read target stands for `DATA`: a file in a folder only this process's user may
     enter (the Arena keeps `DATA` at 0700).
-
-    Run it in a process of its own, as `check` does: it leaves this process a sandbox
-    zygote without the frameworks (`start_zygote(frameworks=False)`), which any later team
-    of the process would be forked from.
     """
     facts = _host_facts()
     token = secrets.token_hex(16)
@@ -330,7 +326,7 @@ def _run_probe(folder: Path, *, timeout_s: float) -> tuple[dict[str, str], list[
                          hang_timeout_s=timeout_s, init_timeout_s=timeout_s, cache_dir=None)
     sample = {"CurrentTick": np.zeros((), dtype=np.int64)}
     slot = TeamSlot(0, {}, config, ObservationLayout.from_observation(sample, 1))
-    team = SandboxedTeam(PolicyRef(Revision("isolation-probe", "self-test"), path=folder), slot)
+    team = SandboxedTeam(PolicyRef(Revision("isolation-probe", "self-test"), path=folder), slot, frameworks=False)
     try:
         fault = team.start()
         if fault is not None:

@@ -26,6 +26,7 @@ from matchmaking.sandbox.protocol import (
     send_message,
     to_json_safe,
 )
+from matchmaking.teams.frameworks import pin_threads
 
 
 def _build_team(init: dict[str, Any]) -> Any:
@@ -74,6 +75,7 @@ def serve(ctrl_in: int, ctrl_out: int) -> int:
             init = {**init, "policy_path": confinement.pop("policy folder")}
         limit_memory(int(limits["memory_limit_mb"]))
         team = _build_team(init)
+        pin_threads()  # a framework the policy imported itself, unannounced, gets one thread too
     except BaseException as exc:  # noqa: BLE001 - reported to the runner, whatever it is
         memory = isinstance(exc, MemoryError) or isinstance(exc.__cause__, MemoryError)
         send_message(ctrl_out, {"type": "init_error", "kind": "MEMORY" if memory else "INIT", "message": describe_exception(exc, limit=limit)})

@@ -7,13 +7,13 @@ A child becomes `matchmaking.sandbox.worker.serve`, which confines itself before
 any policy: the zygote itself runs only the Arena's code, with an empty environment.
 
 The numerical frameworks (`matchmaking.teams.frameworks`: torch, ONNX Runtime) are preloaded
-too, so that a trained team starts in a fork rather than a second of imports; a zygote
-started `bare` skips them (the isolation self-test's: its probe team needs none, and the
-Space plays nothing before the self-test is done).
+too, so that a trained team starts in a fork rather than two seconds of imports: at once,
+or, in a zygote started `bare` (as the Arena starts them), before the first fork whose
+request asks for them. A zygote that only ever forks scripted teams never loads them.
 
 Protocol with the match process, over a Unix socket: once its imports are done the zygote
-says `{"type": "ready"}`; a request is one JSON line with
-four file descriptors attached (control in, control out, stdout, stderr: the host reads
+says `{"type": "ready"}`; a request is one JSON line, `{"frameworks": true}` for a team that
+may use them, with four file descriptors attached (control in, control out, stdout, stderr: the host reads
 the last two apart, so that each line of a team's log says its stream); the zygote answers
 `{"type": "started", "pid": N}`, and later `{"type": "exit", "pid": N, "code": C}` for
 every child that ends (C negative for a signal, as `subprocess` reports it).
@@ -52,7 +52,8 @@ def main(fd: int, *, frameworks: bool = True) -> int:
     from matchmaking.sandbox.worker import serve
     from matchmaking.teams.frameworks import preload
 
-    if frameworks:
+    preloaded = frameworks
+    if preloaded:
         preload()  # numpy, torch, onnxruntime, each held to one thread
     sock.sendall(json.dumps({"type": "ready"}).encode() + b"\n")
 
@@ -68,6 +69,9 @@ def main(fd: int, *, frameworks: bool = True) -> int:
             for descriptor in fds:
                 os.close(descriptor)
             continue
+        if not preloaded and json.loads(message).get("frameworks", True):
+            preload()
+            preloaded = True
         pid = os.fork()
         if pid == 0:  # the team's process
             sock.close()

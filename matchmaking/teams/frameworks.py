@@ -11,16 +11,49 @@ one core, and a thread pool sized for the machine only makes its threads fight o
 A policy that asks for more threads later is refused quietly (`torch.set_num_threads`
 keeps one; ONNX Runtime sessions get one intra- and one inter-op thread whatever the
 options say); the CPU affinity and seccomp (`confine`) keep it on one core regardless.
+
+Only trained policies need them (`needed_by`): a zygote loads them at the first team whose
+files name a framework or carry weights, so a Space whose submissions are all scripted
+never pays their 2 s of CPU and 200 MB per process. A policy that imports one without
+naming it anywhere still works: it pays the import inside its own limits.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 #: Importable names a policy may rely on beyond the standard library, in load order.
 FRAMEWORKS: tuple[str, ...] = ("numpy", "torch", "onnxruntime")
+
+
+#: A framework named in a policy's code (an import, `importlib.import_module("torch")`, ...).
+_NAMED = re.compile(rb"\b(?:torch|onnxruntime)\b")
+
+#: Files that only a framework reads: a policy carrying one is a trained one.
+WEIGHT_SUFFIXES = (".pt", ".pth", ".ckpt", ".onnx", ".safetensors")
+
+
+def needed_by(folder: Path | None) -> bool:
+    """Whether the policy in `folder` may use the frameworks: its files carry weights, or
+    its Python files name torch or ONNX Runtime. Yes where its files are not on this
+    machine (`None`) or cannot be read: preloading is only ever a cost, never a fault."""
+    if folder is None:
+        return True
+    try:
+        for parent, _, files in os.walk(folder):  # not into linked folders: a link cannot loop
+            for name in files:
+                if name.endswith(WEIGHT_SUFFIXES):
+                    return True
+                if name.endswith(".py") and _NAMED.search(Path(parent, name).read_bytes()):
+                    return True
+    except OSError:
+        return True
+    return not folder.is_dir()
 
 
 def preload() -> dict[str, str]:
