@@ -18,15 +18,21 @@ run: install
 # tests share one worker (`xdist_group("ray")`), so that two clusters never start at once.
 PYTEST := $(PY) -m pytest -n 2 --dist loadgroup
 
-# mypy checks while the tests run (it needs one core for half a minute; they mostly wait):
-# the target fails if either does.
-test: venv310 install chromium
+# ruff first (a second); then mypy checks while the tests run, the target failing if either
+# does. A cold check (a fresh clone) takes mypy 14 s of one core, as long as the suite's
+# warm-up of numba's cache (conftest.py) takes of the other: side by side, not one after
+# the other.
+define tests_beside_mypy
 	$(PY) -m ruff check .
-	@$(PY) -m mypy & types=$$!; $(PYTEST); tests=$$?; wait $$types; types=$$?; \
-	  test $$tests -eq 0 -a $$types -eq 0 || { echo "make test: tests exit $$tests, mypy exit $$types"; exit 1; }
+	@$(PY) -m mypy & types=$$!; $(1); tests=$$?; wait $$types; types=$$?; \
+	  test $$tests -eq 0 -a $$types -eq 0 || { echo "make $@: tests exit $$tests, mypy exit $$types"; exit 1; }
+endef
 
-check: install lint
-	$(PYTEST) -m "not browser and not cluster and not slow"
+test: venv310 install chromium
+	$(call tests_beside_mypy,$(PYTEST))
+
+check: install
+	$(call tests_beside_mypy,$(PYTEST) -m "not browser and not cluster and not slow")
 
 lint: install
 	$(PY) -m ruff check .
