@@ -321,6 +321,9 @@ def test_the_frameworks_are_loaded_before_the_first_trained_team_and_never_for_s
     (tmp_path / "weights" / "model.onnx").write_bytes(b"")
     assert [needed_by(tmp_path / name) for name in folders] == [False, True, True]
     assert needed_by(None) and needed_by(PROJECT_ROOT / "examples" / "policies" / "apprentice-onnx")
+    (tmp_path / "device").mkdir()
+    (tmp_path / "device" / "policy.py").symlink_to("/dev/zero")  # never read: it would never end
+    assert needed_by(tmp_path / "device")
     assert not needed_by(PROJECT_ROOT / "examples" / "policies" / "gatherer")
     done = subprocess.run([sys.executable, "-c", _PLAY_EACH, *(str(tmp_path / name) for name in folders)],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)

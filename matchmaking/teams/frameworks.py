@@ -38,10 +38,15 @@ _NAMED = re.compile(rb"\b(?:torch|onnxruntime)\b")
 WEIGHT_SUFFIXES = (".pt", ".pth", ".ckpt", ".onnx", ".safetensors")
 
 
+#: Larger Python files are not read (a policy's code is rarely a megabyte): they count as naming one.
+_SCANNED_BYTES = 2**20
+
+
 def needed_by(folder: Path | None) -> bool:
     """Whether the policy in `folder` may use the frameworks: its files carry weights, or
-    its Python files name torch or ONNX Runtime. Yes where its files are not on this
-    machine (`None`) or cannot be read: preloading is only ever a cost, never a fault."""
+    its Python files name torch or ONNX Runtime. Yes wherever that cannot be told cheaply:
+    files not on this machine (`None`), unreadable, not regular (a link to a device) or
+    over a megabyte. Preloading is only ever a cost, never a fault."""
     if folder is None:
         return True
     try:
@@ -49,7 +54,9 @@ def needed_by(folder: Path | None) -> bool:
             for name in files:
                 if name.endswith(WEIGHT_SUFFIXES):
                     return True
-                if name.endswith(".py") and _NAMED.search(Path(parent, name).read_bytes()):
+                path = Path(parent, name)
+                if name.endswith(".py") and (not path.is_file() or path.stat().st_size > _SCANNED_BYTES
+                                             or _NAMED.search(path.read_bytes())):
                     return True
     except OSError:
         return True
