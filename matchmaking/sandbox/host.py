@@ -158,21 +158,20 @@ class _Zygote:
     _guard = threading.Lock()
 
     @classmethod
-    def get(cls, *, frameworks: bool = False) -> _Zygote:
-        """This process's zygote, started if need be (`frameworks`: whether one started now
-        preloads them at once; else at the first team that needs them)."""
+    def get(cls) -> _Zygote:
+        """This process's zygote, started if need be."""
         with cls._guard:
             zygote = cls._instance
             if zygote is None or zygote.owner != os.getpid() or zygote.process.poll() is not None:
-                zygote = cls._instance = cls(frameworks=frameworks)
+                zygote = cls._instance = cls()
             return zygote
 
-    def __init__(self, *, frameworks: bool):
+    def __init__(self) -> None:
         self.owner = os.getpid()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         home = self.home = _private_folder("zygote")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "matchmaking.sandbox.zygote", str(theirs.fileno()), *([] if frameworks else ["bare"])],
+            [sys.executable, "-m", "matchmaking.sandbox.zygote", str(theirs.fileno())],
             env=_clean_environment(home),
             cwd=home,
             stdin=subprocess.DEVNULL,
@@ -218,16 +217,16 @@ class _Zygote:
             return self.exits.get(pid)
 
 
-def start_zygote(*, wait_s: float | None = None, frameworks: bool = False) -> bool:
+def start_zygote(*, wait_s: float | None = None) -> bool:
     """Start this process's sandbox zygote now rather than at its first sandboxed team.
 
     Its imports take about a second; started when a match worker starts (`LocalExecutor`'s
     `prepare`), they overlap the worker's idle time instead of following the game's set-up
     of its first match. With `wait_s`, wait that long for them; returns whether it is ready.
     torch and ONNX Runtime (about 2 s of CPU more) wait for the first team that needs them
-    (`matchmaking.teams.frameworks.needed_by`), unless `frameworks` loads them now.
+    (`matchmaking.teams.frameworks.needed_by`).
     """
-    zygote = _Zygote.get(frameworks=frameworks)
+    zygote = _Zygote.get()
     return zygote.ready.wait(wait_s) if wait_s is not None else zygote.ready.is_set()
 
 

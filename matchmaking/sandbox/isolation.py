@@ -317,16 +317,14 @@ def _run_probe(folder: Path, *, timeout_s: float) -> tuple[dict[str, str], list[
     from matchmaking.engine.config import MatchConfig
     from matchmaking.engine.hosting import TeamSlot
     from matchmaking.engine.observations import ObservationLayout
-    from matchmaking.sandbox.host import SandboxedTeam, start_zygote
+    from matchmaking.sandbox.host import SandboxedTeam
     from matchmaking.sandbox.probe import MARKER
-
-    start_zygote(frameworks=False)  # the probe needs no framework: the self-test ends 2 s sooner
 
     config = MatchConfig(num_teams=1, team_size=1, horizon=2, step_timeout_s=timeout_s, step_wall_timeout_s=timeout_s,
                          hang_timeout_s=timeout_s, init_timeout_s=timeout_s, cache_dir=None)
     sample = {"CurrentTick": np.zeros((), dtype=np.int64)}
     slot = TeamSlot(0, {}, config, ObservationLayout.from_observation(sample, 1))
-    team = SandboxedTeam(PolicyRef(Revision("isolation-probe", "self-test"), path=folder), slot, frameworks=False)
+    team = SandboxedTeam(PolicyRef(Revision("isolation-probe", "self-test"), path=folder), slot, frameworks=False)  # it needs none
     try:
         fault = team.start()
         if fault is not None:

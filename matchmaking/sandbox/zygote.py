@@ -7,9 +7,9 @@ A child becomes `matchmaking.sandbox.worker.serve`, which confines itself before
 any policy: the zygote itself runs only the Arena's code, with an empty environment.
 
 The numerical frameworks (`matchmaking.teams.frameworks`: torch, ONNX Runtime) are preloaded
-too, so that a trained team starts in a fork rather than two seconds of imports: at once,
-or, in a zygote started `bare` (as the Arena starts them), before the first fork whose
-request asks for them. A zygote that only ever forks scripted teams never loads them.
+too, so that a trained team starts in a fork rather than two seconds of imports: before the
+first fork whose request asks for them. A zygote that only ever forks scripted teams never
+loads them.
 
 Protocol with the match process, over a Unix socket: once its imports are done the zygote
 says `{"type": "ready"}`; a request is one JSON line, `{"frameworks": true}` for a team that
@@ -43,7 +43,7 @@ def _reap(sock: socket.socket) -> None:
         sock.sendall(json.dumps({"type": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
 
 
-def main(fd: int, *, frameworks: bool = True) -> int:
+def main(fd: int) -> int:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the match process
     sock = socket.socket(fileno=fd)
     # the imports every team needs, done once: children inherit them
@@ -52,9 +52,7 @@ def main(fd: int, *, frameworks: bool = True) -> int:
     from matchmaking.sandbox.worker import serve
     from matchmaking.teams.frameworks import preload
 
-    preloaded = frameworks
-    if preloaded:
-        preload()  # numpy, torch, onnxruntime, each held to one thread
+    preloaded = False  # numpy, torch, onnxruntime, each held to one thread: at the first team needing them
     sock.sendall(json.dumps({"type": "ready"}).encode() + b"\n")
 
     while True:
@@ -94,4 +92,4 @@ def main(fd: int, *, frameworks: bool = True) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]), frameworks=sys.argv[2:] != ["bare"]))
+    sys.exit(main(int(sys.argv[1])))

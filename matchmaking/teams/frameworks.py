@@ -30,13 +30,11 @@ from typing import Any
 #: Importable names a policy may rely on beyond the standard library, in load order.
 FRAMEWORKS: tuple[str, ...] = ("numpy", "torch", "onnxruntime")
 
-
 #: A framework named in a policy's code (an import, `importlib.import_module("torch")`, ...).
 _NAMED = re.compile(rb"\b(?:torch|onnxruntime)\b")
 
 #: Files that only a framework reads: a policy carrying one is a trained one.
 WEIGHT_SUFFIXES = (".pt", ".pth", ".ckpt", ".onnx", ".safetensors")
-
 
 #: Larger Python files are not read (a policy's code is rarely a megabyte): they count as naming one.
 _SCANNED_BYTES = 2**20
