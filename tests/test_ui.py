@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from playwright.sync_api import expect
 
 from arena.lifecycle import Status
 from arena.policies import PolicyRef, builtin
@@ -346,7 +347,10 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
         page.get_by_role("tab", name="PvP leaderboard").wait_for()
         page.locator("#pvp-empty").wait_for(state="visible", timeout=10000)
         assert "No PvP matches yet" in page.locator("#pvp-empty").inner_text()
-        assert "Restoring" not in page.locator("#operator-status").inner_text()
+        # The status line is a callable value: the page first shows the value Gradio rendered
+        # at build time and replaces it when the load event answers, so wait for the answer.
+        expect(page.locator("#operator-status")).not_to_contain_text("Restoring", timeout=10000)
+        expect(page.locator("#operator-status")).to_contain_text("0 files waiting to be pushed")
         assert errors == [], errors
         context.close()
     finally:
@@ -358,7 +362,6 @@ def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoi
     `strict` an amber one; `/isolation` serves the whole report (here built from probe
     results such as the weak-kernel tests see, `tests/test_isolation.py`)."""
     from gradio_client import Client
-    from playwright.sync_api import expect
 
     from leaderboard.refresher import StandingsRefresher
     from matchmaking.sandbox.isolation import PROBES, IsolationReport, ProbeResult
