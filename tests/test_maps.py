@@ -8,6 +8,8 @@ import hashlib
 import json
 import shutil
 import stat
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -183,3 +185,33 @@ def test_the_matchmaker_plays_pvp_on_held_out_maps_and_pve_on_published_ones(tmp
     finally:
         hub.stop()
 
+
+
+MAP_DIGEST = """
+import hashlib, sys
+{first}
+import matchmaking.teams.builtin
+from matchmaking.engine import maps
+deferred = type(sys.modules["scipy.stats"]).__name__, type(sys.modules["scipy.signal"]).__name__
+_, tiles = maps.generate_held_out(3, {key!r})
+from nmmo.render.render_utils import signal
+from scipy.stats import spearmanr
+assert signal.convolve2d([[1]], [[2]])[0][0] == 2 and spearmanr([1, 2, 3], [1, 2, 4])[0] == 1
+print(*deferred, "scipy.stats._stats_py" in sys.modules, hashlib.sha256(tiles.tobytes()).hexdigest())
+"""
+
+
+def test_scipy_waits_for_its_first_use_and_the_maps_are_the_same():
+    """`import nmmo` imports scipy.signal and scipy.stats; `matchmaking` defers both until
+    first used (0.3 s a process): a map generated through the deferred scipy.stats is the
+    map generated with SciPy imported first, and both answer once asked."""
+    def run(first: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", MAP_DIGEST.format(first=first, key=KEY)], cwd=PROJECT_ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()
+
+    deferred, imported = run(""), run("import scipy.signal, scipy.stats")
+    assert deferred[:2] == ["_Deferred", "_Deferred"] and imported[:2] == ["module", "module"]
+    assert deferred[2] == imported[2] == "True"  # both loaded once used
+    assert deferred[3] == imported[3]
