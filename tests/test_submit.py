@@ -11,6 +11,7 @@ evaluate and submit a policy from a folder outside the repository.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -41,11 +42,16 @@ def space_hub(tmp_path):
     hub.stop()
 
 
+#: Where each `clean_env` gets its own empty HF_HOME; removed when the tests' process ends.
+HF_HOMES = Path(tempfile.mkdtemp(prefix="hf-homes-"))
+atexit.register(shutil.rmtree, HF_HOMES, True)
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without any Arena or Hub setting, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NMMO_ARENA_", "HF_"))}
     # HF_HOME: an empty one, so no login stored on this machine is used
-    return {**env, "HF_HOME": tempfile.mkdtemp(prefix="hf-home-"), "HF_HUB_DISABLE_TELEMETRY": "1", **extra}
+    return {**env, "HF_HOME": tempfile.mkdtemp(dir=HF_HOMES), "HF_HUB_DISABLE_TELEMETRY": "1", **extra}
 
 
 def submit(*args: str, data: Path | None = None, cwd: Path = ROOT, env: dict[str, str] | None = None,

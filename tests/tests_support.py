@@ -103,9 +103,9 @@ def hub_dataset_files(api, repo_id: str, folder: str) -> dict[str, bytes]:
     except EntryNotFoundError:
         return {}
     out = {}
-    for path in paths:
-        with open(api.hf_hub_download(repo_id, path, repo_type="dataset", cache_dir=tempfile.mkdtemp()), "rb") as f:
-            out[path] = f.read()
+    with tempfile.TemporaryDirectory() as cache:
+        for path in paths:
+            out[path] = Path(api.hf_hub_download(repo_id, path, repo_type="dataset", cache_dir=cache)).read_bytes()
     return out
 
 
