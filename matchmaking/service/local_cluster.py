@@ -209,6 +209,10 @@ class LocalCluster:
             "NMMO_ARENA_NODE_CACHE": f"{NODE_HOME}/cache", "LANG": "C.UTF-8",
             "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
             "RAY_USAGE_STATS_ENABLED": "0",
+            # Ray runs its workers at nice 15, for a machine of their own whose daemons must
+            # stay responsive. These nodes share one machine with the Space and the tests, at
+            # nice 0: at 15 a node's matches would stall whenever the machine is busy.
+            "RAY_worker_niceness": "0",
         }
 
     # -- state ----------------------------------------------------------------------------
@@ -246,7 +250,10 @@ class LocalCluster:
         if self._head is not None and self._head.poll() is None:
             self._head.kill()  # its namespace's processes go with it
             self._head.wait(timeout=30)
-        if self._head_dir is not None:
+        if self._head_dir is not None:  # its logs are kept beside the nodes' (a failed test's only witness)
+            logs = self._head_dir / "session_latest" / "logs"
+            if logs.is_dir():
+                shutil.copytree(logs, self.folder / "head-logs", dirs_exist_ok=True, ignore_dangling_symlinks=True)
             shutil.rmtree(self._head_dir, ignore_errors=True)
 
     def __enter__(self) -> LocalCluster:
