@@ -186,7 +186,6 @@ def test_the_matchmaker_plays_pvp_on_held_out_maps_and_pve_on_published_ones(tmp
         hub.stop()
 
 
-
 MAP_DIGEST = """
 import hashlib, sys
 {first}
@@ -203,7 +202,7 @@ print(*deferred, "scipy.stats._stats_py" in sys.modules, hashlib.sha256(tiles.to
 
 def test_scipy_waits_for_its_first_use_and_the_maps_are_the_same():
     """`import nmmo` imports scipy.signal and scipy.stats; `matchmaking` defers both until
-    first used (0.3 s a process): a map generated through the deferred scipy.stats is the
+    first used (0.25 CPU-s a process): a map generated through the deferred scipy.stats is the
     map generated with SciPy imported first, and both answer once asked."""
     def run(first: str) -> list[str]:
         done = subprocess.run([sys.executable, "-c", MAP_DIGEST.format(first=first, key=KEY)], cwd=PROJECT_ROOT,
