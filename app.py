@@ -122,9 +122,9 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
     arena = Arena.start(settings, schedule=schedule, space_url=space_url)
     analytics = AnalyticsKeeper(arena.store, cache=settings.data_dir / "cache" / "analytics")
     options = {} if bootstrap is None else {"bootstrap": bootstrap}
-    standings = StandingsRefresher(arena.store, statuses=arena.statuses.states, hub_url=arena.api.endpoint,
+    standings = StandingsRefresher(arena.index, statuses=arena.statuses.states, hub_url=arena.api.endpoint,
                                    analytics=analytics, published=arena.mirror.published,
-                                   luck_horizon=settings.match_horizon, ready=arena.pull.done.is_set,
+                                   luck_horizon=settings.match_horizon,
                                    publish_fit=(fit_path(arena.store.root, arena.writers.writer), arena.writers.writer),
                                    **options)
     standings.refresh()

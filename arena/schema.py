@@ -380,3 +380,19 @@ def results_from_rows(records: Iterable[Mapping[str, Any]]) -> list[MatchResult]
             )
         )
     return sorted(results, key=lambda r: (r.started_at, r.match_id))
+
+
+#: Fault kinds that mean the team's process could not go on.
+SEVERE_FAULTS = frozenset({FaultKind.INIT.value, FaultKind.CRASH.value, FaultKind.MEMORY.value})
+
+
+def faulty(team: TeamResult, ticks: int, *, max_fault_share: float = 0.1) -> str:
+    """Why a team's match counts as faulty (its process died, or it faulted on at least
+    `max_fault_share` of the ticks), or "" if it played cleanly enough."""
+    severe = [f for f in team.faults if f.kind.value in SEVERE_FAULTS]
+    if severe:
+        return f"{severe[0].kind.value} at tick {severe[0].tick}: {severe[0].message}"
+    if ticks and team.total_faults >= max_fault_share * ticks and team.faults:
+        first = team.faults[0]
+        return f"{team.total_faults} faults in {ticks} ticks, first {first.kind.value} at tick {first.tick}: {first.message}"
+    return ""

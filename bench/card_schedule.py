@@ -26,7 +26,6 @@ from arena.settling import is_settled
 from arena.simulation import Population, play
 from history.statuses import StatusLog
 from leaderboard.standings import Standings
-from leaderboard.team_rows import TeamRows
 from modelcards.publications import Published, PublishRule, due
 
 
@@ -60,7 +59,7 @@ def main() -> None:
             result = play(lineup, [0.5, *crowd.skills[seats]], rng=rng, index=index)
             history.append(result)
             state = extend_trueskill(state, outcomes(history))
-        standings = Standings(teams=TeamRows(), trueskill=state, elo=EloState(), mle={}, matches=index, pvp_matches=index)
+        standings = Standings(trueskill=state, elo=EloState(), mle={})
         for publication in due(standings, statuses, published=published, declined=(), rule=rule, now=now):
             published[(repo, revision)] = Published(publication.results, now)
             publications.append((index, now, publication.reason))

@@ -26,10 +26,10 @@ reads them). In one run the bench times:
 - `ratings_update_1pct_s`: the part of that update which is the ratings (the new rows read
   as rated results, TrueSkill and Elo extended from the previous standings);
 - `peak_rss_mb`: the peak resident memory of the whole recomputation as the Space runs it
-  from the published history: a fresh process reads the N matches' rows from a history
-  folder written by this run as the dataset holds it after compaction (one shard a day of
+  from the history: a fresh process reads the N matches' rows from a history folder written
+  by this run as the dataset holds it after compaction (one shard a day of
   `--shard-matches` matches, 6,000: a day at 250 matches an hour), one shard at a time
-  (`HistoryReader.shard_batches`), and folds them into the standings (`compute`, as the
+  (`history.index.HistoryIndex`, as a Space reads it), and rates them (`compute`, as the
   refresher does); `recompute_s` its time, reading included.
   `peak_rss_run_mb` is that of this whole run (the generator's arrays, the timed engines,
   the previous standings of 99% and the updated ones held besides);
@@ -68,8 +68,9 @@ from arena.ratings import (
     trueskill_ratings,
 )
 from arena.simulation import Population, random_history_columns
+from history.index import HistoryIndex, narrow, rated_table, with_players
 from history.store import TEAM_SCHEMA, HistoryReader
-from leaderboard.standings import compute, frames, narrow, rated_table, update, with_players
+from leaderboard.standings import compute, update
 
 #: Targets of issue 12 at 100,000 matches (seconds) and at 1,000,000 (update, memory).
 TARGETS = {"trueskill_full_s": 10.0, "trueskill_max_abs_diff": 1e-6, "bootstrap_200_s": 60.0, "standings_s": 20.0}
@@ -138,7 +139,7 @@ def recompute_from(folder: Path, bootstrap: int) -> dict[str, float]:
     into the standings, as the Space's refresher recomputes them; the peak resident memory
     and the time."""
     started = time.perf_counter()
-    standings = compute(frames(HistoryReader(folder).shard_batches()), bootstrap=bootstrap)
+    standings = compute(HistoryIndex(HistoryReader(folder)).refresh().folded, bootstrap=bootstrap)
     return {"recompute_s": round(time.perf_counter() - started, 1), "peak_rss_mb": round(peak_rss_mb(), 0),
             "matches": standings.matches, "chunks": len(standings.teams.chunks),
             "shards": len(HistoryReader(folder).shard_names())}

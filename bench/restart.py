@@ -47,11 +47,11 @@ from arena import PROJECT_ROOT
 from arena.settings import ArenaSettings
 from arena.simulation import Population, random_history_columns
 from bench.ratings_recompute import write_history
+from history.index import HistoryIndex, narrow
 from history.statuses import StatusLog
 from history.store import HistoryReader
 from leaderboard import tables
 from leaderboard.refresher import StandingsRefresher
-from leaderboard.standings import narrow
 from leaderboard.standings.fits import fit_path
 from localhub.process import HubProcess
 from matchmaking.hub.pushing import push_submission, submission_card
@@ -162,9 +162,10 @@ def main() -> int:
             while not (history / "data").is_dir():
                 time.sleep(0.05)
             watcher = StatusLog(history / "submissions" / "statuses.jsonl")
-            refresher = StandingsRefresher(HistoryReader(history), statuses=lambda: (watcher.reload(), watcher.states())[1],
-                                           hub_url="http://hub", bootstrap=args.bootstrap,
-                                           ready=lambda: "b" in holder)  # as app.py: once B's restore is done
+            # as a Space's index: it waits for B's restore, then reads all of it at once
+            index = HistoryIndex(HistoryReader(history), ready=lambda: "b" in holder)
+            refresher = StandingsRefresher(index, statuses=lambda: (watcher.reload(), watcher.states())[1],
+                                           hub_url="http://hub", bootstrap=args.bootstrap)
             identical = False
             restore_s = float("nan")
             while time.perf_counter() - started < args.timeout_s:

@@ -143,6 +143,11 @@ class DatasetPull:
         self._lock = threading.Lock()
         shutil.rmtree(self.store.root / STAGING, ignore_errors=True)  # a pull killed midway
 
+    def restoring(self) -> bool:
+        """Whether the first pull is bringing the dataset in now: readers of the folder wait for
+        all of it (`HistoryIndex.ready`) rather than fold it again as each shard arrives."""
+        return not self.done.is_set() and self.progress.phase in ("listing", "shards", "journals")
+
     def run(self) -> PullReport:
         """One pull (one at a time). Raises whatever the Hub raised: nothing half-done is left."""
         with self._lock:

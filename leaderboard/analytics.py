@@ -27,8 +27,8 @@ from arena.analytics import CAUSES, Analytics, PolicyAnalytics, trajectories
 from arena.errors import DamagedFileError
 from arena.files import write_atomically
 from arena.schema import TASK_NAMES
+from history.index import TeamRows
 from history.store import HistoryReader
-from leaderboard.team_rows import TeamRows
 
 log = logging.getLogger(__name__)
 

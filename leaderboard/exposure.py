@@ -42,8 +42,8 @@ import pandas as pd
 
 from arena.revision import Revision, is_builtin
 from arena.rules import MATCH
-from leaderboard.standings.rows import codes
-from leaderboard.team_rows import TeamRows
+from history.index import TeamRows
+from history.index.rows import codes
 
 #: Names of the map's edges, by `spawn_side`.
 SIDES: tuple[str, ...] = ("north", "east", "south", "west")

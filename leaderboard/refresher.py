@@ -2,26 +2,22 @@
 
 Pages must answer in well under a second however long the history is, while ratings
 over 100,000 matches take seconds to compute (the bootstrap most of all). So a thread
-recomputes `Standings` when the history's shards change, and pages read the latest
-snapshot.
+moves the `Standings` on as the history index (`history.index.HistoryIndex`, shared with
+the matchmaker in a Space) folds new matches, and pages read the latest snapshot.
 
-One consistent set of matches: the standings are computed from whole shards only, never
-from the write-ahead log's matches not yet flushed; with a Hub mirror, from the shards
-already pushed to the dataset (`HubMirror.published`), so the table is exactly what anyone
-can recompute from the dataset (`examples/recompute_ratings.py`). When shards are only
-added, the standings move to them at once from the new shards' rows alone
-(`leaderboard.standings.update`: TrueSkill and Elo carried forward, per-policy sums merged,
-match summaries appended); the whole-history columns (the Plackett-Luce fit with its
-bootstrap, the head to head, the held-out fit) rerun at most every `mle_every_s` (the
-bootstrap's cost), and `Standings.mle_source` names the shards they are of. When a shard
-read before is gone (a compaction replaced it) or the new rows are not whole new matches
-after the rated ones, everything is computed again from every shard.
+Every match recorded here counts as soon as the index has it (a few seconds after it
+ended), before it is flushed into a shard or pushed to the Hub dataset; the PvP tab says
+how much of it the dataset holds (`Standings.source`), from which anyone recomputes the
+table (`examples/recompute_ratings.py`). TrueSkill and Elo move with every match; the
+whole-history columns (the Plackett-Luce fit with its bootstrap, the head to head, the
+held-out fit) rerun at most every `mle_every_s` (the bootstrap's cost), and
+`Standings.mle_source` names the matches they are of.
 
-Each fit of published shards is published for the next Space (`publish_fit`,
-`leaderboard.standings.fits`), and the first standings take a published fit of the same
-PvP results (or of the most shards held) rather than fitting again: a Space restored on an empty disk shows the same
-table as the writer as soon as it has read the shards (on a million matches the fit is more
-than half of the work).
+Each fit of matches the Hub dataset holds, all of them, is published for the next Space
+(`publish_fit`, `leaderboard.standings.fits`), and the first standings take a published fit
+of the same PvP results (or of the most shards held) rather than fitting again: a Space
+restored on an empty disk shows the same table as the writer as soon as it has read the
+shards (on a million matches the fit is more than half of the work).
 
 The same thread then feeds the analytics (`leaderboard.analytics.AnalyticsKeeper`) the
 replays of matches it has not read yet, so pages never wait for replays being read. A
@@ -36,14 +32,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from arena.errors import NotEnoughMatchesError
+from arena.lifecycle import RevisionState
 from arena.luck import LuckReport, luck_report
+from history.index import HistoryIndex, Snapshot
 from history.store import HistoryReader
 from leaderboard.analytics import AnalyticsKeeper
-from leaderboard.standings import HistoryChangedError, Source, Standings, compute, frames, update
+from leaderboard.standings import Source, Standings, compute
 from leaderboard.standings.fits import PublishedFit, read_fits, results_digest, write_fit
 
 log = logging.getLogger(__name__)
@@ -69,34 +68,34 @@ LUCK_BOOTSTRAP = 20
 
 
 class StandingsRefresher:
-    """The latest `Standings` of a history store, and the statuses beside them.
+    """The latest `Standings` of a history, and the statuses beside them.
 
     Args:
-        store (`HistoryReader`): the history.
+        history (`HistoryIndex` or `HistoryReader`): the history's index (a Space's, shared
+            with its matchmaker), or a history folder, read through an index of its own.
+            While the index waits for a restore (`HistoryIndex.ready`), the standings are
+            those of no match, and the first after it are computed at once from all of it.
         statuses: the submissions' statuses, now.
         hub_url (`str`): where repo links point.
-        mle_every_s (`float`): the standings move to new shards at most this often.
+        mle_every_s (`float`): the whole-history columns are fitted again at most this often.
         bootstrap (`int`): Plackett-Luce bootstrap resamples.
         published (`Callable`, *optional*): the shards already in the Hub dataset
-            (`HubMirror.published`); while it returns None (the Hub not reached yet), and
-            without it, the standings use every local shard, and say so.
+            (`HubMirror.published`); None (or a function returning None: the Hub not
+            reached yet) when that cannot be told, as the PvP tab then says.
         luck_every_s (`float`): seconds between luck reports.
         luck_horizon (`int`, *optional*): only matches of this many ticks count for luck.
         analytics (`AnalyticsKeeper`, *optional*): the per-policy analytics to feed
             (in memory unless given one with a cache).
-        ready (`Callable`, *optional*): False while the history folder is being restored
-            from the dataset (`history.restore`): the standings then wait for the whole of
-            it, computed once, rather than again and again as its shards arrive.
         publish_fit (`tuple`, *optional*): (path, writer id): where this writer keeps its
-            latest Plackett-Luce fit of published shards, for the mirror to push
+            latest Plackett-Luce fit of matches all in the Hub dataset, for the mirror to push
             (`leaderboard.standings.fits.fit_path`); without it, fits are not published.
     """
 
     def __init__(
         self,
-        store: HistoryReader,
+        history: HistoryIndex | HistoryReader,
         *,
-        statuses: Callable[[], list[Any]] = list,
+        statuses: Callable[[], list[RevisionState]] = list,
         hub_url: str = "https://huggingface.co",
         mle_every_s: float = 60.0,
         bootstrap: int = 200,
@@ -104,16 +103,20 @@ class StandingsRefresher:
         luck_every_s: float = LUCK_EVERY_S,
         luck_horizon: int | None = None,
         analytics: AnalyticsKeeper | None = None,
-        ready: Callable[[], bool] | None = None,
         publish_fit: tuple[Path, str] | None = None,
     ):
-        self.store = store
+        self.index = history if isinstance(history, HistoryIndex) else HistoryIndex(history)
+        self.store = self.index.store
         self.statuses = statuses
         self.hub_url = hub_url
         self.mle_every_s = mle_every_s
         self.bootstrap = bootstrap
         self.published = published
         self._standings: Standings | None = None
+        self._generation = -1
+        """The index's generation the standings are of (-1: none yet, or those of a restore's wait)."""
+        self._fitted = -1
+        """The index's generation the whole-history columns are of."""
         self._computed_at = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -122,50 +125,45 @@ class StandingsRefresher:
         self._luck: LuckReport | str = "The luck figures are being computed from the history."
         self._luck_at: float | None = None
         self._luck_source: Any = None
-        self.analytics = analytics if analytics is not None else AnalyticsKeeper(store)
+        self.analytics = analytics if analytics is not None else AnalyticsKeeper(self.store)
         self._analysed: Any = None
-        self.ready = ready
-        self._waited = False
         self.publish_fit = publish_fit
         self._published_fit: Source | None = None
 
-    def source(self) -> Source:
-        """The shards the standings should be computed from now."""
+    def source(self, snapshot: Snapshot) -> Source:
+        """Which matches `snapshot` holds, and which of its shards the Hub dataset holds."""
         names = self.published() if self.published is not None else None
-        if names is not None:
-            return Source(tuple(sorted(names)), published=True)
-        return Source(tuple(self.store.shard_names()), published=False)
+        published = None if names is None else tuple(s for s in snapshot.shards if s in set(names))
+        return Source(snapshot.shards, snapshot.unsharded, published)
 
     def refresh(self) -> Standings:
-        """Move the standings to the shards now (from only the new shards' rows when shards
-        were only added; the whole-history columns at most every `mle_every_s`); feed the
-        analytics the new replays; return the standings."""
+        """Move the standings to the matches the index holds now (the whole-history columns
+        at most every `mle_every_s`); feed the analytics the new replays; return the standings."""
         with self._lock:
-            if self.ready is not None and not self.ready():  # restoring: the tables wait for all of it
-                self._waited = True
-                if self._standings is None:
-                    self._standings = compute(iter(()), bootstrap=0, source=Source(published=False))
-                return self._standings
-            source = self.source()
+            snapshot = self.index.refresh()
+            restoring = self.index.ready is not None and not self.index.ready()
+            source = self.source(snapshot)
             now = time.monotonic()
             previous = self._standings
-            # the first standings of a restored history are computed whole, at once (folding a
-            # million restored matches into the empty standings as an update took 1.7 times as long)
             mle_due = now - self._computed_at >= self.mle_every_s
-            if previous is None or self._waited:
-                self._waited = False
-                fits = read_fits(self.store.root)
-                self._standings = self._recompute(source, None, refresh_mle=True, fits=fits)
+            if previous is None or (self._generation < 0 and not restoring):
+                # the first standings, or the first of a restored history: computed whole, once
+                fits = read_fits(self.store.root) if not restoring else []
+                self._standings = compute(snapshot.folded, bootstrap=0 if restoring else self.bootstrap, source=source,
+                                          fits=fits)
+                self._generation = self._fitted = -1 if restoring else snapshot.generation
                 self._computed_at = now
-            elif source != previous.source or (mle_due and previous.mle_source != previous.source):
-                standings = self._extend(previous, source, refresh_mle=mle_due)
-                if standings is None:  # a shard read before is gone, or the rows are not new matches
-                    standings = self._recompute(source, previous, refresh_mle=mle_due)
-                self._standings = standings
+            elif snapshot.generation != self._generation or (mle_due and self._fitted != snapshot.generation):
+                self._standings = compute(snapshot.folded, previous=previous, refresh_mle=mle_due,
+                                          bootstrap=self.bootstrap, source=source)
+                self._generation = snapshot.generation
                 if mle_due:
-                    self._computed_at = now
+                    self._fitted, self._computed_at = snapshot.generation, now
+            elif source != previous.source:  # the same matches, named again: a push, or a compaction
+                fitted = self._fitted == self._generation and not previous.mle_writer
+                self._standings = replace(previous, source=source, mle_source=source if fitted else previous.mle_source)
             standings = self._standings
-            assert standings is not None  # set by both branches above
+            assert standings is not None  # set by the first branch at the latest
             self._publish(standings)
         # analytics: only the new replays are read; a backlog is worked off over the next calls
         if standings.source != self._analysed or self.analytics.backlog:
@@ -177,10 +175,10 @@ class StandingsRefresher:
         return standings
 
     def _publish(self, standings: Standings) -> None:
-        """Write this writer's fit if the standings hold a new one of all their shards, and
-        those are published."""
+        """Write this writer's fit if the standings hold a new one of all their matches, and
+        the Hub dataset holds every one of those."""
         fitted = standings.mle_source
-        if (self.publish_fit is None or standings.mle_writer or not fitted.published or not fitted.shards
+        if (self.publish_fit is None or standings.mle_writer or not fitted.on_hub or not fitted.shards
                 or fitted != standings.source or fitted == self._published_fit):
             return
         path, writer = self.publish_fit
@@ -192,47 +190,11 @@ class StandingsRefresher:
         except OSError:  # only a shortcut for the next Space: the standings are served regardless
             log.exception("the Plackett-Luce fit could not be written to %s", path)
 
-    def _recompute(self, source: Source, previous: Standings | None, *, refresh_mle: bool,
-                   fits: list[PublishedFit] | None = None) -> Standings:
-        """Every shard of `source` read again, one at a time (never a frame of every row), and
-        again by their new names if a compaction replaced shards while they were read. With
-        `fits` (published fits), one of them rather than a fit here if one qualifies."""
-        for _ in range(3):
-            standings = compute(frames(self.store.shard_batches(source.shards)), previous=previous,
-                                refresh_mle=refresh_mle or previous is None, bootstrap=self.bootstrap, source=source,
-                                fits=fits or ())
-            again = self.source()
-            # only a shard gone meanwhile (compacted away) spoils what was read; shards added
-            # meanwhile are the next refresh's to add
-            if set(source.shards) <= set(again.shards) and again.published == source.published:
-                break
-            source = again
-        return standings
-
-    def _extend(self, previous: Standings, source: Source, *, refresh_mle: bool) -> Standings | None:
-        """`update` with the rows of the shards added since `previous`, or None when the
-        shards did not only grow (then every shard is read again)."""
-        known = previous.source.shards
-        if source.shards[:len(known)] != known or source.published != previous.source.published:
-            return None
-        added = source.shards[len(known):]
-        try:
-            batches = list(frames(self.store.shard_batches(added)))
-        except (FileNotFoundError, OSError):  # compacted away while read: read every shard
-            return None
-        if self.source() != source:
-            return None
-        try:
-            return update(previous, batches, refresh_mle=refresh_mle, bootstrap=self.bootstrap, source=source)
-        except HistoryChangedError as exc:
-            log.info("standings recomputed from every shard: %s", exc)
-            return None
-
     def covers(self, shards: Iterable[str]) -> bool:
-        """Whether the latest standings were computed from every shard of `shards` (names
+        """Whether the latest standings hold the matches of every shard of `shards` (names
         inside `data/`): a Space restored on an empty disk says it is restoring until then."""
         standings = self._standings
-        return standings is not None and set(shards) <= set(standings.source.shards)
+        return standings is not None and self._generation >= 0 and set(shards) <= set(standings.source.shards)
 
     def standings(self) -> Standings:
         """The latest standings (computed now if none were computed yet)."""

@@ -17,10 +17,12 @@ import pandas as pd
 from arena.activity import LiveMatch, QueueEntry
 from arena.head_to_head import MIN_MEETINGS, HeadToHead
 from arena.lifecycle import RevisionState
+from arena.ratings import interval_ranks
 from arena.revision import Revision, is_builtin
 from arena.rules import ANCHORS
 from arena.schema import TASK_NAMES
-from leaderboard.standings import POINT_COLUMNS, Standings
+from history.index import POINT_COLUMNS
+from leaderboard.standings import Standings
 
 Kind = Literal["str", "number", "bool", "date", "markdown", "html"]
 """A column's Gradio datatype."""
@@ -135,7 +137,6 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     ts = standings.trueskill.ratings
     mle = standings.mle
     gaps = {row.player: gap_text(row.gap, row.far) for row in standings.overfitting.itertuples()}
-    high = {p: mle[p].high for p in players if p in mle}
     table = pd.DataFrame(
         {
             "Policy": [_link(Revision.parse(p), hub_url) for p in players],
@@ -159,9 +160,9 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
         index=players,
     )
     if mle:
-        lows = np.array([mle[p].low if p in mle else -np.inf for p in players])
+        ranks = interval_ranks(mle, players)
         # a player newer than the last Plackett-Luce fit (`Standings.mle_source`) has no rank yet
-        table.insert(0, "Rank", [1 + int(np.sum(lows > high[p])) if p in high else np.nan for p in players])
+        table.insert(0, "Rank", [ranks.get(p, np.nan) for p in players])
         table = table.sort_values(["Rank", "MLE"], ascending=[True, False])
     else:
         table = table.sort_values("TrueSkill", ascending=False)
@@ -173,17 +174,22 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
 
 
 def source_line(standings: Standings) -> str:
-    """What the PvP table was computed from, in one line: the matches, and the shards to
-    download to recompute it (`examples/recompute_ratings.py --through SHARD`)."""
+    """What the PvP table was computed from, in one line: the matches (every one recorded
+    here, as soon as it is), and how much of them the Hub dataset holds, from which anyone
+    recomputes the table (`examples/recompute_ratings.py --through SHARD`)."""
     source = standings.source
-    where = "published shards" if source.published else "local shards"
-    if not source.shards:
-        return (f"Computed from 0 matches: no {where} yet (matches are rated once they are in a shard"
-                f"{' pushed to the Hub dataset' if source.published else ''}).")
-    line = (f"Computed from {standings.matches:,} matches in the {where} through `{source.through}` "
-            f"({standings.pvp_matches:,} PvP).")
-    if not source.published:
+    if not standings.matches:
+        return "Computed from 0 matches: none recorded yet (each match counts here as soon as it ends)."
+    line = f"Computed from {standings.matches:,} matches ({standings.pvp_matches:,} PvP), each counted as it ended."
+    if source.on_hub:
+        line += f" All are in the Hub dataset, shards through `{source.through}`."
+    elif source.published is None:
         line += " Not yet confirmed in the Hub dataset."
+    else:
+        waiting = len(source.shards) - len(source.published)
+        pushed = f"the shards through `{source.published[-1]}`" if source.published else "no shard yet"
+        line += (f" In the Hub dataset: {pushed}; {waiting:,} shard{'s' if waiting != 1 else ''} and {source.unsharded:,} "
+                 f"match{'es' if source.unsharded != 1 else ''} recorded here wait for the next push.")
     if standings.mle_writer:
         line += (f" Ratings and ranks: the fit writer `{standings.mle_writer}` published of the shards through "
                  f"`{standings.mle_source.through}`, until this Space's own.")

@@ -9,7 +9,6 @@ the field from the match-history dataset (`field_ranking`). It records nothing.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,8 @@ import numpy as np
 
 from arena.errors import ArenaError, DamagedFileError, InvalidArgumentError, NoHubError, PolicyNotFoundError
 from arena.policies import PolicyRef
-from arena.ratings import RatedTable, plackett_luce, rated_from_codes
-from arena.revision import Revision, is_builtin, player_id
+from arena.ratings import RatedTable, interval_ranks, plackett_luce
+from arena.revision import Revision, is_builtin
 from arena.rules import ANCHORS
 from arena.settings import ArenaSettings
 from matchmaking.engine.config import MatchConfig
@@ -29,9 +28,6 @@ MAX_OPPONENTS = MatchConfig().num_teams - 1
 
 #: `--against top:K`.
 TOP_PREFIX = "top:"
-
-#: What `top:K` reads of each shard of the history dataset.
-RANKING_COLUMNS = ("match_id", "started_at", "track", "slot", "policy_id", "revision", "achievement")
 
 #: Bootstrap resamples of the Plackett-Luce fit, as the Space's PvP table.
 BOOTSTRAP = 200
@@ -162,13 +158,12 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
     """The submissions of the PvP leaderboard, best first, from the history dataset on the Hub.
 
     The shards `data/*.parquet` of dataset `history_repo` (downloaded into `cache`, only the
-    new ones on a later run), read as the Space reads them: in file-name order, a (match id,
-    slot) repeated across shards counted once, only PvP rows rated. Each repo's current
-    revision is the one that played its latest PvP match (older revisions no longer play:
-    the table's default view, superseded revisions hidden). Rated by the Space's
-    Plackett-Luce fit (`arena.ratings.plackett_luce`, anchors fixed) over every PvP match,
-    then ranked as the PvP table ranks what it shows (those revisions and the anchors):
-    Rank = 1 + the number whose 95% interval lies entirely above, then by rating, then by id.
+    new ones on a later run), read as the Space reads them (`history.index`: each match
+    once). Each repo's current revision is the one that played its latest PvP match (older
+    revisions no longer play: the table's default view, superseded revisions hidden). Rated
+    by the Space's Plackett-Luce fit (`arena.ratings.plackett_luce`, anchors fixed) over
+    every PvP match, then ranked as the PvP table ranks what it shows (those revisions and
+    the anchors, `arena.ratings.interval_ranks`), then by rating, then by id.
 
     Raises:
         `PolicyNotFoundError`: no such dataset on the Hub.
@@ -176,11 +171,10 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
         `DamagedFileError`: a shard cannot be read.
         `NoHubError`: the Hub does not answer.
     """
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     from huggingface_hub import snapshot_download
+
+    from history.index import HistoryIndex
+    from history.store import HistoryReader
 
     try:
         folder = Path(snapshot_download(history_repo, repo_type="dataset", allow_patterns=["data/*.parquet"],
@@ -195,55 +189,37 @@ def field_ranking(api, history_repo: str, cache: Path, *, bootstrap: int = BOOTS
                 "NMMO_ARENA_HISTORY_REPO at its dataset (a new Space creates it with its first matches), or name "
                 "opponents with --against OWNER/NAME[@REV].") from None
         raise _classified(exc, f"top:K reads the history dataset {history_repo}", api.endpoint) from None
-    data = folder / "data"
-    shards = sorted((p for p in data.rglob("*.parquet") if not any(part.startswith(".") for part in p.relative_to(data).parts)),
-                    key=lambda p: p.relative_to(data).as_posix()) if data.is_dir() else []
-    tables = []
-    for shard in shards:
-        try:
-            read = pq.read_table(shard, columns=list(RANKING_COLUMNS))
-        except (OSError, pa.ArrowException) as exc:
-            raise DamagedFileError(f"Shard {shard.relative_to(data)} of {history_repo}, downloaded into {cache}, cannot be "
-                                   f"read ({type(exc).__name__}: {exc}); delete {cache} to download it again.") from None
-        tables.append(read.filter(pc.equal(read["track"], "pvp")))
-    rows = pa.concat_tables(tables, promote_options="permissive") if tables else None  # shards of older schema versions
-    if rows is None or rows.num_rows == 0:
+    reader = HistoryReader(folder)
+    folded = HistoryIndex(reader).refresh().folded
+    if reader.damaged:
+        raise DamagedFileError(f"The history dataset {history_repo}, downloaded into {cache}, holds a shard that cannot "
+                               f"be read ({reader.damaged[0]}); delete {cache} to download it again.")
+    table = folded.rated
+    if not len(table):
         raise InvalidArgumentError(
             f"top:K ranks the PvP leaderboard, and the history dataset {history_repo} on {api.endpoint} holds no PvP "
-            f"match yet ({len(shards)} shards). Name opponents with --against OWNER/NAME[@REV], or wait until the Space "
-            "has played PvP and pushed the history (its PvP tab then shows the table).")
-    # ALGO LOGIC: a (match id, slot) repeated across shards (a crash between a shard and its WAL's clean-up) counts once
-    match_ids = rows["match_id"].to_numpy(zero_copy_only=False).astype(str)
-    slots = rows["slot"].to_numpy(zero_copy_only=False)
-    _, first = np.unique(np.char.add(np.char.add(match_ids, "\0"), slots.astype(str)), return_index=True)
-    keep = np.sort(first)
-    match_ids, slots = match_ids[keep], slots[keep]
-    started = rows["started_at"].to_numpy(zero_copy_only=False).astype(str)[keep]
-    policies = rows["policy_id"].to_numpy(zero_copy_only=False).astype(str)[keep]
-    revisions = rows["revision"].to_numpy(zero_copy_only=False).astype(str)[keep]
-    achievement = rows["achievement"].to_numpy(zero_copy_only=False)[keep]
-    players = np.array([player_id(p, r) for p, r in zip(policies, revisions)], dtype=object)
-    start_code, start_values = pd.factorize(started, sort=True)  # hash-based: 4x np.unique's sort of strings
-    id_code, id_values = pd.factorize(match_ids, sort=True)
-    player_code, names = pd.factorize(players.astype(str), sort=True)
-    table: RatedTable = rated_from_codes(start_code, start_values, id_code, id_values, slots, player_code, names, achievement)
+            f"match yet ({folded.matches} matches). Name opponents with --against OWNER/NAME[@REV], or wait until the "
+            "Space has played PvP and pushed the history (its PvP tab then shows the table).")
     mle = plackett_luce(table, bootstrap=bootstrap)
-
-    # ALGO LOGIC: each repo's current revision: the one that played its latest PvP match
-    latest: dict[str, tuple[str, str, str]] = {}  # repo -> (start time, match id, player)
-    for player, when, match in zip(players, started, match_ids):
-        if is_builtin(player):
-            continue
-        repo = Revision.parse(player).policy_id
-        if repo not in latest or (when, match) > latest[repo][:2]:
-            latest[repo] = (when, match, player)
-    current = [player for _, _, player in latest.values() if player in mle]
-    shown = current + [p for p in ANCHORS if p in mle]
-    lows = np.array([mle[p].low for p in shown])
-    counts = Counter(player for player, _ in set(zip(players, match_ids)))
-    entries = [FieldEntry(Revision.parse(player), 1 + int(np.sum(lows > mle[player].high)),
-                          mle[player].rating, mle[player].low, mle[player].high, counts[player]) for player in current]
+    current = [p for p in _latest_revisions(table) if p in mle]
+    ranks = interval_ranks(mle, current + [p for p in ANCHORS if p in mle])
+    counts = folded.tallies.pvp["matches"]
+    entries = [FieldEntry(Revision.parse(p), ranks[p], mle[p].rating, mle[p].low, mle[p].high, int(counts[p]))
+               for p in current]
     return sorted(entries, key=lambda e: (e.rank, -e.rating, e.id))
+
+
+def _latest_revisions(table: RatedTable) -> list[str]:
+    """Per repo, the submission player (`Revision.player`) that played its latest result."""
+    rows, seats = np.nonzero(table.seats >= 0)
+    last = np.full(len(table.names), -1)
+    np.maximum.at(last, table.seats[rows, seats], rows)  # results are in rating order: the latest is the last
+    latest: dict[str, tuple[int, str]] = {}
+    for player, row in zip(table.names, last.tolist()):
+        if row >= 0 and not is_builtin(player):
+            repo = Revision.parse(player).policy_id
+            latest[repo] = max(latest.get(repo, (-1, "")), (row, player))
+    return [player for _, player in latest.values()]
 
 
 def choose_opponents(api, against: AgainstArgs, *, settings: ArenaSettings,

@@ -12,10 +12,10 @@ import pytest
 from arena.analytics import CAUSES, Analytics, analyse, death_causes, trajectories
 from arena.policies import builtin
 from arena.replay import KILL, ReplayRecorder, encode, read
+from history.index import with_players
 from history.store import HistoryStore
 from leaderboard.analytics import AnalyticsKeeper, analytics_json, task_profile
 from leaderboard.refresher import StandingsRefresher
-from leaderboard.standings import with_players
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.teams.factory import in_process_host

@@ -26,6 +26,7 @@ import pytest
 from arena.rules import stage_opponents
 from arena.schema import V1_DEFAULTS, MatchResult, rows
 from arena.simulation import play
+from history.index import TeamRows, narrow
 from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.exposure import (
@@ -39,8 +40,6 @@ from leaderboard.exposure import (
     revision_exposure,
 )
 from leaderboard.refresher import StandingsRefresher
-from leaderboard.standings import narrow
-from leaderboard.team_rows import TeamRows
 from tests_support import SCREENSHOTS, TESTS, serve_app
 
 SCRIPT = TESTS.parent / "examples" / "recompute_exposure.py"

@@ -1,6 +1,6 @@
-"""The matchmaker's history index equals what the matchmaker computed from every match as
-a `MatchResult`, on a history spread over shards, a compacted day and the WAL, read once
-and then again after it grows."""
+"""The history index equals what the matchmaker computed from every match as a
+`MatchResult`, and holds every match once for the tables, on a history spread over shards, a
+compacted day and the WAL, read once and then again after it grows."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ from collections import Counter
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from arena import ARENA_VERSION
 from arena.ratings import TrueSkillState, extend_trueskill, outcomes
 from arena.revision import Revision, player_id
-from arena.schema import Fault, FaultKind, MatchResult
+from arena.schema import Fault, FaultKind, MatchResult, faulty
 from arena.simulation import play
 from history.audits import next_to_audit, other_versions
+from history.index import HistoryIndex, fold
 from history.store import HistoryStore
-from matchmaking.service.history_index import HistoryIndex
-from matchmaking.service.submissions import faulty
 
 NMMO = "2.1.2"
+INSTALLED = (NMMO, ARENA_VERSION)
 SUBMITTED = [f"team/p-{i}" for i in range(6)]
 FILL = ["builtin:forage", "builtin:combat", "builtin:random"]
 
@@ -61,20 +62,30 @@ def _check(index: HistoryIndex, store: HistoryStore) -> None:
         assert index.faulty_reasons(Revision(policy, "r" * 40)) == reasons
     assert index.pvp_counts() == Counter(player_id(t.policy_id, t.revision) for r in history if r.track == "pvp" for t in r.teams)
     assert index.recent_pve_durations(20) == [r.duration_s for r in history if r.track == "pve" and r.duration_s > 0][-20:]
-    assert index.other_version() == other_versions(history, nmmo_version=NMMO, arena_version=ARENA_VERSION)
+    assert index.other_version(INSTALLED) == other_versions(history, nmmo_version=NMMO, arena_version=ARENA_VERSION)
     for skipped in ([], [r.match_id for r in history[::2]], [r.match_id for r in history]):
         expected = next_to_audit(history, skipped, nmmo_version=NMMO, arena_version=ARENA_VERSION)
-        assert index.next_to_audit(skipped) == expected
+        assert index.next_to_audit(skipped, INSTALLED) == expected
     reference = extend_trueskill(TrueSkillState(), outcomes([r for r in history if r.track == "pvp"]))
-    got = index.trueskill()
+    got = extend_trueskill(TrueSkillState(), index.rated)
     assert got.ratings == reference.ratings and got.matches == reference.matches
+    # the tables' side: every match once, its rows with it
+    snapshot = index.refresh()
+    assert snapshot.folded.matches == len(history) and len(snapshot.folded.teams) == sum(len(r.teams) for r in history)
+    assert sorted(snapshot.folded.summary["Match"]) == sorted(r.match_id for r in history)
+    assert snapshot.unsharded == len(store.read_wal())
+    whole = fold([store.table().to_pandas()])  # the pure fold of every row at once
+    assert (snapshot.folded.rated.ids == whole.rated.ids).all() and (snapshot.folded.rated.scores == whole.rated.scores).all()
+    for mine, theirs in ((snapshot.folded.tallies.pvp, whole.tallies.pvp), (snapshot.folded.tallies.pve, whole.tallies.pve)):
+        pd.testing.assert_frame_equal(mine.sort_index().astype(float, errors="ignore"), theirs.sort_index().astype(float, errors="ignore"),
+                                      check_dtype=False, check_index_type=False, check_categorical=False)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_index_equals_the_matchmakers_reading_of_every_match(tmp_path, seed):
     rng = np.random.default_rng(seed)
     store = HistoryStore(tmp_path / "history")
-    index = HistoryIndex(store, nmmo_version=NMMO, arena_version=ARENA_VERSION, rated=True)
+    index = HistoryIndex(store)
     _check(index, store)  # empty
     for batch in (_matches(rng, 0, 40), _matches(rng, 40, 30)):
         for result in batch:

@@ -168,7 +168,8 @@ def test_columnar_standings_equal_the_per_object_path():
 
     from arena.ratings import extend_trueskill
     from arena.schema import rows
-    from leaderboard.standings import TRAJECTORY_POINTS, compute, pvp_outcomes, rated_table, with_players
+    from history.index import pvp_outcomes, rated_table, with_players
+    from leaderboard.standings import TRAJECTORY_POINTS, compute
 
     frame = pd.DataFrame([r for m in arena_history(matches=150, sets=6, seed=5) for r in rows(m)])
     players = with_players(frame)

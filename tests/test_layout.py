@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: What each package may import besides the standard library.
 ALLOWED = {
     "arena": {"arena", "numpy", "scipy", "trueskill", "numba"},  # numba: the compiled rating loops (arena/kernels/)
-    "history": {"arena", "history", "pyarrow", "huggingface_hub"},
+    "history": {"arena", "history", "numpy", "pandas", "pyarrow", "huggingface_hub"},  # pandas: the read side (history/index/)
     "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy", "plotly"},  # plotly: the Analytics figures (gr.Plot)
     "modelcards": {"arena", "history", "leaderboard", "modelcards", "huggingface_hub", "yaml"},
     "matchmaking": None,  # anything but what comes after it

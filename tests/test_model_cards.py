@@ -21,7 +21,6 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import Standings
-from leaderboard.team_rows import TeamRows
 from modelcards.card import description, eval_results, opted_out, with_results
 from modelcards.ledger import PublicationLedger
 from modelcards.publications import CardResults, ProvisionalPvP, Published, PublishRule, PvPFigures, due, results_for
@@ -35,8 +34,7 @@ STAGES = (StageFigures(1, 0.8, 31.25, 10), StageFigures(2, 0.4, 22.0, 10))
 # -- the decision, pure -------------------------------------------------------------------
 
 def _standings(ratings: dict[str, TrueSkillRating]) -> Standings:
-    return Standings(teams=TeamRows(), trueskill=TrueSkillState(ratings=ratings), elo=EloState(), mle={},
-                     matches=0, pvp_matches=0)
+    return Standings(trueskill=TrueSkillState(ratings=ratings), elo=EloState(), mle={})
 
 
 def _qualified(tmp_path, repo_id="ann/team", revision="a" * 40, status=Status.QUALIFIED):

@@ -1,6 +1,6 @@
-"""The leaderboard rates one consistent set of matches: whole shards, never the WAL's
-matches, and with a Hub mirror only the shards already pushed (asked of the mirror over
-real HTTP against the embedded Hub); the standings and the PvP tab say which."""
+"""The leaderboard counts every match as soon as it is recorded (from the WAL, before a
+flush or a push), each once through flushes and compactions, and says which of its shards
+the Hub dataset holds (asked of the mirror over real HTTP against the embedded Hub)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_the_mirror_names_exactly_the_shards_the_dataset_holds(tmp_path, hub_api
         mirror.stop()
 
 
-def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api):
+def test_every_recorded_match_counts_at_once_and_the_source_says_what_the_dataset_holds(tmp_path, hub_api):
     store = HistoryStore(tmp_path / "history")
     mirror = HubMirror(store, api=hub_api, repo_id="arena/standings", every_minutes=60)
     refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=0.0, published=mirror.published)
@@ -57,73 +57,81 @@ def test_the_standings_are_the_published_shards_never_the_wal(tmp_path, hub_api)
     try:
         for m in matches[:4]:
             store.record(m)
+        recorded = refresher.refresh()  # in the WAL only, and the Hub not reached yet
+        assert (recorded.matches, recorded.source.unsharded, recorded.source.shards) == (4, 4, ())
+        assert recorded.source.published is None and "Not yet confirmed" in source_line(recorded)
         first = store.flush()
-        unpushed = refresher.refresh()  # the Hub not reached yet: the local shards, said so
-        assert (unpushed.matches, unpushed.source.published, unpushed.source.through) == (4, False, name(store, first))
-        assert "local shards" in source_line(unpushed) and "Not yet confirmed" in source_line(unpushed)
         assert mirror.push_now()
+        pushed = refresher.refresh()
+        assert pushed.trueskill == recorded.trueskill  # the same four matches, now in a pushed shard
+        assert pushed.source.shards == pushed.source.published == (name(store, first),) and pushed.source.on_hub
+        assert source_line(pushed) == (f"Computed from 4 matches (4 PvP), each counted as it ended. All are in the Hub "
+                                       f"dataset, shards through `{name(store, first)}`.")
         for m in matches[4:7]:
             store.record(m)
         store.flush()  # a second shard, not pushed
         for m in matches[7:]:
             store.record(m)  # and three matches in the WAL
         standings = refresher.refresh()
-        assert standings.source.shards == (name(store, first),) and standings.source.published
-        assert standings.matches == standings.pvp_matches == standings.rated_results == 4
-        assert set(standings.teams.frame()["match_id"]) == {m.match_id for m in matches[:4]}
+        assert standings.matches == standings.pvp_matches == standings.rated_results == 10
+        assert set(standings.teams.frame()["match_id"]) == {m.match_id for m in matches}
         assert set(standings.trueskill.ratings) <= standings.teams.players()
-        assert source_line(standings) == (f"Computed from 4 matches in the published shards through `{name(store, first)}` "
-                                          "(4 PvP).")
-        assert mirror.push_now()
+        assert standings.source.published == (name(store, first),) and standings.source.unsharded == 3
+        assert not standings.source.on_hub
+        assert source_line(standings) == (f"Computed from 10 matches (10 PvP), each counted as it ended. In the Hub dataset: "
+                                          f"the shards through `{name(store, first)}`; 1 shard and 3 matches recorded here "
+                                          "wait for the next push.")
         store.flush()
-        assert refresher.refresh().matches == 7  # what the second push published; the WAL's 3 wait
         assert mirror.push_now()
         everything = refresher.refresh()
         assert everything.matches == 10 and everything.source.shards == tuple(shards_on_hub(hub_api, "arena/standings"))
+        assert everything.source.on_hub and everything.trueskill == standings.trueskill
     finally:
         mirror.stop()
 
 
-def test_without_a_mirror_the_local_shards_and_only_whole_ones(tmp_path):
+def test_without_a_mirror_every_recorded_match_counts(tmp_path):
     store = HistoryStore(tmp_path / "history")
     refresher = StandingsRefresher(store, bootstrap=0, mle_every_s=0.0)
+    assert source_line(refresher.refresh()).startswith("Computed from 0 matches")
     matches = history(5, seed=2)
     for m in matches:
         store.record(m)
-    empty = refresher.refresh()
-    assert empty.matches == 0 and empty.source.shards == ()  # recorded, not yet in a shard
-    assert source_line(empty).startswith("Computed from 0 matches")
+    recorded = refresher.refresh()
+    assert recorded.matches == 5 and recorded.source.shards == () and recorded.source.unsharded == 5
     shard = store.flush()
     standings = refresher.refresh()
-    assert standings.matches == 5 and standings.source.through == name(store, shard) and not standings.source.published
+    assert standings.matches == 5 and standings.source.through == name(store, shard) and standings.source.published is None
+    assert standings.trueskill == recorded.trueskill and "Not yet confirmed" in source_line(standings)
 
 
-def test_new_shards_move_the_ratings_at_once_and_the_fit_on_its_schedule(tmp_path):
+def test_new_matches_move_the_ratings_at_once_and_the_fit_on_its_schedule(tmp_path):
     """While the bootstrap may not rerun yet (`mle_every_s`), TrueSkill, Elo and the tables
-    move to the new shards from their rows alone; the Plackett-Luce fit stays on the shards
-    it was computed from (`mle_source`), and moves when it is due."""
+    move with each new match, each shard read once; the Plackett-Luce fit stays on the
+    matches it was computed from (`mle_source`), and moves when it is due."""
     store = HistoryStore(tmp_path / "history")
     refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=3600.0)
     matches = history(8, seed=3)
     for m in matches[:4]:
         store.record(m)
-    first_shard = store.flush()
+    store.flush()
     first = refresher.refresh()
+    read = []
+    read_shard = store.read_shard
+    store.read_shard = lambda path: read.append(path.name) or read_shard(path)
     for m in matches[4:]:
         store.record(m)
-    store.flush()
-    read = []
-    batches = store.shard_batches
-    store.shard_batches = lambda names=None: read.append(tuple(names or ())) or batches(names)
     moved = refresher.refresh()
-    assert read == [moved.source.shards[1:]]  # only the new shard read
+    assert read == []  # the new matches from the WAL alone
+    store.flush()
+    assert refresher.refresh().trueskill == moved.trueskill and len(read) == 1  # their shard read once, nothing new
     full = compute(store.shard_table().to_pandas(), bootstrap=5)
     assert moved.matches == 8 and moved.trueskill == full.trueskill and moved.trueskill != first.trueskill
     assert moved.pvp_players.equals(full.pvp_players) and moved.match_summary.equals(full.match_summary)
-    assert moved.mle is first.mle and moved.mle_source.through == name(store, first_shard)
+    assert moved.mle is first.mle and moved.mle_source == first.source
     refresher.mle_every_s = 0.0
     due = refresher.refresh()
-    assert due.mle_source == due.source == moved.source and set(due.mle) >= set(first.mle)
+    assert due.mle_source == due.source and set(due.mle) >= set(first.mle)
     # warm-started: the same optimum within L-BFGS-B's stopping rule (8 matches: a flat likelihood)
     assert max(abs(due.mle[p].rating - full.mle[p].rating) for p in full.mle) <= 1e-3
 
@@ -140,25 +148,25 @@ def test_after_a_compaction_the_standings_follow_the_commit_with_every_match(tmp
                 store.flush()
         assert mirror.push_now()
         before = refresher.refresh()
-        assert before.matches == 9 and len(before.source.shards) == 3
+        assert before.matches == 9 and len(before.source.shards) == 3 and before.source.on_hub
         assert mirror.compact_now() is not None
         after = refresher.refresh()
         assert after.source.shards == tuple(store.shard_names()) == tuple(shards_on_hub(hub_api, "arena/compacted-standings"))
         assert [n.split("/")[-1][:4] for n in after.source.shards] == ["day-"]  # the synthetic matches' one day
-        assert after.matches == 9 and after.trueskill.ratings == before.trueskill.ratings
+        assert after.matches == 9 and after.trueskill.ratings == before.trueskill.ratings and after.source.on_hub
     finally:
         mirror.stop()
 
 
-def test_shards_compacted_away_while_the_standings_read_them_are_read_again_by_their_new_names(tmp_path):
+def test_shards_compacted_away_while_the_index_lists_them_are_read_by_their_new_names(tmp_path):
     store = HistoryStore(tmp_path / "history")
     for k, m in enumerate(history(6, seed=5)):
         store.record(m)
         if k % 2:
             store.flush()
     old = store.shard_names()
-    store.compact()  # as if between the refresher's listing and its reading
-    answers = iter([old])
-    refresher = StandingsRefresher(store, bootstrap=0, mle_every_s=0.0, published=lambda: next(answers, store.shard_names()))
-    standings = refresher.refresh()
-    assert standings.matches == 6 and standings.source.shards == tuple(store.shard_names())
+    names = store.shard_names
+    store.shard_names = lambda: (store.compact(), old)[1] if names() == old else names()  # compacted as it was listed
+    refresher = StandingsRefresher(store, bootstrap=0, mle_every_s=0.0)
+    standings = refresher.refresh()  # listed, then gone: listed again, and read by their new names
+    assert standings.matches == 6 and standings.source.shards == tuple(names())

@@ -16,7 +16,7 @@ from arena.ratings.mle import build_design, negative_log_likelihood
 from arena.revision import player_id
 from arena.schema import rows
 from arena.simulation import Population, random_history
-from leaderboard.standings import rated_table, with_players
+from history.index import rated_table, with_players
 from tests_synthetic import arena_history, permute_start_times
 
 

@@ -111,7 +111,7 @@ def space(tmp_path_factory):
     version 2 (matches of duplicate sets as Arenas recorded them before sets were retired,
     an incomplete set among them; a policy seated twice, ties, anchors, matches on held-out
     maps, PvE matches of stages 1 and 2, a newcomer that met only the built-ins), and
-    matches still in the WAL; the Space's standings over it."""
+    matches in the WAL, flushed last; the Space's standings over it, and before that flush."""
     root = tmp_path_factory.mktemp("recompute")
     store = HistoryStore(root / "history")
     history = held_out_some(arena_history(matches=70, sets=4, seed=7))
@@ -126,10 +126,12 @@ def space(tmp_path_factory):
         store.record(r)
     store.flush()
     for r in singles[65:]:
-        store.record(replace(r, started_at="2026-02-01T00:00:00+00:00"))  # in the WAL only: not rated
+        store.record(replace(r, started_at="2026-02-01T00:00:00+00:00"))  # in the WAL only: counted at once
     store.recover()  # as a restart would: the v1 shard's matches are known
-    standings = StandingsRefresher(store, bootstrap=200, mle_every_s=0.0).refresh()
-    return store, standings
+    refresher = StandingsRefresher(store, bootstrap=200, mle_every_s=0.0)
+    recorded = refresher.refresh()
+    store.flush()  # the WAL's matches into a shard, as the dataset will hold them
+    return store, refresher.refresh(), recorded
 
 
 def space_table(standings) -> pd.DataFrame:
@@ -157,12 +159,15 @@ def linked(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_the_history_has_every_case(space):
-    store, standings = space
-    assert len(store.shards()) == 3 and standings.source.shards == tuple(store.shard_names())
+    store, standings, recorded = space
+    assert len(store.shards()) == 4 and standings.source.shards == tuple(store.shard_names())
     pve = len(SUBMISSIONS) * (PVE_STAGE1 + PVE_STAGE2)
-    assert standings.matches == 70 - 5 + 4 * 4 + 2 + 2 + pve  # the WAL's 5 are not in
+    assert standings.matches == 70 + 4 * 4 + 2 + 2 + pve
     assert standings.pvp_matches == standings.matches - pve
-    assert standings.rated_results == standings.pvp_matches == 65 + 4 * 4 + 2 + 2  # every match, the old sets' one by one
+    assert standings.rated_results == standings.pvp_matches == 70 + 4 * 4 + 2 + 2  # every match, the old sets' one by one
+    # the WAL's 5 counted as soon as they were recorded, before any flush, and said to be waiting
+    assert (recorded.matches, recorded.source.unsharded, len(recorded.source.shards)) == (standings.matches, 5, 3)
+    assert recorded.trueskill.ratings.keys() == standings.trueskill.ratings.keys()
     seats = standings.teams.frame().groupby(["match_id", "player"]).size()
     assert (seats.xs(f"{TWICE}@{revision(TWICE)}", level="player") == 2).any()  # a submission seated twice
     assert set(ANCHORS) <= set(standings.mle)
@@ -184,7 +189,7 @@ def test_old_duplicate_sets_are_read_and_rated_match_by_match(space):
     """Matches of duplicate sets, recorded before sets were retired (2026-12-03), load from
     the shards with their set fields unchanged, and each is a rated result of its own, an
     incomplete set's too: in the Space's standings and in the script alike."""
-    store, standings = space
+    store, standings, _ = space
     old = [r for r in store.results() if r.set_id]
     assert len(old) == 4 * 4 + 2 and len({r.set_id for r in old}) == 5  # four complete sets, one incomplete
     assert {r.set_size for r in old} == {4} and {r.set_rotation for r in old} == {0, 1, 2, 3}
@@ -206,14 +211,14 @@ def test_old_duplicate_sets_are_read_and_rated_match_by_match(space):
 
 
 def test_the_script_reproduces_the_spaces_table(space, tmp_path):
-    store, standings = space
+    store, standings, _ = space
     expected = space_table(standings)
     got = script_table(store.root, tmp_path, "--through", standings.source.through)
     pd.testing.assert_frame_equal(got, expected, check_dtype=False)
 
 
 def test_through_a_shard_reproduces_the_table_of_the_shards_up_to_it(space, tmp_path):
-    store, _ = space
+    store, _, _ = space
     names = store.shard_names()[:2]
     standings = compute(store.shard_table(names).to_pandas(), bootstrap=200, source=Source(tuple(names)))
     got = script_table(store.data, tmp_path, "--through", names[-1])  # data/ itself works too
@@ -238,7 +243,7 @@ def by_policy(table: pd.DataFrame) -> pd.DataFrame:
 def test_one_convention_changed_changes_the_table(space, change, columns, monkeypatch):
     """The comparison above can fail: each convention the new columns rest on, changed in
     the script alone, moves its columns away from the Space's (and only those)."""
-    store, standings = space
+    store, standings, _ = space
     script = load_script()
     data, _ = script.read_rows(store.root, standings.source.through)
     expected = by_policy(space_table(standings))
@@ -315,7 +320,7 @@ def test_the_scripts_trueskill_is_the_arenas(space):
     maths fails); the Space with its one update, `arena.kernels.rate_ffa`. Before the table
     rounds them, every rated player's mu and sigma agree within 1e-6, the update's tolerance
     against the package (tests/test_trueskill_update.py)."""
-    store, standings = space
+    store, standings, _ = space
     script = load_script()
     data, _ = script.read_rows(store.root, standings.source.through)
     theirs = script.trueskill_ratings(script.rated_results(data))

@@ -15,9 +15,9 @@ from test_standings_update import assert_same, pve_matches
 from arena import PROJECT_ROOT
 from arena.schema import rows
 from arena.simulation import Population, random_history
+from history.index import frames, narrow, team_rows
 from history.store import HistoryStore
-from leaderboard import team_rows
-from leaderboard.standings import compute, frames, narrow, update
+from leaderboard.standings import compute, update
 from tests_synthetic import arena_history
 
 

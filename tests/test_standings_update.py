@@ -11,7 +11,8 @@ import pytest
 
 from arena.schema import TASK_NAMES, rows
 from arena.simulation import Population, play, random_history
-from leaderboard.standings import HistoryChangedError, compute, update, with_players
+from history.index import with_players
+from leaderboard.standings import HistoryChangedError, compute, update
 
 POINTS = [f"{task}_points" for task in TASK_NAMES]
 
@@ -127,7 +128,9 @@ def test_match_by_match_updates_equal_a_full_computation(mixed):
     assert len(full.held_out_rated) and refreshed.held_out_mle.keys() == full.held_out_mle.keys()
 
 
-def test_rows_already_counted_or_older_than_the_ratings_are_refused(mixed):
+def test_rows_already_counted_are_refused_and_late_ones_rated_in_their_place(mixed):
+    """Matches end out of their start order: one that started before the last rated match is
+    rated where it started (TrueSkill and Elo recomputed), as `compute` of all the rows."""
     history = frame(mixed)
     cut = int((history["match_id"].isin(history["match_id"].unique()[:30])).sum())
     first = compute(history.iloc[:cut], bootstrap=0)
@@ -135,13 +138,15 @@ def test_rows_already_counted_or_older_than_the_ratings_are_refused(mixed):
         update(first, history.iloc[cut - 16:], bootstrap=0)
     late = history.iloc[cut:].copy()
     late["started_at"] = "2000-01-01T00:00:00+00:00"
-    with pytest.raises(HistoryChangedError, match="before the last rated"):
-        update(first, late.assign(match_id=late["match_id"] + "-late"), bootstrap=0)
+    late["match_id"] = late["match_id"] + "-late"
+    carried = update(first, late, bootstrap=0)
+    assert carried.trueskill.last_key == first.trueskill.last_key  # the late ones rated before the others
+    assert_same(carried, compute(pd.concat([history.iloc[:cut], late], ignore_index=True), bootstrap=0))
 
 
 def test_the_warm_started_fit_equals_the_cold_one():
     from arena.ratings import plackett_luce
-    from leaderboard.standings import rated_table
+    from history.index import rated_table
 
     table = rated_table(with_players(frame(random_history(Population.random(20, seed=9), 80, seed=9))))
     cold = plackett_luce(table, bootstrap=0)
@@ -150,7 +155,7 @@ def test_the_warm_started_fit_equals_the_cold_one():
 
 
 def test_dictionary_encoded_rows_give_the_same_standings(mixed):
-    from leaderboard.standings import narrow
+    from history.index import narrow
 
     history = frame(mixed)
     assert (narrow(history).dtypes == "category").sum() >= 5

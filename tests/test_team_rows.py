@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from leaderboard.team_rows import TeamRows
+from history.index import TeamRows
 
 
 def batch(start: int, matches: int) -> pd.DataFrame:

@@ -25,7 +25,7 @@ Elo place them on their own scales by matching duel win probabilities (see
 
 from arena.ratings.columns import rated_from_codes
 from arena.ratings.elo import ELO_K, EloState, elo_ratings
-from arena.ratings.mle import MLERating, plackett_luce
+from arena.ratings.mle import MLERating, interval_ranks, plackett_luce
 from arena.ratings.results import Outcome, RatedTable, by_id, outcomes
 from arena.ratings.scales import (
     DRAW_PROBABILITY,
@@ -51,6 +51,6 @@ from arena.rules import ANCHORS
 __all__ = [
     "ANCHORS", "DRAW_PROBABILITY", "ELO_K", "ELO_PER_PL", "ELO_START", "TRUESKILL_BETA", "TRUESKILL_MU", "TRUESKILL_PER_PL",
     "TRUESKILL_SIGMA", "EloState", "MLERating", "Outcome", "RatedTable", "TrueSkillRating", "TrueSkillState",
-    "anchor_elo", "anchor_trueskill_mu", "by_id", "elo_ratings", "extend_trueskill", "outcomes", "plackett_luce",
+    "anchor_elo", "anchor_trueskill_mu", "by_id", "elo_ratings", "extend_trueskill", "interval_ranks", "outcomes", "plackett_luce",
     "rated_from_codes", "recomputed", "trueskill_ratings", "trueskill_trail",
 ]

@@ -249,3 +249,19 @@ def plackett_luce(
         )
         for i, player in enumerate(design.players)
     }
+
+
+def interval_ranks(mle: Mapping[str, MLERating], shown: Sequence[str]) -> dict[str, int]:
+    """The leaderboard's Rank of each player in `shown` that the fit rates: 1 + the number of
+    those players whose 95% interval lies entirely above its own, so that two players whose
+    intervals overlap share a rank rather than being told apart by noise. The PvP table and
+    `evaluate --against top:K` rank with it.
+
+    Example:
+        >>> fit = {p: MLERating(r, r - 0.5, r + 0.5, 0, 0, 0, 10) for p, r in (("a", 3.0), ("b", 2.8), ("c", 1.0))}
+        >>> interval_ranks(fit, ["a", "b", "c", "unrated"])
+        {'a': 1, 'b': 1, 'c': 3}
+    """
+    rated = [p for p in shown if p in mle]
+    lows = np.sort(np.array([mle[p].low for p in rated], dtype=np.float64))
+    return {p: 1 + int(len(lows) - np.searchsorted(lows, mle[p].high, side="right")) for p in rated}

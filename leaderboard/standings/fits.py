@@ -111,4 +111,4 @@ def choose(fits: Iterable[PublishedFit], *, rated: RatedTable, source: Source,
     held = set(source.shards)
     usable = [f for f in fits if f.shards and set(f.shards) <= held]
     best = max(usable, key=lambda f: (len(f.shards), f.writer), default=None)
-    return None if best is None else (best, Source(best.shards, published=True))
+    return None if best is None else (best, Source(best.shards, published=best.shards))

@@ -1,11 +1,11 @@
-"""The standings from the history: `compute` from every row, `update` from the new ones.
+"""The standings from the history's matches: the ratings of a `history.index.Folded`.
 
-Both gather the rows batch by batch (`leaderboard.standings.gather`) and rate what they
-gathered. TrueSkill and Elo are online: carried forward from the previous standings when
-only new matches were added, recomputed when the history changed otherwise. The
-Plackett-Luce fit with its bootstrap, the head to head and the held-out fit are
-whole-history computations, the expensive part: rerun only when asked (`refresh_mle`),
-else the previous standings' are kept.
+The matches are folded by the history index (rows, rated results, tallies, summaries);
+this is what the leaderboard adds. TrueSkill and Elo are online: carried forward from the
+previous standings when the new matches all come after the last one rated, recomputed
+when one came earlier (matches end out of their start order). The Plackett-Luce fit with
+its bootstrap, the head to head and the held-out fit are whole-history computations, the
+expensive part: rerun only when asked (`refresh_mle`), else the previous standings' are kept.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import TypeAlias
 
-import numpy as np
 import pandas as pd
 
 from arena.head_to_head import HeadToHead, head_to_head
@@ -27,17 +27,18 @@ from arena.ratings import (
     recomputed,
     trueskill_trail,
 )
+from history.index import Folded, HistoryChangedError, fold, pve_stages, pvp_players
 from leaderboard.standings.fits import PublishedFit, choose
-from leaderboard.standings.gather import gather
 from leaderboard.standings.held_out import overfitting
-from leaderboard.standings.matches import merge_summaries
-from leaderboard.standings.record import TRAJECTORY_POINTS, HistoryChangedError, Source, Standings
-from leaderboard.standings.tallies import Tallies, merge_tallies, pve_stages, pvp_players
-from leaderboard.team_rows import TeamRows
+from leaderboard.standings.record import TRAJECTORY_POINTS, Source, Standings
+
+Rows: TypeAlias = "pd.DataFrame | Iterable[pd.DataFrame]"
+"""The history's team rows: one frame, or frames of whole matches one after the other (the
+dataset's shards read one at a time: `frames(store.shard_batches(names))`)."""
 
 
 def compute(
-    rows: pd.DataFrame | Iterable[pd.DataFrame],
+    history: Folded | Rows,
     *,
     previous: Standings | None = None,
     refresh_mle: bool = True,
@@ -45,47 +46,71 @@ def compute(
     source: Source | None = None,
     fits: Sequence[PublishedFit] = (),
 ) -> Standings:
-    """Standings from the history rows (see the module docstring): one frame, or frames of
-    whole matches one after the other, such as the dataset's shards read one at a time
-    (`frames(store.shard_batches(names))`), so that no frame of every row is ever built; the
-    same standings either way. `source` says which shards the rows are (the PvP tab names
-    them).
+    """The standings of the history's matches: folded already (`HistoryIndex.refresh().folded`),
+    or as rows, folded here. Pure: the same matches give the same standings.
 
-    `fits`, Plackett-Luce fits writers published (`leaderboard.standings.fits`): one of
-    these results, or of some of these shards, is taken instead of fitting here (the head
-    to head and the held-out fit are still computed), and `mle_source` names its shards.
+    Args:
+        history: the matches.
+        previous: standings of fewer of these matches: TrueSkill, Elo and each player's
+            trajectory carried forward from them when every new match comes after their
+            last rated one; their whole-history columns kept unless `refresh_mle`.
+        refresh_mle: fit Plackett-Luce with its bootstrap, the head to head and the held-out
+            fit again (always without `previous`).
+        bootstrap: the fit's bootstrap resamples.
+        source: which matches these are (the PvP tab names them).
+        fits: Plackett-Luce fits writers published (`leaderboard.standings.fits`): one of
+            these results, or of some of these shards, is taken instead of fitting here (the
+            head to head and the held-out fit are still computed), and `mle_source` names
+            its shards.
 
     Raises:
-        `ValueError`: a match's rows are in more than one of the frames.
+        `HistoryChangedError`: rows of one match in more than one frame.
     """
-    gathered = gather([rows] if isinstance(rows, pd.DataFrame) else rows)
-    history = gathered.rated
-    fresh = previous is None or recomputed(previous.trueskill, history)
+    folded = history if isinstance(history, Folded) else fold([history] if isinstance(history, pd.DataFrame) else history)
+    source = source or Source()
+    rated = folded.rated
+    fresh = previous is None or recomputed(previous.trueskill, rated)
     trajectory: dict[str, deque] = ({} if fresh or previous is None else
                                     {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()})
-    # TrueSkill carried forward (only the matches after the previous standings' last one), or
-    # recomputed; each player's latest ratings come back as a trail, not one call per rating
     start = TrueSkillState() if fresh or previous is None else previous.trueskill
-    todo = history if fresh else history.take(history.after(start.last_key))
-    ts = _extend_trajectory(todo, start, trajectory)
-    elo = elo_ratings(history, state=previous.elo if previous is not None else None)
-    held_out = gathered.held_out
-    mle_writer = ""
-    chosen = choose(fits, rated=history, source=source or Source(), bootstrap=bootstrap) if fits else None
+    ts = _extend_trajectory(rated if fresh else rated.take(rated.after(start.last_key)), start, trajectory)
+    elo = elo_ratings(rated, state=previous.elo if previous is not None else None)
+    stages = pve_stages(folded.tallies.pve)
+    standings = Standings(trueskill=ts, elo=elo, mle={}, folded=folded, trajectory=trajectory,
+                          pvp_players=pvp_players(folded.tallies.pvp), pve_stages=stages, source=source)
+    chosen = choose(fits, rated=rated, source=source, bootstrap=bootstrap) if fits else None
     if chosen is not None:
         fit, mle_source = chosen
-        mle, pairs, held_out_mle = _whole_history(history, held_out, bootstrap=bootstrap, fitted=fit.mle)
-        mle_writer = fit.writer
-    elif refresh_mle or previous is None:
-        mle, pairs, held_out_mle = _whole_history(history, held_out, bootstrap=bootstrap,
-                                                  start=previous.mle if previous is not None else None)
-        mle_source = source or Source()
-    else:
-        mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
-        mle_source, mle_writer = previous.mle_source, previous.mle_writer
-    return _standings(gathered.teams, gathered.tallies, gathered.summary, gathered.policy_matches, ts=ts, elo=elo,
-                      mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory, rated=history,
-                      held_out_rated=held_out, source=source, mle_source=mle_source, mle_writer=mle_writer)
+        return _with_whole_history(standings, bootstrap=bootstrap, fitted=fit.mle, mle_source=mle_source,
+                                   mle_writer=fit.writer)
+    if refresh_mle or previous is None:
+        return _with_whole_history(standings, bootstrap=bootstrap, start=previous.mle if previous is not None else None)
+    return replace(standings, mle=previous.mle, head_to_head=previous.head_to_head, held_out_mle=previous.held_out_mle,
+                   overfitting=overfitting(stages, previous.held_out_mle), mle_source=previous.mle_source,
+                   mle_writer=previous.mle_writer)
+
+
+def update(
+    previous: Standings,
+    new_rows: Rows,
+    *,
+    refresh_mle: bool = False,
+    bootstrap: int = 200,
+    source: Source | None = None,
+) -> Standings:
+    """The standings after `new_rows` (whole matches not in `previous`), folded onto
+    `previous`'s matches: equal to `compute` on all the rows (tests/test_standings_update.py).
+    The whole-history columns keep `previous`'s unless `refresh_mle`.
+
+    Raises:
+        `HistoryChangedError`: the new rows repeat a match already counted.
+    """
+    try:
+        folded = fold([new_rows] if isinstance(new_rows, pd.DataFrame) else new_rows, previous=previous.folded)
+    except HistoryChangedError as exc:
+        raise HistoryChangedError(f"New rows repeat a match already counted: {exc}") from None
+    return compute(folded, previous=previous, refresh_mle=refresh_mle, bootstrap=bootstrap,
+                   source=source or previous.source)
 
 
 def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict[str, deque]) -> TrueSkillState:
@@ -99,108 +124,20 @@ def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict
     return ts
 
 
-def _whole_history(history: RatedTable, held_out: RatedTable, *, bootstrap: int,
-                   start: Mapping[str, MLERating] | None = None, fitted: Mapping[str, MLERating] | None = None,
-                   ) -> tuple[Mapping[str, MLERating], HeadToHead, Mapping[str, MLERating]]:
-    """The whole-history computations: the Plackett-Luce fit with its bootstrap (or `fitted`,
-    a published one), the head to head, and the held-out fit."""
+def _with_whole_history(standings: Standings, *, bootstrap: int, start: Mapping[str, MLERating] | None = None,
+                        fitted: Mapping[str, MLERating] | None = None, mle_source: Source | None = None,
+                        mle_writer: str = "") -> Standings:
+    """`standings` with the whole-history computations done again: the Plackett-Luce fit
+    with its bootstrap (or `fitted`, a published one, warm-started from `start`), the head
+    to head, and the held-out fit."""
+    history, held_out = standings.rated, standings.held_out_rated
     if fitted is not None:
         mle = dict(fitted)
     else:
         warm = {p: r.rating for p, r in start.items()} if start else None
         mle = plackett_luce(history, bootstrap=bootstrap, start=warm) if len(history) else {}
-    pairs = head_to_head(history)
+    pairs: HeadToHead = head_to_head(history)
     held_out_mle = plackett_luce(held_out, bootstrap=0) if len(held_out) else {}
-    return mle, pairs, held_out_mle
-
-
-def _standings(teams: TeamRows, tallies: Tallies, match_summary, policy_matches, *, ts, elo, mle, pairs, held_out_mle,
-               trajectory, rated: RatedTable, held_out_rated: RatedTable, source, mle_source,
-               mle_writer: str = "") -> Standings:
-    stages = pve_stages(tallies.pve)
-    return Standings(
-        pvp_players=pvp_players(tallies.pvp),
-        pve_stages=stages,
-        match_summary=match_summary,
-        policy_matches=policy_matches,
-        teams=teams,
-        trueskill=ts,
-        elo=elo,
-        mle=mle,
-        head_to_head=pairs,
-        matches=len(match_summary),  # one summary row per match id
-        pvp_matches=int((match_summary["Track"] == "pvp").sum()) if len(match_summary) else 0,
-        trajectory=trajectory,
-        held_out_mle=held_out_mle,
-        overfitting=overfitting(stages, held_out_mle),
-        rated_results=len(rated),
-        source=source or Source(),
-        mle_source=mle_source,
-        mle_writer=mle_writer,
-        tallies=tallies,
-        rated=rated,
-        held_out_rated=held_out_rated,
-    )
-
-
-def update(
-    previous: Standings,
-    new_rows: pd.DataFrame | Iterable[pd.DataFrame],
-    *,
-    refresh_mle: bool = False,
-    bootstrap: int = 200,
-    source: Source | None = None,
-) -> Standings:
-    """The standings after `new_rows` (whole matches after every match of `previous`: one
-    frame, or frames of whole matches as `compute` takes them), from the new rows alone:
-    TrueSkill and Elo carried forward, per-policy sums and counts merged (means derived),
-    match summaries and per-policy match lists appended. Equal to `compute` on all the rows
-    (tests/test_standings_update.py).
-
-    The Plackett-Luce fit, its bootstrap, the head to head and the held-out fit keep the
-    previous standings' unless `refresh_mle`: they are whole-history computations (the
-    refresher reruns them at most every `mle_every_s`).
-
-    Raises:
-        `HistoryChangedError`: the new rows hold a match already counted, or one started at
-            or before the last rated match: call `compute` with all the rows.
-    """
-    batches = [new_rows] if isinstance(new_rows, pd.DataFrame) else list(new_rows)
-    if previous.tallies is None:
-        raise HistoryChangedError("The previous standings keep no tallies: recompute with compute().")
-    source = source or previous.source
-    if not any(len(b) for b in batches):
-        if not refresh_mle:
-            return replace(previous, source=source)
-        mle, pairs, held_out_mle = _whole_history(previous.rated, previous.held_out_rated, bootstrap=bootstrap,
-                                                  start=previous.mle)
-        return replace(previous, source=source, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
-                       overfitting=overfitting(previous.pve_stages, held_out_mle), mle_source=source, mle_writer="")
-    try:
-        new = gather(batches, teams=previous.teams)
-    except ValueError as exc:
-        raise HistoryChangedError(f"{exc} Or recompute with compute().") from exc
-    if len(previous.match_summary) and pd.Index(previous.match_summary["Match"]).isin(new.summary["Match"]).any():
-        raise HistoryChangedError("New rows repeat a match already counted: recompute with compute().")
-    history = new.rated
-    if len(history) and not history.after(previous.trueskill.last_key).all():
-        raise HistoryChangedError("New rows hold a match started before the last rated one: recompute with compute().")
-    trajectory = {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()}
-    ts = _extend_trajectory(history, previous.trueskill, trajectory) if len(history) else previous.trueskill
-    elo = elo_ratings(history, state=previous.elo, extends=True) if len(history) else previous.elo
-    rated = RatedTable.concat([previous.rated, history])  # every new result after the last: the order kept
-    held_out = RatedTable.concat([previous.held_out_rated, new.held_out])
-    tallies = merge_tallies(previous.tallies, new.tallies)
-    policy_matches = dict(previous.policy_matches)
-    for policy, ids in new.policy_matches.items():
-        policy_matches[policy] = np.concatenate([policy_matches[policy], ids]) if policy in policy_matches else ids
-    if refresh_mle:
-        mle, pairs, held_out_mle = _whole_history(rated, held_out, bootstrap=bootstrap, start=previous.mle)
-        mle_source = source
-    else:
-        mle, pairs, held_out_mle = previous.mle, previous.head_to_head, previous.held_out_mle
-        mle_source = previous.mle_source
-    return _standings(new.teams, tallies, merge_summaries([previous.match_summary, new.summary]), policy_matches,
-                      ts=ts, elo=elo, mle=mle, pairs=pairs, held_out_mle=held_out_mle, trajectory=trajectory,
-                      rated=rated, held_out_rated=held_out, source=source, mle_source=mle_source,
-                      mle_writer="" if refresh_mle else previous.mle_writer)
+    return replace(standings, mle=mle, head_to_head=pairs, held_out_mle=held_out_mle,
+                   overfitting=overfitting(standings.pve_stages, held_out_mle),
+                   mle_source=mle_source or standings.source, mle_writer=mle_writer)

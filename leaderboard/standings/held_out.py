@@ -27,18 +27,6 @@ FAR_FIELD_SHARE = 0.25
 OVERFITTING_COLUMNS = ["player", "pve_achievement", "held_out_rating", "pve_rank", "pvp_rank", "gap", "far"]
 
 
-def held_out_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of matches played on held-out maps (none in a history from before them)."""
-    return rows[held_out_mask(rows)]
-
-
-def held_out_mask(rows: pd.DataFrame) -> np.ndarray:
-    """Per row, whether its match was played on a held-out map."""
-    if "held_out" not in rows:
-        return np.zeros(len(rows), dtype=bool)
-    return rows["held_out"].fillna(False).astype(bool).to_numpy()
-
-
 def far_threshold(field_size: int) -> int:
     """Rank difference from which a policy is far from the diagonal, in a field of
     `field_size` policies ranked both in PvE and in PvP.

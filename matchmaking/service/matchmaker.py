@@ -12,8 +12,8 @@ ratings (uncertainty-first pools) is the pure rating code of `arena.ratings`,
 carried forward from a checkpoint as matches arrive rather than recomputed every round.
 PvE matches have seeds fixed per (revision, stage, match), so an interrupted plan is
 planned again identically and the history keeps each match once. The history is read
-as the leaderboard reads it, a shard at a time, into what these decisions need
-(`matchmaking.service.history_index`).
+through the index the leaderboard shares (`history.index`): each match once, a moment after
+it is recorded.
 
 In idle time (no PvE work owed, no match of its own being played) the matchmaker audits
 itself: at most once every `NMMO_ARENA_AUDIT_MINUTES` it reruns one recorded match with
@@ -39,12 +39,14 @@ from arena.activity import LiveMatch, QueueEntry
 from arena.errors import MatchFailedError, NotReproducibleError
 from arena.lifecycle import TRANSITIONS, RevisionState, StageFigures, Status
 from arena.policies import PolicyRef, builtin
+from arena.ratings import TrueSkillState, extend_trueskill
 from arena.revision import Revision, is_builtin
 from arena.rules import Pairing, stage_opponents
 from arena.schema import MatchResult
 from arena.settings import ArenaSettings
 from history.audits import Audit, AuditLog, AuditSummary, summarize
 from history.incidents import MAX_ATTEMPTS, MESSAGE_CHARS, Cause, Incident, IncidentLog, given_up, incident_log_path
+from history.index import HistoryIndex
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
@@ -56,7 +58,6 @@ from matchmaking.hub.health import HubHealth
 from matchmaking.sandbox.isolation import IsolationGate
 from matchmaking.service import pve, pve_queue
 from matchmaking.service.executor import MatchOutcome
-from matchmaking.service.history_index import HistoryIndex
 from matchmaking.service.pairing import make_pool
 from matchmaking.service.rerun import HubFetcher, rerun
 from matchmaking.service.submissions import Validator, sync
@@ -73,6 +74,7 @@ class Matchmaker:
         *,
         api: Any,
         store: HistoryStore,
+        index: HistoryIndex | None = None,
         statuses: StatusLog,
         executor: Any,
         mirror: HubMirror | None = None,
@@ -96,8 +98,12 @@ class Matchmaker:
         self.mirror = mirror
         self.health = health
         self.workers = workers
-        self.history = HistoryIndex(store, nmmo_version=game.NMMO_VERSION, arena_version=ARENA_VERSION,
-                                    rated=Pairing(settings.pairing).rated)
+        self.history = index if index is not None else HistoryIndex(store)
+        """What the matchmaker reads of the history (`history.index`: in a Space, shared with the tables)."""
+        self.versions = (game.NMMO_VERSION, ARENA_VERSION)
+        """What is installed: only matches played with these can be audited here."""
+        self._trueskill = TrueSkillState()
+        """TrueSkill of the PvP results read so far: the rated pairings' sigmas, carried forward."""
         # PvP plays the held-out maps of the Space's key; PvE and validation the published ones
         self.config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir,
                                   map_key=maps.space_key(settings))
@@ -378,7 +384,8 @@ class Matchmaker:
         how = Pairing(self.settings.pairing)
         uncertainty = None
         if how.rated:  # TrueSkill sigmas: who is settled (`arena.settling`), who is least certain
-            uncertainty = {p: r.sigma for p, r in self.history.trueskill().ratings.items()}
+            self._trueskill = extend_trueskill(self._trueskill, self.history.rated)
+            uncertainty = {p: r.sigma for p, r in self._trueskill.ratings.items()}
         specs: list[MatchSpec] = []
         wanted = self.settings.pvp_matches_per_round or self.workers
         while len(specs) < wanted:
@@ -424,7 +431,7 @@ class Matchmaker:
             return None
         skipped = [*(a.match_id for a in done), *self._unauditable]
         self.history.refresh()
-        record = self.history.next_to_audit(skipped)
+        record = self.history.next_to_audit(skipped, self.versions)
         if record is None:
             return None
         self._audit_tried = now
@@ -463,7 +470,7 @@ class Matchmaker:
     def audit_summary(self) -> AuditSummary:
         """What the audits found, for the About tab."""
         self.history.refresh()
-        return summarize(self.audits.read(), other_version=self.history.other_version())
+        return summarize(self.audits.read(), other_version=self.history.other_version(self.versions))
 
     def flush(self) -> None:
         """Move recorded matches into a shard, and make sure the Hub push is running."""

@@ -24,6 +24,7 @@ from huggingface_hub.utils import disable_progress_bars
 from arena import PROJECT_ROOT
 from arena.rules import builtin_team
 from arena.settings import ArenaSettings
+from history.index import HistoryIndex
 from history.mirror import HubMirror
 from history.remote import HubFiles
 from history.restore import DatasetPull
@@ -90,6 +91,8 @@ class Arena:
     settings: ArenaSettings
     api: HfApi
     store: HistoryStore
+    index: HistoryIndex
+    """The history read once, for the matchmaker and the leaderboard (`history.index`)."""
     statuses: StatusLog
     matchmaker: Matchmaker
     mirror: HubMirror
@@ -180,7 +183,9 @@ class Arena:
             # each worker starts its sandbox zygote at once: its imports (about 2 s) then overlap
             # the worker's idle time, not the first match's set-up
             executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live, prepare=start_zygote)
-        matchmaker = Matchmaker(settings, api=api, store=store, statuses=statuses, executor=executor, mirror=mirror,
+        # one read side for the matchmaker and the tables; during the first pull it waits for all of it
+        index = HistoryIndex(store, ready=lambda: not pull.restoring())
+        matchmaker = Matchmaker(settings, api=api, store=store, index=index, statuses=statuses, executor=executor, mirror=mirror,
                                 health=health, workers=workers, writer=me.writer, leads=writers.leads, isolation=gate)
         receiver = reactor = None
         if secret:
@@ -189,7 +194,7 @@ class Arena:
         else:
             log.info("webhooks off (a real Hub and no NMMO_ARENA_WEBHOOK_SECRET): new pushes are found by polling "
                      "every %.0f s (NMMO_ARENA_SYNC_S)", settings.sync_every_s)
-        arena = cls(settings, api, store, statuses, matchmaker, mirror, health, writers, pull, gate, hub=hub,
+        arena = cls(settings, api, store, index, statuses, matchmaker, mirror, health, writers, pull, gate, hub=hub,
                     webhooks=receiver, reactor=reactor)
         arena.restorer = threading.Thread(target=arena._restore, args=(schedule,), daemon=True, name="restore")
         arena.restorer.start()

@@ -25,7 +25,6 @@ from huggingface_hub import HfApi
 from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.policies import PolicyRef
 from arena.revision import Revision
-from arena.schema import FaultKind, TeamResult
 from history.statuses import StatusLog
 from matchmaking.hub.discovery import (
     CARD_FILE,
@@ -284,17 +283,3 @@ def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb:
     return [state for key in queued if (state := statuses.get(key)) is not None]
 
 
-#: Fault kinds that mean the team's process could not go on.
-_SEVERE = frozenset({FaultKind.INIT.value, FaultKind.CRASH.value, FaultKind.MEMORY.value})
-
-
-def faulty(team: TeamResult, ticks: int, *, max_fault_share: float = 0.1) -> str:
-    """Why a team's match counts as faulty (its process died, or it faulted on at least
-    `max_fault_share` of the ticks), or "" if it played cleanly enough."""
-    severe = [f for f in team.faults if f.kind.value in _SEVERE]
-    if severe:
-        return f"{severe[0].kind.value} at tick {severe[0].tick}: {severe[0].message}"
-    if ticks and team.total_faults >= max_fault_share * ticks and team.faults:
-        first = team.faults[0]
-        return f"{team.total_faults} faults in {ticks} ticks, first {first.kind.value} at tick {first.tick}: {first.message}"
-    return ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from leaderboard.standings.rows import codes, first_rows
+from history.index.rows import codes, first_rows
 
 _SUMMARY_COLUMNS = ["Match", "Started", "Track", "Stage", "Map", "Ticks", "Winner", "Top score", "Teams"]
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from arena.ratings import Outcome, RatedTable, rated_from_codes
-from leaderboard.standings.rows import codes
+from history.index.rows import codes
 
 
 def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
@@ -28,6 +28,13 @@ def pvp_outcomes(rows: pd.DataFrame) -> list[Outcome]:
     boundaries = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
     return [Outcome(keys[a], tuple(players[a:b]), tuple(int(s) for s in scores[a:b]))
             for a, b in zip(boundaries, boundaries[1:])]
+
+
+def held_out_mask(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, whether its match was played on a held-out map (none in a history from before them)."""
+    if "held_out" not in rows:
+        return np.zeros(len(rows), dtype=bool)
+    return rows["held_out"].fillna(False).astype(bool).to_numpy()
 
 
 def rated_table(rows: pd.DataFrame) -> RatedTable:

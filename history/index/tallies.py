@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from arena.schema import TASK_NAMES
-from leaderboard.standings.rows import POINT_COLUMNS, codes, first_rows, is_builtin_row
+from history.index.rows import POINT_COLUMNS, codes, first_rows, is_builtin_row
 
 
 @dataclass(frozen=True)
