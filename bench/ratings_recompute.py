@@ -6,7 +6,7 @@ A population of 1,000 policies with hidden skills plays N uniformly random 16-te
 (`arena.simulation.random_history_columns`: the history table's columns, as the store
 reads them). In one run the bench times:
 
-- `outcomes_s`: the rows read as rated results (`leaderboard.standings.rated_table`: columns,
+- `outcomes_s`: the rows read as rated results (`history.index.rated_table`: columns,
   no object per match);
 - `trueskill_full_s`: TrueSkill over the whole history (`arena.ratings.trueskill_ratings`,
   compiled where numba is installed), and, as the baseline, the `trueskill` package on the

@@ -15,7 +15,7 @@ from test_standings_update import assert_same, pve_matches
 from arena import PROJECT_ROOT
 from arena.schema import rows
 from arena.simulation import Population, random_history
-from history.index import frames, narrow, team_rows
+from history.index import HistoryIndex, narrow, team_rows
 from history.store import HistoryStore
 from leaderboard.standings import compute, update
 from tests_synthetic import arena_history
@@ -105,8 +105,8 @@ def test_the_chunks_stay_within_their_cap_and_read_as_the_whole(history, monkeyp
     pd.testing.assert_frame_equal(standings.teams.frame().astype(object), compute(history, bootstrap=0).teams.frame().astype(object))
 
 
-def test_the_stores_shards_read_one_at_a_time_are_its_table_once(tmp_path):
-    """`shard_batches`: each shard's rows, a match read from an earlier shard left out of a
+def test_the_index_reads_the_stores_shards_one_at_a_time_each_match_once(tmp_path):
+    """`HistoryIndex`: each shard's rows, a match read from an earlier shard left out of a
     later one (a crash between a flush and the WAL's deletion can leave a match twice)."""
     store = HistoryStore(tmp_path / "history")
     matches = list(random_history(Population.random(20, seed=2), 9, seed=2))
@@ -116,15 +116,12 @@ def test_the_stores_shards_read_one_at_a_time_are_its_table_once(tmp_path):
         store.flush()
     again = tmp_path / "history" / "data" / "zz-again.parquet"  # the first shard's matches, once more
     again.write_bytes(store.shards()[0].read_bytes())
-    names = store.shard_names()
-    batches = list(store.shard_batches(names))
-    assert [b.num_rows for b in batches] == [4 * 16, 3 * 16, 2 * 16]  # the copy adds nothing
-    assert pd.concat([b.to_pandas() for b in batches], ignore_index=True).equals(store.shard_table(names).to_pandas())
-    assert [b.num_rows for b in store.shard_batches()] == [4 * 16, 3 * 16, 2 * 16]
-    # a name outside `data/` or of no shard reads as nothing
-    assert [b.num_rows for b in store.shard_batches([*names[:1], "../outside.parquet", "2026/01/01/gone.parquet"])] == [64]
-    standings = compute(frames(store.shard_batches()), bootstrap=0)
-    assert standings.matches == 9
+    read = []
+    read_shard = store.read_shard
+    store.read_shard = lambda path: read.append(path.name) or read_shard(path)
+    folded = HistoryIndex(store).refresh().folded
+    assert len(read) == 4 and folded.matches == 9 and len(folded.teams) == 9 * 16  # the copy adds nothing
+    standings = compute(folded, bootstrap=0)
     assert_same(standings, compute(store.shard_table().to_pandas(), bootstrap=0), mle_tolerance=0.0)
 
 

@@ -1,8 +1,7 @@
 """Rated results built from the history's columns, without a Python object per match or row.
 
-The one builder of `RatedTable`s from the team table's rows: the leaderboard's standings
-(`leaderboard.standings.rated`) and the matchmaker's history index
-(`matchmaking.service.history_index`) both call it. Its input is the rows of single PvP
+The one builder of `RatedTable`s from the team table's rows: the history's read side
+(`history.index.rated`) calls it. Its input is the rows of single PvP
 matches as integer codes into sorted distinct values (what `pandas.factorize(sort=True)` or
 `numpy.unique(return_inverse=True)` give), so that 16 million rows never become 16 million
 strings twice.

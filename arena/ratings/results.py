@@ -42,7 +42,7 @@ def by_id(outcome: Outcome) -> tuple:
 class RatedTable:
     """Rated results as columns: the same results as a list of `Outcome`s in rating order,
     without a Python object per result (what the standings build from the history's rows,
-    `leaderboard.standings.rated_table`). Every rating engine takes either form.
+    `history.index.rated_table`). Every rating engine takes either form.
     """
 
     names: tuple[str, ...]

@@ -106,7 +106,7 @@ def fold(batches: Iterable[pd.DataFrame], *, previous: Folded | None = None, che
     if checked and len(summaries) > 1 and not summary["Match"].is_unique:
         repeated = summary["Match"][summary["Match"].duplicated()].iloc[0]
         raise HistoryChangedError(f"Match {repeated} has rows in more than one batch: give each match's rows in one batch "
-                                  "(a shard holds whole matches: `HistoryReader.shard_batches`).")
+                                  "(a shard holds whole matches).")
     if tallies is None:  # `_with_rows` yields at least one frame when there is nothing before
         raise AssertionError("no batch was folded")
     return Folded(teams, RatedTable.concat(rated, sort=True), RatedTable.concat(held_out, sort=True), tallies, summary,

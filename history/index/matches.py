@@ -2,8 +2,8 @@
 ids of the matches it played.
 
 Both are built per batch of whole matches and merged (`merge_summaries`, the lists
-concatenated), so that the standings fold the history one shard at a time and an update
-appends only the new matches.
+concatenated), so that the index folds the history one shard at a time and appends only
+the new matches.
 """
 
 from __future__ import annotations

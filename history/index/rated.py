@@ -4,7 +4,7 @@ Every PvP match is one result, rated on its own: the matches of a duplicate set,
 before sets were retired (2026-12-03), too, their `set_id` grouping nothing any more
 (docs/history.md, "Match record"). The rows are read as columns (`RatedTable`, built by
 `arena.ratings.rated_from_codes`) without a Python object per match or row, since the
-standings rate every PvP match of the history.
+ratings rate every PvP match of the history.
 """
 
 from __future__ import annotations

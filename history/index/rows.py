@@ -1,6 +1,6 @@
-"""The history's team rows as the standings read them: narrowed, with their players.
+"""The history's team rows as the index reads them: narrowed, with their players.
 
-The standings fold millions of rows, so they read them in their narrow form (strings
+The index folds millions of rows, so it reads them in their narrow form (strings
 dictionary-encoded, `narrow` and `frames`) and through integer codes (`codes`,
 `first_rows`) rather than arrays of strings. `with_players` adds the rated entity of each
 row, the key of every rating and per-player table.
@@ -31,7 +31,7 @@ def narrow(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def frames(tables: Iterable) -> Iterator[pd.DataFrame]:
-    """Arrow tables of history rows (`HistoryReader.shard_batches`) as the frames `compute`
+    """Arrow tables of history rows (shards, the WAL's matches) as the frames `fold`
     folds, their strings dictionary-encoded (`narrow`): encoded in Arrow, so that no Python
     string is made per row, only one per distinct value."""
     for table in tables:

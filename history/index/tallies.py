@@ -1,8 +1,8 @@
 """The per-policy tables (PvP players, PvE stages) and the sums and counts behind them.
 
-The tables hold means; the standings keep the sums and counts (`Tallies`) instead, so that
+The tables hold means; the index keeps the sums and counts (`Tallies`) instead, so that
 the tallies of new rows merge into the old ones (`merge_tallies`) and the means are derived
-again: an update reads only the new rows.
+again: a new match is read alone.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The history's team rows as the standings hold them: in chunks, appended without copying.
+"""The history's team rows as the index holds them: in chunks, appended without copying.
 
 A million matches are sixteen million rows (1.7 GB even with the strings dictionary-encoded).
 Copying them into one frame at every refresh, so that a few hundred new rows sit at the
-end, cost seconds and briefly twice the memory. The standings instead keep the rows as a
+end, cost seconds and briefly twice the memory. The index instead keeps the rows as a
 short tuple of frames: a new batch is appended as its own chunk, and trailing chunks are
 merged only while the last is at least half the size of the one before it and the two
 together stay within `MAX_CHUNK_ROWS`. So there are about log2 of the newest rows' count

@@ -42,10 +42,9 @@ How a match is recorded exactly once, whatever happens (`HistoryStore`):
    next `compact()` rolls it forward (publishes again, deletes what is left).
 4. `history.mirror.HubMirror` pushes the folder to the Hub dataset.
 
-Reading (`HistoryReader`) needs no lock. The leaderboard reads whole shards only
-(`shard_table`): the WAL's matches are not yet in the dataset. `table()`, what the
-matchmaker plans from, reads the WAL first
-and lists the shards after, so a match that a flush moves from the WAL into a new shard
+Reading (`HistoryReader`) needs no lock. The Space reads the folder through its one read
+side (`history.index`), shard by shard and the WAL's matches as they are recorded; it, like
+`table()`, reads the WAL first and lists the shards after, so a match that a flush moves from the WAL into a new shard
 meanwhile is found in one place or the other; a shard that vanishes under the reader
 (compacted away) makes it list again, since compaction writes before it deletes; and
 duplicates are dropped. A replay or log is looked for loose first, then in the bundles:

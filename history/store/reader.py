@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arena import logs as logs_format
@@ -198,8 +197,8 @@ class HistoryReader:
     def table(self) -> pa.Table:
         """Every recorded team row (the WAL's, then the shards'), one per (match, slot).
 
-        What the matchmaker plans from: it must see a match as soon as it is recorded. The
-        leaderboard reads `shard_table` instead, never the WAL."""
+        The whole history at once: for the few readers of every match as records (reruns,
+        benchmarks); the Space reads it incrementally, in columns (`history.index`)."""
         pending = [row for result in self.read_wal() for row in rows(result)]
         parts = list(self._shard_tables())
         if pending:
@@ -211,33 +210,11 @@ class HistoryReader:
         `shard_names()` gives them; None: every shard), one per (match, slot).
 
         Never the WAL: the rows of whole shards, as they are (or will be) in the Hub
-        dataset, so that a table computed from them can be recomputed from the dataset.
-        A name with no shard behind it (quarantined, or compacted away meanwhile) reads as
-        no rows: a caller holding names should check that they still name the shards
-        (`leaderboard.refresher` asks for its names again and rereads when they changed).
+        dataset. A name with no shard behind it (quarantined, or compacted away meanwhile)
+        reads as no rows.
         """
         parts = list(self._shard_tables(names))
         return dedupe(pa.concat_tables(parts)) if parts else TEAM_SCHEMA.empty_table()
-
-    def shard_batches(self, names: Sequence[str] | None = None) -> Iterator[pa.Table]:
-        """The rows of `shard_table(names)`, one shard at a time, in the shards' order: a
-        million matches are 16 million rows, and a reader that folds them shard by shard
-        (`leaderboard.standings.compute`) never holds them twice.
-
-        Each batch holds whole matches (a shard is written whole by `flush`, and compacted
-        whole): a match already read from an earlier shard is left out of a later one, as
-        `shard_table` keeps the first row of each (match, slot).
-        """
-        seen: set[str] = set()
-        for table in self._shard_tables(names):
-            table = dedupe(table)
-            ids = pc.unique(table.column("match_id")).to_pylist()
-            repeated = [m for m in ids if m in seen]
-            if repeated:
-                table = table.filter(pc.invert(pc.is_in(table.column("match_id"), value_set=pa.array(repeated))))
-            seen.update(ids)
-            if table.num_rows:
-                yield table
 
     def results(self) -> list[MatchResult]:
         """Every recorded match, in the order ratings apply them (start time, then id)."""

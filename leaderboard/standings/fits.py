@@ -4,7 +4,7 @@ shards it was computed from, so that a Space restored on an empty disk shows it 
 The fit with its 200 bootstrap resamples is the one costly part of the standings: on a
 million matches it took 187 s of a restore's 335 s (docs/restart.md). Its result is a small
 table (a rating, an interval, a rank range per player), a pure function of the shards it
-names. So each writer publishes its latest fit of published shards as
+names. So each writer publishes its latest fit of matches all in the dataset as
 `fits/fit-<writer>.json` (its own file, replaced only by itself, like its heartbeat), and a
 restored Space takes a published fit, with as many bootstrap resamples as its own, instead
 of fitting again (`StandingsRefresher`):

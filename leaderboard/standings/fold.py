@@ -33,8 +33,8 @@ from leaderboard.standings.held_out import overfitting
 from leaderboard.standings.record import TRAJECTORY_POINTS, Source, Standings
 
 Rows: TypeAlias = "pd.DataFrame | Iterable[pd.DataFrame]"
-"""The history's team rows: one frame, or frames of whole matches one after the other (the
-dataset's shards read one at a time: `frames(store.shard_batches(names))`)."""
+"""The history's team rows: one frame, or frames of whole matches one after the other
+(`history.index.fold` folds them)."""
 
 
 def compute(
