@@ -24,15 +24,26 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from arena.errors import SettingsError
 from arena.settings import ArenaSettings
 
+if TYPE_CHECKING:  # the parts are imported when `build_space` starts them: a bad setting is reported first
+    import gradio as gr
+    from huggingface_hub import HfApi
 
-def model_card_publisher(settings: ArenaSettings, api: Any, refresher: Any, statuses: Any, *, writer: str | None = None,
-                         leads: Any = None) -> Any:
+    from history.statuses import StatusLog
+    from leaderboard.refresher import StandingsRefresher
+    from matchmaking.service.space import Arena
+    from modelcards.publisher import ModelCardPublisher
+
+
+def model_card_publisher(settings: ArenaSettings, api: HfApi, refresher: StandingsRefresher, statuses: StatusLog, *,
+                         writer: str | None = None, leads: Callable[[], bool] | None = None) -> ModelCardPublisher | None:
     """The model-card publisher over the Space's standings and statuses (None when
     `NMMO_ARENA_MODEL_CARDS` is off). It writes with the Space's own Hub client and token,
     its ledger in the history dataset (this writer's file), and publishes only while this
@@ -57,13 +68,12 @@ class Space:
     pages (and the webhook route) on a port; `stop` ends everything it started."""
 
     settings: ArenaSettings
-    arena: Any
-    """`matchmaking.service.space.Arena`."""
-    standings: Any
-    """`leaderboard.refresher.StandingsRefresher` over the Arena's history."""
-    publisher: Any = None
-    """`modelcards.publisher.ModelCardPublisher`, or None with `NMMO_ARENA_MODEL_CARDS` off."""
-    demo: Any = None
+    arena: Arena
+    standings: StandingsRefresher
+    """The standings over the Arena's history index (shared with its matchmaker)."""
+    publisher: ModelCardPublisher | None = None
+    """None with `NMMO_ARENA_MODEL_CARDS` off."""
+    demo: gr.Blocks | None = None
 
     def restoring(self) -> str | None:
         """How far the restore has got, until the tables include every shard it brought."""
@@ -72,7 +82,7 @@ class Space:
             line = f"computing the tables from the {self.arena.pull.progress.matches_done:,} matches restored"
         return line
 
-    def ui(self) -> Any:
+    def ui(self) -> gr.Blocks:
         """The Gradio pages over the standings, with the operator's lines, the matches in
         flight, the PvE queue, the audits, the restore and the isolation verdict."""
         from leaderboard.pages import build
@@ -82,7 +92,7 @@ class Space:
                      queue=arena.matchmaker.queue, audits=arena.matchmaker.audit_summary, restoring=self.restoring,
                      isolation=arena.isolation_report)
 
-    def serve(self, *, host: str, port: int, block: bool = True, quiet: bool = False) -> Any:
+    def serve(self, *, host: str, port: int, block: bool = True, quiet: bool = False) -> gr.Blocks:
         """Serve the pages and the webhook route on `host:port`; blocks unless `block=False`."""
         from leaderboard.pages import CSS
         from matchmaking.hub.webhooks import launch
@@ -137,7 +147,7 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
     return Space(settings, arena, standings, publisher)
 
 
-def _interrupt(signum: int, frame: Any) -> None:
+def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
