@@ -50,7 +50,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -176,7 +176,25 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root.parent, ignore_errors=True)
 
 
-def run(args: argparse.Namespace, root: Path) -> int:
+@dataclass
+class Simulation:
+    """What the simulated days left: the store, the counts, the fullest folder seen (its
+    entries and name), the matches whose replays are timed (label -> id and start), the
+    dataset's files at the end and the seconds the whole simulation took."""
+
+    store: HistoryStore
+    matches: int
+    flushes: int
+    compactions: int
+    peak: tuple[int, str]
+    samples: dict[str, tuple[str, str]]
+    files: int
+    simulated_s: float
+
+
+def simulate(args: argparse.Namespace, root: Path) -> Simulation:
+    """The days of play through the store on the simulated clock: record, flush, compact,
+    the folders measured at their fullest."""
     clock = [EPOCH.timestamp()]
     store = HistoryStore(root, clock=lambda: clock[0], durable=False)
     population = Population.random(40, seed=1)
@@ -189,8 +207,6 @@ def run(args: argparse.Namespace, root: Path) -> int:
     started_wall = time.perf_counter()
     samples: dict[str, tuple[str, str]] = {}  # label -> (match id, started_at)
     window_first: tuple[str, str] | None = None  # the first match since the last compaction
-    baseline_flushes = int(args.days * 86400 / BASELINE_FLUSH_S)
-    baseline_matches = int(args.days * 24 * args.rate)
 
     def measure() -> None:
         nonlocal peak
@@ -245,16 +261,31 @@ def run(args: argparse.Namespace, root: Path) -> int:
     store.flush()
     measure()
     files = files_pushed(root)
-    simulated_s = time.perf_counter() - started_wall
+    return Simulation(store, matches, flushes, compactions, peak, samples, files, time.perf_counter() - started_wall)
+
+
+@dataclass
+class ReplayReads:
+    """Seconds to a replay's first frame per sample, as the viewer reads it (`times`) and by
+    id alone (`by_id`); the oldest match by id through as many full-size bundle indexes as
+    there are bundles (`scan_s`, `bundles`, and the entries of such an index)."""
+
+    times: dict[str, float]
+    by_id: dict[str, float]
+    bundles: int
+    full_entries: int
+    scan_s: float
+
+
+def replay_reads(root: Path, sim: Simulation) -> ReplayReads:
     times, by_id = {}, {}
-    for label, (mid, at) in samples.items():  # each with a fresh reader: no index cached
+    for label, (mid, at) in sim.samples.items():  # each with a fresh reader: no index cached
         times[label] = first_frame_s(HistoryReader(root), mid, at)  # as the viewer reads: the match's day known
         by_id[label] = first_frame_s(HistoryReader(root), mid)  # by id alone: the bundles looked through
-    worst_label = max(times, key=times.get)
     # the oldest match's reader looked through every bundle: time that with full-size indexes
     from history import bundle as bundle_format
 
-    bundles = store.bundles()
+    bundles = sim.store.bundles()
     full_size = max(bundles, key=lambda b: b.stat().st_size)
     started = time.perf_counter()
     for _ in range(len(bundles)):
@@ -263,18 +294,27 @@ def run(args: argparse.Namespace, root: Path) -> int:
     scan_s = time.perf_counter() - started + by_id["oldest"]
     with full_size.open("rb") as f:
         full_entries = len(bundle_format.read_index(f))
-    worst = times[worst_label]
-    worst_by_id = max(max(by_id.values()), scan_s)
+    return ReplayReads(times, by_id, len(bundles), full_entries, scan_s)
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
+    sim = simulate(args, root)
+    reads = replay_reads(root, sim)
+    times, by_id, peak, files = reads.times, reads.by_id, sim.peak, sim.files
+    worst = max(times.values())
+    worst_by_id = max(max(by_id.values()), reads.scan_s)
     hub_s = None
-    if not args.no_hub and "latest bundled" in samples:
-        bundled_id, bundled_started = samples["latest bundled"]
+    if not args.no_hub and "latest bundled" in sim.samples:
+        bundled_id, bundled_started = sim.samples["latest bundled"]
         day = datetime.fromisoformat(bundled_started).strftime("%Y/%m/%d")
         hub_s = hub_first_frame_s(root, day, bundled_id, bundled_started)
+    baseline_flushes = int(args.days * 86400 / BASELINE_FLUSH_S)
+    baseline_matches = int(args.days * 24 * args.rate)
     baseline_files = 2 * baseline_matches + max(baseline_flushes, 1) + 1
     later = args.days - min(args.full_days, args.days)
     print(f"simulated {args.days} days: {min(args.full_days, args.days)} at {args.rate:g} matches an hour, {later} "
-          f"time-lapsed at {args.later_rate:g}; {matches:,} matches, {flushes:,} flushes, {compactions:,} compactions "
-          f"every {args.compact_minutes:g} min, in {simulated_s:.0f} s")
+          f"time-lapsed at {args.later_rate:g}; {sim.matches:,} matches, {sim.flushes:,} flushes, {sim.compactions:,} "
+          f"compactions every {args.compact_minutes:g} min, in {sim.simulated_s:.0f} s")
     print(f"files in the dataset: {files:,} (the layout before compaction, {args.days} days at {args.rate:g} an hour: "
           f"{baseline_files:,}: a replay and a log file per match, a shard every {BASELINE_FLUSH_S:g} s)")
     print(f"most entries in one folder: {peak[0]:,} ({peak[1]}) (the layout before: {baseline_matches:,} in replays/)")
@@ -282,8 +322,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
           + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in times.items()))
     print("by match id alone (the bundles looked through, newest first): "
           + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in by_id.items()))
-    print(f"by id alone, the oldest match through {len(bundles):,} bundles of full-size indexes ({full_entries:,} entries): "
-          f"{scan_s * 1000:.1f} ms")
+    print(f"by id alone, the oldest match through {reads.bundles:,} bundles of full-size indexes ({reads.full_entries:,} "
+          f"entries): {reads.scan_s * 1000:.1f} ms")
     if hub_s is not None:
         print(f"first frame through the embedded Hub's HTTP API (one day's bundles, by range): {hub_s * 1000:.1f} ms")
     targets = {"files": (files, 10_000), "max_entries_per_folder": (peak[0], 1_000),
@@ -291,12 +331,12 @@ def run(args: argparse.Namespace, root: Path) -> int:
     for key, (value, limit) in targets.items():
         print(f"  {key} = {value:,.3f}".rstrip("0").rstrip(".") + f"  (target under {limit:,}: {'met' if value < limit else 'MISSED'})")
     print(json.dumps({
-        "days": args.days, "matches": matches,
+        "days": args.days, "matches": sim.matches,
         "files": files, "max_entries_per_folder": peak[0], "replay_first_frame_s": round(worst, 4),
         "replay_first_frame_by_id_s": round(worst_by_id, 4),
         "replay_first_frame_hub_s": None if hub_s is None else round(hub_s, 4),
         "baseline_files": baseline_files, "baseline_max_entries_per_folder": baseline_matches,
-        "simulated_s": round(simulated_s, 1),
+        "simulated_s": round(sim.simulated_s, 1),
     }))
     return 0
 

@@ -294,18 +294,6 @@ def _runner_with_sandbox(spec: MatchSpec, *, before: bool = False, warm: bool = 
     }
 
 
-def runner_sandboxed_after(spec: MatchSpec) -> dict[str, object]:
-    return _runner_with_sandbox(spec)
-
-
-def runner_sandboxed_warm(spec: MatchSpec) -> dict[str, object]:
-    return _runner_with_sandbox(spec, warm=True)
-
-
-def runner_sandboxed_before(spec: MatchSpec) -> dict[str, object]:
-    return _runner_with_sandbox(spec, before=True)
-
-
 def bare_match_with_team(spec: MatchSpec) -> dict[str, object]:
     """nmmo's own loop for a line-up whose slot 0 is a policy folder: nmmo's scripted agents
     for the built-ins, inside `env.step()`, and the folder's `Team` called in this process
@@ -415,7 +403,7 @@ def throughput(spec: MatchSpec, *, workers: int, matches: int = 2) -> float:
         return finished * 3600 / (time.perf_counter() - started)
 
 
-def main() -> int:
+def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Runner overhead, peak memory and worker scaling.")
     parser.add_argument("--horizon", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5, help="pairs of runs (odd: the median is a run)")
@@ -426,71 +414,67 @@ def main() -> int:
     parser.add_argument("--sandboxed-repeats", type=int, default=3, help="rounds of the match seating a sandboxed team (0: none)")
     parser.add_argument("--example", type=Path, default=EXAMPLE, help="the sandboxed team of that match")
     parser.add_argument("--json", help="also write the figures here")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    config = MatchConfig(horizon=args.horizon)
-    spec = MatchSpec(seed=args.seed, policies=stage1_lineup(), config=config)
-    game.ensure_map(game.map_id_for_seed(spec.seed, config.map_pool), config)  # not timed
 
-    bare, runner = [], []
-    for repeat in range(args.repeats):
+def paired_runs(spec: MatchSpec, repeats: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """1. `spec` played by the bare loop and by the runner, each in a fresh process, in
+    `repeats` pairs, the order within a pair alternating: (bare runs, runner runs)."""
+    bare: list[dict[str, Any]] = []
+    runner: list[dict[str, Any]] = []
+    for repeat in range(repeats):
         order = [(bare_match, bare), (_timed_runner, runner)]
         for target, bucket in order if repeat % 2 == 0 else reversed(order):
             bucket.append(_in_fresh_process(target, spec))
             last = bucket[-1]
             print(f"  {target.__name__}: {last['seconds']:.1f} s wall, {last['cpu_seconds']:.1f} s CPU, {last['ticks']} ticks", file=sys.stderr)
-    same_game = bare[0]["ticks"] == runner[0]["ticks"]
-    median = statistics.median
-    wall_ratio = median(r["seconds"] / b["seconds"] for b, r in zip(bare, runner))
-    cpu_ratio = median(r["cpu_seconds"] / b["cpu_seconds"] for b, r in zip(bare, runner))
+    return bare, runner
 
-    speedup = median(b["seconds"] / r["seconds"] for b, r in zip(bare, runner))
 
-    one = throughput(spec, workers=1)
-    two = throughput(spec, workers=2)
-    ceiling = machine_scaling()
-
-    # 1b. the same games as nmmo's own loop, on seeds nobody tuned for
+def identity_rows(args: argparse.Namespace) -> list[dict[str, object]]:
+    """1b. the same games as nmmo's own loop, on seeds nobody tuned for."""
     seeds = list(range(args.identity_first_seed, args.identity_first_seed + args.identity_seeds))
     compared = identity_check(seeds, horizon=args.identity_horizon or args.horizon) if seeds else []
     for row in compared:
         print(f"  seed {row['seed']} (map {row['map_id']}): {row['ticks']} ticks, {row['events']} events, "
               f"{'identical' if row['identical'] else 'DIFFERENT: ' + str(row['difference'])}", file=sys.stderr)
+    return compared
 
-    # 1c. a match seating a sandboxed team: the runner's overhead without the built-ins, before and after
-    sandboxed = MatchSpec(seed=args.seed, policies=sandboxed_lineup(args.example), config=config)
-    rounds: dict[str, list[dict[str, object]]] = {"bare": [], "after": [], "warm": [], "before": []}
-    targets = [("bare", bare_match_with_team), ("after", runner_sandboxed_after), ("warm", runner_sandboxed_warm),
-               ("before", runner_sandboxed_before)]
-    for repeat in range(args.sandboxed_repeats):
+
+def sandboxed_rounds(spec: MatchSpec, repeats: int) -> dict[str, list[dict[str, Any]]]:
+    """1c. a match seating a sandboxed team, by nmmo's loop (`bare`) and the runner (`after`,
+    `warm`, and `before` issue 25), each in a fresh process, the order rotating each round."""
+    rounds: dict[str, list[dict[str, Any]]] = {"bare": [], "after": [], "warm": [], "before": []}
+    targets = [("bare", bare_match_with_team), ("after", _runner_with_sandbox), ("warm", partial(_runner_with_sandbox, warm=True)),
+               ("before", partial(_runner_with_sandbox, before=True))]
+    for repeat in range(repeats):
         for name, target in targets[repeat % 4:] + targets[: repeat % 4]:
-            rounds[name].append(_in_fresh_process(target, sandboxed))
+            rounds[name].append(_in_fresh_process(target, spec))
             last = rounds[name][-1]
             print(f"  sandboxed match, {name}: {last['seconds']:.1f} s wall, {last['loop_s']:.1f} s from the first tick, "
                   f"{last['builtin_s']:.1f} s in built-ins, "
                   f"{last['ticks']} ticks", file=sys.stderr)
-    excluded = [
-        (r["seconds"] - r["builtin_s"]) / (b["seconds"] - b["builtin_s"]) for b, r in zip(rounds["bare"], rounds["after"])
-    ]
-    excluded_warm = [
-        (r["seconds"] - r["builtin_s"]) / (b["seconds"] - b["builtin_s"]) for b, r in zip(rounds["bare"], rounds["warm"])
-    ]
-    excluded_loop = [
-        (r["loop_s"] - r["builtin_s"]) / (b["loop_s"] - b["builtin_s"]) for b, r in zip(rounds["bare"], rounds["after"])
-    ]
+    return rounds
 
-    figures = {
+
+def runner_figures(args: argparse.Namespace, bare: list[dict[str, Any]], runner: list[dict[str, Any]],
+                   scaling: tuple[float, float, float], compared: list[dict[str, object]]) -> dict[str, object]:
+    """The figures of 1, 1b, 2 and 3; `scaling`: matches an hour on 1 and 2 workers, and the
+    machine's own 2-process scaling."""
+    one, two, ceiling = scaling
+    median = statistics.median
+    return {
         "horizon": args.horizon,
         "ticks": runner[0]["ticks"],
-        "same_game": same_game,
+        "same_game": bare[0]["ticks"] == runner[0]["ticks"],
         "pairs": len(runner),
         "bare_loop_s": round(median(b["seconds"] for b in bare), 2),
         "runner_s": round(median(r["seconds"] for r in runner), 2),
-        "runner_over_bare": round(wall_ratio, 3),
+        "runner_over_bare": round(median(r["seconds"] / b["seconds"] for b, r in zip(bare, runner)), 3),
         "runner_over_bare_pairs": [round(r["seconds"] / b["seconds"], 3) for b, r in zip(bare, runner)],
         "bare_loop_cpu_s": round(median(b["cpu_seconds"] for b in bare), 2),
         "runner_cpu_s": round(median(r["cpu_seconds"] for r in runner), 2),
-        "runner_over_bare_cpu": round(cpu_ratio, 3),
+        "runner_over_bare_cpu": round(median(r["cpu_seconds"] / b["cpu_seconds"] for b, r in zip(bare, runner)), 3),
         "runner_peak_rss_mb": round(max(r["peak_rss_mb"] for r in runner), 1),
         "bare_peak_rss_mb": round(max(b["peak_rss_mb"] for b in bare), 1),
         "matches_per_hour_1_worker": round(one, 1),
@@ -498,7 +482,7 @@ def main() -> int:
         "scaling_2_over_1": round(two / one, 3),
         "machine_scaling_2_over_1": round(ceiling, 3),
         "scaling_over_machine": round((two / one) / ceiling, 3),
-        "builtin_speedup": round(speedup, 3),
+        "builtin_speedup": round(median(b["seconds"] / r["seconds"] for b, r in zip(bare, runner)), 3),
         "builtin_speedup_pairs": [round(b["seconds"] / r["seconds"], 3) for b, r in zip(bare, runner)],
         "identical_events": bool(compared) and all(row["identical"] for row in compared),
         "identity_matches": len(compared),
@@ -506,41 +490,56 @@ def main() -> int:
         "identity_maps": sorted({int(row["map_id"]) for row in compared}),
         "identity_differences": {str(row["seed"]): row["difference"] for row in compared if not row["identical"]},
     }
-    if args.sandboxed_repeats:
-        after_s = median(r["seconds"] for r in rounds["after"])
-        before_s = median(r["seconds"] for r in rounds["before"])
-        figures.update({
-            "sandboxed_example": args.example.name,
-            "sandboxed_bare_s": round(median(r["seconds"] for r in rounds["bare"]), 2),
-            "sandboxed_bare_builtin_s": round(median(r["builtin_s"] for r in rounds["bare"]), 2),
-            "sandboxed_runner_s": round(after_s, 2),
-            "sandboxed_runner_builtin_s": round(median(r["builtin_s"] for r in rounds["after"]), 2),
-            "sandboxed_runner_before_s": round(before_s, 2),
-            "runner_over_bare_without_builtins": round(median(excluded), 3),
-            "runner_over_bare_without_builtins_rounds": [round(x, 3) for x in excluded],
-            "runner_over_bare_without_builtins_warm": round(median(excluded_warm), 3),
-            "runner_over_bare_without_builtins_warm_rounds": [round(x, 3) for x in excluded_warm],
-            "runner_over_bare_without_builtins_loop": round(median(excluded_loop), 3),
-            "runner_over_bare_without_builtins_loop_rounds": [round(x, 3) for x in excluded_loop],
-            "sandboxed_setup_s": round(median(r["seconds"] - r["loop_s"] for r in rounds["after"]), 2),
-            "sandboxed_bare_setup_s": round(median(r["seconds"] - r["loop_s"] for r in rounds["bare"]), 2),
-            "sandboxed_faults": [r["faults"] for r in rounds["after"] if r["faults"]],
-            "matches_per_hour_per_core": round(3600 / after_s, 1),
-            "matches_per_hour_per_core_before": round(3600 / before_s, 1),
-            "matches_per_hour_per_core_warm": round(3600 / median(r["seconds"] for r in rounds["warm"]), 1),
-        })
-    print(f"full match ({figures['ticks']} ticks, identical game in both loops: {same_game})")
+
+
+def sandboxed_figures(rounds: dict[str, list[dict[str, Any]]], example: Path) -> dict[str, object]:
+    """The figures of 1c: the runner's overhead without the built-ins (a worker's first
+    match, every later one, from the first tick on), matches an hour per core."""
+    median = statistics.median
+
+    def without_builtins(runner: str, wall: str = "seconds") -> list[float]:
+        return [(r[wall] - r["builtin_s"]) / (b[wall] - b["builtin_s"]) for b, r in zip(rounds["bare"], rounds[runner])]
+
+    excluded, excluded_warm, excluded_loop = without_builtins("after"), without_builtins("warm"), without_builtins("after", "loop_s")
+    after_s = median(r["seconds"] for r in rounds["after"])
+    before_s = median(r["seconds"] for r in rounds["before"])
+    return {
+        "sandboxed_example": example.name,
+        "sandboxed_bare_s": round(median(r["seconds"] for r in rounds["bare"]), 2),
+        "sandboxed_bare_builtin_s": round(median(r["builtin_s"] for r in rounds["bare"]), 2),
+        "sandboxed_runner_s": round(after_s, 2),
+        "sandboxed_runner_builtin_s": round(median(r["builtin_s"] for r in rounds["after"]), 2),
+        "sandboxed_runner_before_s": round(before_s, 2),
+        "runner_over_bare_without_builtins": round(median(excluded), 3),
+        "runner_over_bare_without_builtins_rounds": [round(x, 3) for x in excluded],
+        "runner_over_bare_without_builtins_warm": round(median(excluded_warm), 3),
+        "runner_over_bare_without_builtins_warm_rounds": [round(x, 3) for x in excluded_warm],
+        "runner_over_bare_without_builtins_loop": round(median(excluded_loop), 3),
+        "runner_over_bare_without_builtins_loop_rounds": [round(x, 3) for x in excluded_loop],
+        "sandboxed_setup_s": round(median(r["seconds"] - r["loop_s"] for r in rounds["after"]), 2),
+        "sandboxed_bare_setup_s": round(median(r["seconds"] - r["loop_s"] for r in rounds["bare"]), 2),
+        "sandboxed_faults": [r["faults"] for r in rounds["after"] if r["faults"]],
+        "matches_per_hour_per_core": round(3600 / after_s, 1),
+        "matches_per_hour_per_core_before": round(3600 / before_s, 1),
+        "matches_per_hour_per_core_warm": round(3600 / median(r["seconds"] for r in rounds["warm"]), 1),
+    }
+
+
+def print_figures(figures: dict[str, Any], scaling: tuple[float, float, float], *, sandboxed: bool) -> None:
+    """The figures in words (the JSON line follows them)."""
+    one, two, ceiling = scaling
+    print(f"full match ({figures['ticks']} ticks, identical game in both loops: {figures['same_game']})")
     print(f"  bare nmmo loop     {figures['bare_loop_s']:8.2f} s wall {figures['bare_loop_cpu_s']:8.2f} s CPU (median)")
     print(f"  arena runner       {figures['runner_s']:8.2f} s wall {figures['runner_cpu_s']:8.2f} s CPU (median)")
     print(f"  runner / bare      {figures['runner_over_bare']:8.3f}x wall {figures['runner_over_bare_cpu']:7.3f}x CPU, "
-          f"median of {len(runner)} paired runs {figures['runner_over_bare_pairs']} (built-ins compiled: see builtin_speedup)")
+          f"median of {figures['pairs']} paired runs {figures['runner_over_bare_pairs']} (built-ins compiled: see builtin_speedup)")
     print(f"  peak RSS, runner   {figures['runner_peak_rss_mb']:8.1f} MB (target <= 1024; bare loop {figures['bare_peak_rss_mb']} MB)")
     print(f"  matches/hour       1 worker {one:.1f}, 2 workers {two:.1f}: {figures['scaling_2_over_1']:.2f}x (target >= 1.8)")
     print(f"  this machine's own 2-process scaling of a pure CPU task: {ceiling:.2f}x; matches reach {figures['scaling_over_machine']:.0%} of it")
     print(f"  builtin_speedup    {figures['builtin_speedup']:8.3f}x (nmmo's loop / the Arena's, pairs {figures['builtin_speedup_pairs']}; target >= 1.7)")
-    print(f"  identical to nmmo  {figures['identical_events']} ({len(compared)} matches, {figures['identity_ticks']} ticks, "
+    print(f"  identical to nmmo  {figures['identical_events']} ({figures['identity_matches']} matches, {figures['identity_ticks']} ticks, "
           f"{len(figures['identity_maps'])} maps)")
-    if args.sandboxed_repeats:
+    if sandboxed:
         print(f"  sandboxed {figures['sandboxed_example']} + 15 built-ins: runner {figures['sandboxed_runner_s']} s "
               f"({figures['sandboxed_runner_builtin_s']} s built-ins), nmmo's loop {figures['sandboxed_bare_s']} s "
               f"({figures['sandboxed_bare_builtin_s']} s scripted), before {figures['sandboxed_runner_before_s']} s")
@@ -550,6 +549,24 @@ def main() -> int:
               f"against {figures['sandboxed_bare_setup_s']} s)")
         print("  "
               f"matches/hour/core {figures['matches_per_hour_per_core_before']} before, {figures['matches_per_hour_per_core']} after")
+
+
+def main() -> int:
+    args = parse()
+    config = MatchConfig(horizon=args.horizon)
+    spec = MatchSpec(seed=args.seed, policies=stage1_lineup(), config=config)
+    game.ensure_map(game.map_id_for_seed(spec.seed, config.map_pool), config)  # not timed
+
+    bare, runner = paired_runs(spec, args.repeats)
+    scaling = (throughput(spec, workers=1), throughput(spec, workers=2), machine_scaling())
+    compared = identity_rows(args)
+    sandboxed = MatchSpec(seed=args.seed, policies=sandboxed_lineup(args.example), config=config)
+    rounds = sandboxed_rounds(sandboxed, args.sandboxed_repeats)
+
+    figures = runner_figures(args, bare, runner, scaling, compared)
+    if args.sandboxed_repeats:
+        figures.update(sandboxed_figures(rounds, args.example))
+    print_figures(figures, scaling, sandboxed=bool(args.sandboxed_repeats))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)

@@ -63,6 +63,7 @@ from arena.ratings import (
     TRUESKILL_MU,
     TRUESKILL_SIGMA,
     Outcome,
+    RatedTable,
     elo_ratings,
     plackett_luce,
     trueskill_ratings,
@@ -157,7 +158,7 @@ def recompute_in_child(frame: pd.DataFrame, bootstrap: int, *, shard_matches: in
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main() -> int:
+def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=100_000, help="synthetic matches (N)")
     parser.add_argument("--policies", type=int, default=1000)
@@ -169,18 +170,12 @@ def main() -> int:
     parser.add_argument("--shard-matches", type=int, default=6000,
                         help="matches a shard of the history the recomputation reads (a day at 250 an hour)")
     parser.add_argument("--recompute-from", type=Path, default=None, help=argparse.SUPPRESS)  # the child's part
-    args = parser.parse_args()
-    if args.recompute_from is not None:
-        print(json.dumps(recompute_from(args.recompute_from, args.standings_bootstrap)))
-        return 0
-    report: dict[str, object] = {"matches": args.matches, "policies": args.policies, "numba": kernels.AVAILABLE}
+    return parser.parse_args()
 
-    # the kernels compile (or load from numba's cache) on first use: timed apart
-    tiny = [Outcome(("a", "1"), ("x", "y", "z"), (2, 1, 1))]
-    _, compile_s = timed(lambda: (trueskill_ratings(tiny, anchors={}), elo_ratings(tiny, anchors={}),
-                                  plackett_luce(tiny, anchors={}, bootstrap=2)))
-    report["compile_s"] = round(compile_s, 2)
 
+def generated(args: argparse.Namespace, report: dict[str, object], compile_s: float) -> tuple[pd.DataFrame, RatedTable]:
+    """The synthetic history's rows, narrowed as the store's shards hold them, and read as
+    rated results (both timed)."""
     population = Population.random(args.policies, seed=0)
     columns, gen_s = timed(lambda: random_history_columns(population, args.matches, seed=args.matches))
     # one block per column, not a consolidated copy; the strings dictionary-encoded, as the
@@ -191,8 +186,12 @@ def main() -> int:
     report.update(generate_s=round(gen_s, 2), outcomes_s=round(read_s, 2))
     say(f"{args.matches} matches of {args.policies} policies ({len(frame)} rows) generated in {gen_s:.1f} s, "
         f"read as rated results in {read_s:.1f} s; kernels compiled/loaded in {compile_s:.1f} s (numba: {kernels.AVAILABLE})")
+    return frame, history
 
-    # -- TrueSkill ------------------------------------------------------------------------
+
+def time_trueskill(history: RatedTable, args: argparse.Namespace, report: dict[str, object]) -> None:
+    """TrueSkill over the whole history, against the `trueskill` package on a sample, and
+    the last 1% from a checkpoint."""
     _, ts_s = timed(lambda: trueskill_ratings(history, anchors={}))
     sample = history.take(slice(0, max(args.package_sample, 1))).outcomes()
     if args.package_sample:
@@ -218,7 +217,9 @@ def main() -> int:
         f"{report['package_ms_per_match']} ms/match on the first {len(sample)}: {report['trueskill_speedup_vs_package']}x; "
         f"largest difference from it {diff:.2e}); last 1% from a checkpoint {last_s:.2f} s")
 
-    # -- Elo, Plackett-Luce -----------------------------------------------------------------
+
+def time_elo_and_mle(history: RatedTable, args: argparse.Namespace, report: dict[str, object]) -> None:
+    """Elo, the Plackett-Luce point fit, and the fit with its bootstrap on every core."""
     _, elo_s = timed(lambda: elo_ratings(history, anchors={}))
     _, fit_s = timed(lambda: plackett_luce(history, anchors={}, bootstrap=0))
     workers = args.workers or os.cpu_count() or 1
@@ -228,7 +229,10 @@ def main() -> int:
     say(f"Elo {elo_s:.2f} s; Plackett-Luce fit {fit_s:.2f} s; with its {args.bootstrap} bootstrap resamples "
         f"{boot_s:.1f} s on {workers} threads")
 
-    # -- standings --------------------------------------------------------------------------
+
+def time_standings(frame: pd.DataFrame, args: argparse.Namespace, report: dict[str, object]) -> None:
+    """The standings from the rows; their update by 1% more matches (and its ratings part);
+    the whole recomputation from day shards in a fresh process."""
     standings_s = timed(lambda: compute(frame, bootstrap=args.standings_bootstrap))[1]  # not kept: memory
     child = recompute_in_child(frame, args.standings_bootstrap, shard_matches=args.shard_matches)
     assert child["matches"] == args.matches, child
@@ -255,6 +259,24 @@ def main() -> int:
         f"the whole recomputation in a fresh process (the day shards read one at a time, folded into the standings) "
         f"{report['recompute_s']} s, peak RSS {report['peak_rss_mb']:.0f} MB; {report['peak_rss_run_mb']:.0f} MB "
         f"for this run (the generator, the engines, the previous standings and the updated ones)")
+
+
+def main() -> int:
+    args = parse()
+    if args.recompute_from is not None:
+        print(json.dumps(recompute_from(args.recompute_from, args.standings_bootstrap)))
+        return 0
+    report: dict[str, object] = {"matches": args.matches, "policies": args.policies, "numba": kernels.AVAILABLE}
+
+    # the kernels compile (or load from numba's cache) on first use: timed apart
+    tiny = [Outcome(("a", "1"), ("x", "y", "z"), (2, 1, 1))]
+    _, compile_s = timed(lambda: (trueskill_ratings(tiny, anchors={}), elo_ratings(tiny, anchors={}),
+                                  plackett_luce(tiny, anchors={}, bootstrap=2)))
+    report["compile_s"] = round(compile_s, 2)
+    frame, history = generated(args, report, compile_s)
+    time_trueskill(history, args, report)
+    time_elo_and_mle(history, args, report)
+    time_standings(frame, args, report)
 
     targets = TARGETS if args.matches <= 100_000 else TARGETS_1M
     met = {key: report[key] is not None and bool(report[key] <= limit) for key, limit in targets.items()}

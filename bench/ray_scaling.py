@@ -37,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from arena import PROJECT_ROOT
@@ -73,6 +74,89 @@ def timed(executor, specs: list[MatchSpec]) -> tuple[float, list]:
     return seconds, outcomes
 
 
+def play_rounds(args: argparse.Namespace, work: Path, token: str, hub: str,
+                specs: Callable[[Path], list[MatchSpec]]) -> tuple[dict[str, list[float]], dict[str, list]]:
+    """The four executors started (the cluster: a head and two nodes of 1 CPU) and warmed,
+    then timed in `--rounds` rounds; each run's seconds by executor, and each run's
+    results (`name/round` -> sorted (seed, outcome))."""
+    cluster = LocalCluster(work / "cluster", token=token)
+    executors: dict[str, object] = {}
+    try:
+        cluster.start_head()
+        nodes = [cluster.add_worker(cpus=1) for _ in range(2)]
+        for workers in (1, 2):
+            executors[f"local_{workers}"] = LocalExecutor(workers, host_factory=sandboxed_host)
+        # one Ray Client connection: both executors share it (the first initialises Ray)
+        executors["ray_1"] = RayExecutor(cluster.client_address, hub=hub, host_factory=sandboxed_host,
+                                         resources={nodes[0].name: 0.01})
+        executors["ray_2"] = RayExecutor(cluster.client_address, hub=hub, host_factory=sandboxed_host)
+        for name, executor in executors.items():
+            maps = work / f"maps-{name}"  # the local pools' cache (the nodes keep theirs)
+            warm(executor, specs(maps), 2 if name.endswith("2") else 1)
+        # the second node's cache too (ray_2 may have warmed the first node only); not
+        # closed: closing an executor ends the connection the others share
+        warm(RayExecutor(cluster.client_address, hub=hub, host_factory=sandboxed_host,
+                         resources={nodes[1].name: 0.01}), specs(work / "maps-node1"), 1)
+        seconds: dict[str, list[float]] = {name: [] for name in executors}
+        results: dict[str, list] = {}
+        for round_ in range(args.rounds):
+            names = list(executors) if round_ % 2 == 0 else list(reversed(executors))
+            for name in names:
+                took, outcomes = timed(executors[name], specs(work / f"maps-{name}"))
+                seconds[name].append(took)
+                results[f"{name}/{round_}"] = sorted((o.spec.seed, o.result.outcome()) for o in outcomes)
+                if name.startswith("ray"):
+                    used = {o.node for o in outcomes}
+                    expected = {nodes[0].node_id} if name == "ray_1" else {w.node_id for w in nodes}
+                    if used != expected:
+                        raise RuntimeError(f"{name} played on nodes {used}, not on {expected}")
+                print(f"round {round_ + 1}, {name}: {args.matches} matches in {took:.1f} s", flush=True)
+    finally:
+        for executor in executors.values():
+            executor.close()
+        cluster.stop()
+    return seconds, results
+
+
+def report(args: argparse.Namespace, seconds: dict[str, list[float]], results: dict[str, list],
+           ceilings: tuple[float, float]) -> dict[str, object]:
+    """The JSON line's figures, printed in words first, with whether every executor played
+    the same games and the targets met."""
+    # The same specs give the same games, unless a team's answer came later than its step
+    # limit on a loaded machine (a TIMEOUT fault idles it that tick): report, do not hide.
+    same = len({json.dumps(r, sort_keys=True) for r in results.values()}) == 1
+    timeouts = {name: sum(t["fault_counts"].get(FaultKind.TIMEOUT.value, 0) for _, o in r for t in o["teams"]) for name, r in results.items()}
+    print(f"same results on every executor: {same}; TIMEOUT faults per run: {timeouts}", flush=True)
+
+    def ratio(slow: str, fast: str) -> float:  # the median over the rounds of time(slow) / time(fast)
+        return round(statistics.median(a / b for a, b in zip(seconds[slow], seconds[fast])), 3)
+
+    per_hour = {name: args.matches / statistics.median(runs) * 3600 for name, runs in seconds.items()}
+    figures = {
+        "matches": args.matches,
+        "rounds": args.rounds,
+        "horizon": args.horizon,
+        "seconds": seconds,
+        "local_1_worker_per_hour": round(per_hour["local_1"], 1),
+        "local_2_workers_per_hour": round(per_hour["local_2"], 1),
+        "ray_1_node_per_hour": round(per_hour["ray_1"], 1),
+        "ray_2_nodes_per_hour": round(per_hour["ray_2"], 1),
+        "two_nodes_vs_one": ratio("ray_1", "ray_2"),
+        "local_vs_ray_1": ratio("ray_1", "local_1"),
+        "local_vs_ray_2": ratio("ray_2", "local_2"),
+        "local_2_vs_1": ratio("local_1", "local_2"),
+        "machine_scaling_before": round(ceilings[0], 3),
+        "machine_scaling_after": round(ceilings[1], 3),
+        "same_results": same,
+        "timeout_faults": timeouts,
+    }
+    print(f"two nodes vs one: {figures['two_nodes_vs_one']}x (target >= 1.8: "
+          f"{'met' if figures['two_nodes_vs_one'] >= 1.8 else 'MISSED'}); local pool vs Ray: "
+          f"{figures['local_vs_ray_1']}x with 1, {figures['local_vs_ray_2']}x with 2 (target <= 1.1: "
+          f"{'met' if max(figures['local_vs_ray_1'], figures['local_vs_ray_2']) <= 1.1 else 'MISSED'})")
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=4, help="matches per run (even: two run at once)")
@@ -102,79 +186,12 @@ def main() -> int:
 
         ceiling_before = machine_scaling()
         print(f"this machine's 2-process scaling of a pure CPU loop, before: {ceiling_before:.2f}x", flush=True)
-        cluster = LocalCluster(work / "cluster", token=token)
-        executors: dict[str, object] = {}
-        try:
-            cluster.start_head()
-            nodes = [cluster.add_worker(cpus=1) for _ in range(2)]
-            for workers in (1, 2):
-                executors[f"local_{workers}"] = LocalExecutor(workers, host_factory=sandboxed_host)
-            # one Ray Client connection: both executors share it (the first initialises Ray)
-            executors["ray_1"] = RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host,
-                                             resources={nodes[0].name: 0.01})
-            executors["ray_2"] = RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host)
-            for name, executor in executors.items():
-                maps = work / f"maps-{name}"  # the local pools' cache (the nodes keep theirs)
-                warm(executor, specs(maps), 2 if name.endswith("2") else 1)
-            # the second node's cache too (ray_2 may have warmed the first node only); not
-            # closed: closing an executor ends the connection the others share
-            warm(RayExecutor(cluster.client_address, hub=hub.endpoint, host_factory=sandboxed_host,
-                             resources={nodes[1].name: 0.01}), specs(work / "maps-node1"), 1)
-            seconds: dict[str, list[float]] = {name: [] for name in executors}
-            results: dict[str, list] = {}
-            for round_ in range(args.rounds):
-                names = list(executors) if round_ % 2 == 0 else list(reversed(executors))
-                for name in names:
-                    took, outcomes = timed(executors[name], specs(work / f"maps-{name}"))
-                    seconds[name].append(took)
-                    results[f"{name}/{round_}"] = sorted((o.spec.seed, o.result.outcome()) for o in outcomes)
-                    if name.startswith("ray"):
-                        used = {o.node for o in outcomes}
-                        expected = {nodes[0].node_id} if name == "ray_1" else {w.node_id for w in nodes}
-                        if used != expected:
-                            raise RuntimeError(f"{name} played on nodes {used}, not on {expected}")
-                    print(f"round {round_ + 1}, {name}: {args.matches} matches in {took:.1f} s", flush=True)
-        finally:
-            for executor in executors.values():
-                executor.close()
-            cluster.stop()
+        seconds, results = play_rounds(args, work, token, hub.endpoint, specs)
         ceiling_after = machine_scaling()
         print(f"this machine's 2-process scaling of a pure CPU loop, after: {ceiling_after:.2f}x", flush=True)
     finally:
         hub.stop()
-    # The same specs give the same games, unless a team's answer came later than its step
-    # limit on a loaded machine (a TIMEOUT fault idles it that tick): report, do not hide.
-    same = len({json.dumps(r, sort_keys=True) for r in results.values()}) == 1
-    timeouts = {name: sum(t["fault_counts"].get(FaultKind.TIMEOUT.value, 0) for _, o in r for t in o["teams"]) for name, r in results.items()}
-    print(f"same results on every executor: {same}; TIMEOUT faults per run: {timeouts}", flush=True)
-
-    def ratio(slow: str, fast: str) -> float:  # the median over the rounds of time(slow) / time(fast)
-        return round(statistics.median(a / b for a, b in zip(seconds[slow], seconds[fast])), 3)
-
-    per_hour = {name: args.matches / statistics.median(runs) * 3600 for name, runs in seconds.items()}
-    report = {
-        "matches": args.matches,
-        "rounds": args.rounds,
-        "horizon": args.horizon,
-        "seconds": seconds,
-        "local_1_worker_per_hour": round(per_hour["local_1"], 1),
-        "local_2_workers_per_hour": round(per_hour["local_2"], 1),
-        "ray_1_node_per_hour": round(per_hour["ray_1"], 1),
-        "ray_2_nodes_per_hour": round(per_hour["ray_2"], 1),
-        "two_nodes_vs_one": ratio("ray_1", "ray_2"),
-        "local_vs_ray_1": ratio("ray_1", "local_1"),
-        "local_vs_ray_2": ratio("ray_2", "local_2"),
-        "local_2_vs_1": ratio("local_1", "local_2"),
-        "machine_scaling_before": round(ceiling_before, 3),
-        "machine_scaling_after": round(ceiling_after, 3),
-        "same_results": same,
-        "timeout_faults": timeouts,
-    }
-    print(f"two nodes vs one: {report['two_nodes_vs_one']}x (target >= 1.8: "
-          f"{'met' if report['two_nodes_vs_one'] >= 1.8 else 'MISSED'}); local pool vs Ray: "
-          f"{report['local_vs_ray_1']}x with 1, {report['local_vs_ray_2']}x with 2 (target <= 1.1: "
-          f"{'met' if max(report['local_vs_ray_1'], report['local_vs_ray_2']) <= 1.1 else 'MISSED'})")
-    print(json.dumps(report))
+    print(json.dumps(report(args, seconds, results, (ceiling_before, ceiling_after))))
     return 0
 
 

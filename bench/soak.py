@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -72,7 +73,7 @@ def rss_mb(pid: int) -> float:
         return 0.0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=500)
     parser.add_argument("--horizon", type=int, default=64)
@@ -83,62 +84,65 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.matches < 10:
         parser.error("--matches must be at least 10 (growth compares the first and last 10%)")
+    return args
 
-    protect_process()
-    root = Path(tempfile.mkdtemp(prefix="arena-soak-"))
-    store = HistoryStore(root / "history")
-    refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=0.0)
-    executor = LocalExecutor(args.workers, host_factory=sandboxed_host)
-    config = MatchConfig(horizon=args.horizon)
-    specs = [MatchSpec(seed=10_000 + i, policies=lineup, config=config, track="pve", stage=1)
-             for i, lineup in enumerate(lineups(args.matches, root / "policies"))]
-    me = psutil.Process()
-    workers_rss: list[float] = []
-    space_rss: list[float] = []
-    failed = stuck = 0
-    started = time.monotonic()
-    with tqdm(total=len(specs), desc="soak", unit="match", file=sys.stderr) as bar:
-        for first in range(0, len(specs), args.batch):
-            batch = specs[first : first + args.batch]
-            outcomes: queue.Queue = queue.Queue()
 
-            def drain(batch=batch, outcomes=outcomes) -> None:
-                try:
-                    for outcome in executor.run(batch):
-                        outcomes.put(outcome)
-                except BaseException as exc:  # noqa: BLE001 - the executor itself broke: say so, do not wait
-                    outcomes.put(exc)
-                outcomes.put(None)
+@dataclass
+class Readings:
+    """After each finished match, the largest worker's resident memory and this process's
+    (MB); the matches that failed, and those stuck when the run stopped."""
 
-            threading.Thread(target=drain, daemon=True).start()
-            finished = 0
-            while True:
-                try:
-                    outcome = outcomes.get(timeout=args.stuck_after)
-                except queue.Empty:
-                    stuck = len(batch) - finished
-                    break
-                if outcome is None:
-                    break
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                finished += 1
-                if outcome.result is None:
-                    failed += 1
-                else:
-                    store.record(outcome.result, replay=outcome.replay)
-                workers_rss.append(max((rss_mb(pid) for pid in executor.worker_pids()), default=0.0))
-                space_rss.append(me.memory_info().rss / 2**20)
-                bar.update(1)
-            if stuck:
-                break
-            store.flush()
-            refresher.refresh()
-    executor.close()
-    elapsed = time.monotonic() - started
-    if args.trace:
-        args.trace.write_text("match,worker_rss_mb,space_rss_mb\n" + "".join(
-            f"{i},{w:.1f},{s:.1f}\n" for i, (w, s) in enumerate(zip(workers_rss, space_rss))))
+    workers_rss: list[float] = field(default_factory=list)
+    space_rss: list[float] = field(default_factory=list)
+    failed: int = 0
+    stuck: int = 0
+    me: psutil.Process = field(default_factory=psutil.Process)
+
+    def read(self, executor: LocalExecutor) -> None:
+        self.workers_rss.append(max((rss_mb(pid) for pid in executor.worker_pids()), default=0.0))
+        self.space_rss.append(self.me.memory_info().rss / 2**20)
+
+
+def play_batch(executor: LocalExecutor, batch: list[MatchSpec], store: HistoryStore, readings: Readings, bar: tqdm, *,
+               stuck_after: float) -> None:
+    """Play `batch` as the matchmaker submits a round, recording each result and reading the
+    memory after each match; the matches left count as stuck when none finishes for
+    `stuck_after` seconds."""
+    outcomes: queue.Queue = queue.Queue()
+
+    def drain() -> None:
+        try:
+            for outcome in executor.run(batch):
+                outcomes.put(outcome)
+        except BaseException as exc:  # noqa: BLE001 - the executor itself broke: say so, do not wait
+            outcomes.put(exc)
+        outcomes.put(None)
+
+    threading.Thread(target=drain, daemon=True).start()
+    finished = 0
+    while True:
+        try:
+            outcome = outcomes.get(timeout=stuck_after)
+        except queue.Empty:
+            readings.stuck = len(batch) - finished
+            return
+        if outcome is None:
+            return
+        if isinstance(outcome, BaseException):
+            raise outcome
+        finished += 1
+        if outcome.result is None:
+            readings.failed += 1
+        else:
+            store.record(outcome.result, replay=outcome.replay)
+        readings.read(executor)
+        bar.update(1)
+
+
+def report(args: argparse.Namespace, readings: Readings, elapsed: float, recorded: int) -> dict:
+    """The JSON line's figures (growth: the last 10% of the matches against the first 10%),
+    printed with the verdict in words before it."""
+    workers_rss, space_rss = readings.workers_rss, readings.space_rss
     tenth = max(1, math.ceil(len(workers_rss) / 10))
 
     def growth(series: list[float]) -> tuple[float, float, float]:
@@ -147,20 +151,48 @@ def main(argv: list[str] | None = None) -> int:
 
     first_mb, last_mb, ratio = growth(workers_rss)
     space_first, space_last, space_ratio = growth(space_rss)
-    report = {
+    stuck, failed = readings.stuck, readings.failed
+    figures = {
         "matches": len(workers_rss), "horizon": args.horizon, "workers": args.workers, "minutes": round(elapsed / 60, 1),
         "rss_mb_first": first_mb, "rss_mb_last": last_mb, "rss_growth_ratio": ratio,
         "space_rss_mb_first": space_first, "space_rss_mb_last": space_last, "space_rss_growth_ratio": space_ratio,
         "worker_rss_mb_max": round(max(workers_rss), 1), "stuck_jobs": stuck, "failed_matches": failed,
-        "recorded": len(store.results()),
+        "recorded": recorded,
     }
     verdict = "met" if max(ratio, space_ratio) <= 1.10 and stuck == 0 else "MISSED"
-    print(f"{report['matches']} matches of {args.horizon} ticks in {report['minutes']} min on {args.workers} workers: "
+    print(f"{figures['matches']} matches of {args.horizon} ticks in {figures['minutes']} min on {args.workers} workers: "
           f"largest worker {first_mb} MB over the first 10%, {last_mb} MB over the last 10% ({ratio}x); "
           f"this process {space_first} -> {space_last} MB ({space_ratio}x); {stuck} stuck, {failed} failed; "
           f"target (growth within 1.10x, none stuck) {verdict}")
-    print(json.dumps(report))
-    return 0 if stuck == 0 else 1
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    protect_process()
+    root = Path(tempfile.mkdtemp(prefix="arena-soak-"))
+    store = HistoryStore(root / "history")
+    refresher = StandingsRefresher(store, bootstrap=5, mle_every_s=0.0)
+    executor = LocalExecutor(args.workers, host_factory=sandboxed_host)
+    config = MatchConfig(horizon=args.horizon)
+    specs = [MatchSpec(seed=10_000 + i, policies=lineup, config=config, track="pve", stage=1)
+             for i, lineup in enumerate(lineups(args.matches, root / "policies"))]
+    readings = Readings()
+    started = time.monotonic()
+    with tqdm(total=len(specs), desc="soak", unit="match", file=sys.stderr) as bar:
+        for first in range(0, len(specs), args.batch):
+            play_batch(executor, specs[first : first + args.batch], store, readings, bar, stuck_after=args.stuck_after)
+            if readings.stuck:
+                break
+            store.flush()
+            refresher.refresh()
+    executor.close()
+    elapsed = time.monotonic() - started
+    if args.trace:
+        args.trace.write_text("match,worker_rss_mb,space_rss_mb\n" + "".join(
+            f"{i},{w:.1f},{s:.1f}\n" for i, (w, s) in enumerate(zip(readings.workers_rss, readings.space_rss))))
+    print(json.dumps(report(args, readings, elapsed, len(store.results()))))
+    return 0 if readings.stuck == 0 else 1
 
 
 if __name__ == "__main__":

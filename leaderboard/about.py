@@ -2,7 +2,7 @@
 how to submit, the reproducibility audits, and the matches lost to the platform.
 
 Pure formatting of what the Space knows (its settings, the audit summary, the incident
-log); `leaderboard.pages` places them. The luck figures are `leaderboard.about_luck`'s.
+log); the About and PvE tabs (`leaderboard.tabs`) place them. The luck figures are `leaderboard.about_luck`'s.
 """
 
 from __future__ import annotations

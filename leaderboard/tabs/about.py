@@ -1,0 +1,27 @@
+"""The "About / Submit" tab (id `about`): the rules as the Space runs them, how to submit,
+how much of a result is luck, what the audits found, matches lost to the platform
+(the prose is `leaderboard.about`'s and `leaderboard.about_luck`'s)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gradio as gr
+
+from history.audits import AuditSummary
+from history.incidents import IncidentLog, incident_log_path
+from leaderboard.about import about_markdown, audit_markdown, incidents_markdown
+from leaderboard.about_luck import luck_markdown
+from leaderboard.tabs.context import TabContext
+
+
+def about_tab(page: TabContext, audits: Callable[[], AuditSummary | None]) -> None:
+    """The tab; `audits` is what the audits of recorded matches found (`Matchmaker.audit_summary`)."""
+    data, settings = page.data, page.settings
+    incident_log = IncidentLog(incident_log_path(settings.history_dir))  # read only: the union of every writer's file
+    with gr.Tab("About / Submit", id="about"):
+        gr.Markdown(about_markdown(settings, hub_url=data.hub_url))
+        # computed in the background by the refresher; a page load only formats it
+        gr.Markdown(lambda: luck_markdown(data.luck()), elem_id="about-luck")
+        gr.Markdown(lambda: audit_markdown(audits(), settings), elem_id="about-audits")
+        gr.Markdown(lambda: incidents_markdown(incident_log.read()), elem_id="about-incidents")

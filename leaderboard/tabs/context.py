@@ -1,0 +1,90 @@
+"""What every tab reads: the latest standings, the Space's settings, and the note under a table.
+
+The standings come from `leaderboard.refresher.StandingsRefresher` (kept fresh in the
+background), so a callback only reads and formats them and every page answers quickly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from arena.settings import ArenaSettings
+from arena.settling import Settling
+from leaderboard import meter
+from leaderboard.refresher import StandingsRefresher
+
+#: The note under every table while the Space restores its state from the history dataset.
+RESTORING = ("**This table is being restored from the history dataset**: {line}. The Space was restarted on an empty disk; "
+             "everything the dataset holds comes back, and nothing is played again meanwhile.")
+
+
+@dataclass(frozen=True)
+class TabContext:
+    """The tabs' one view of the Space.
+
+    Args:
+        data: the standings, kept fresh in the background.
+        settings: the rules the Space runs with (their values appear in the prose).
+        restoring: while the Space restores its state from the history dataset, how far it
+            has got; None once done.
+        endpoints: the named API endpoints the tabs serve (`api`), by name.
+    """
+
+    data: StandingsRefresher
+    settings: ArenaSettings
+    restoring: Callable[[], str | None]
+    endpoints: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def api(self, endpoint: Callable[..., Any], name: str) -> None:
+        """Serve `endpoint` at `/name`. `build` registers it after the tabs: `gr.api` inside a
+        tab would put its components there and renumber every component after them (and
+        with them the `value_<id>` names of unlabelled outputs in the API's description)."""
+        self.endpoints[name] = endpoint
+
+    def filled(self, text: str) -> str:
+        """`text` with its `{qualify}` and `{tag}` filled in from the settings."""
+        return text.format(qualify=self.settings.qualify_achievement, tag=self.settings.submission_tag)
+
+    def note(self, empty: str, frame: pd.DataFrame, *, filtered: bool = False) -> Any:
+        """The note under a table: while restoring, how far the restore has got; otherwise
+        `empty` (filled in), shown only while the table is empty and unfiltered."""
+        line = self.restoring()
+        if line is not None:
+            return gr.Markdown(RESTORING.format(line=line), visible=True)
+        return gr.Markdown(self.filled(empty), visible=frame.empty and not filtered)
+
+    def latest_players(self) -> set[str]:
+        """The players of every submission's latest revision."""
+        return {s.id.player for s in self.data.statuses() if s.latest}
+
+    def settling(self) -> dict[str, Settling]:
+        """The meter of every qualified revision (`leaderboard.meter`)."""
+        return meter.meter(self.data.standings(), self.data.statuses(), pairing=self.settings.pairing)
+
+
+@dataclass(frozen=True)
+class TableTab:
+    """A tab's table as `leaderboard.pages.build` refreshes it: `view(*inputs)` answers
+    `outputs` (the table, the note under it, then any `extra`); a page load shows only the note.
+    """
+
+    table: gr.Dataframe
+    empty: gr.Markdown
+    view: Callable[..., tuple[Any, ...]]
+    inputs: tuple[Any, ...] = ()
+    extra: tuple[Any, ...] = ()
+
+    @property
+    def outputs(self) -> list[Any]:
+        return [self.table, self.empty, *self.extra]
+
+
+def frame_json(frame: pd.DataFrame) -> dict:
+    """A table as `{"headers": [...], "data": [[...], ...]}`, the way a Dataframe answers."""
+    clean = frame.astype(object).where(frame.notna(), None)
+    return {"headers": [str(c) for c in frame.columns], "data": clean.values.tolist()}

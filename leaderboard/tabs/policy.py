@@ -1,0 +1,103 @@
+"""The "Policy" tab (id `policy`): one policy's rating over time, task profile, recent
+matches, rivals, settling meter and exposure ledger; the `/policy` and `/exposure` endpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from leaderboard import exposure, meter, tables
+from leaderboard.tabs.context import TabContext
+from leaderboard.team_rows import TeamRows
+
+#: The tab's note before any policy has played.
+EMPTY = "No policy has played yet: its rating, task profile and rivals appear here after its first match."
+#: Its note while the chosen policy has played no PvP match.
+NO_RATING = "No PvP match for this policy yet: its TrueSkill over time appears after its first PvP match."
+
+#: The exposure tables, by their key in `leaderboard.exposure.exposure_frames`.
+EXPOSURE_TABLES = ("tracks", "seats", "opponents")
+
+
+@dataclass(frozen=True)
+class PolicyTab:
+    """What `leaderboard.pages.build` refreshes of the tab: the `chooser` and its list
+    (`choose(chosen)`: every player, `chosen` or else the first selected), and the policy's
+    page (`view(player)` answers `outputs`)."""
+
+    chooser: gr.Dropdown
+    outputs: list[Any]
+    view: Callable[[str], tuple[Any, ...]]
+    choose: Callable[..., Any]
+
+
+def exposure_view(teams: TeamRows, player: str) -> tuple[Any, ...]:
+    """The exposure ledger of `player` (none: the empty line): what its figures rest on
+    (`leaderboard.exposure`), as the line and the tables of `exposure_section`."""
+    ledger = exposure.revision_exposure(teams, player) if player else None
+    shown = exposure.exposure_frames(ledger) if ledger else {}
+    line = exposure.exposure_markdown(ledger) if ledger else exposure.EMPTY
+    return (line, *(gr.Dataframe(value=shown[k] if k in shown else pd.DataFrame(), visible=k in shown and not shown[k].empty)
+                    for k in EXPOSURE_TABLES))
+
+
+def exposure_section(page: TabContext) -> list[Any]:
+    """The exposure ledger's line and tables (hidden until a policy is chosen) and the
+    `/exposure` endpoint."""
+    gr.Markdown("### Exposure: what these figures rest on", elem_id="policy-exposure-title")
+    shown = [gr.Markdown(elem_id="policy-exposure-note"),
+             gr.Dataframe(label="Matches, opponents and maps per track", elem_id="policy-exposure",
+                          interactive=False, visible=False),
+             gr.Dataframe(label="Seats dealt: spawn edge and slot", elem_id="policy-exposure-seats",
+                          interactive=False, visible=False),
+             gr.Dataframe(label="Opponents: matches together, seats faced, share of the opponent seats",
+                          elem_id="policy-exposure-opponents", interactive=False, visible=False)]
+    counted: dict[str, Any] = {}  # every revision's exposure totals, kept until the rows change
+
+    def api_exposure(revision: str = "") -> dict:
+        """The exposure ledger (`leaderboard.exposure.exposure_json`): of a revision (`repo@sha`, or a
+        built-in's name), of each revision of a policy (`repo`), or, with "", every revision's totals."""
+        teams = page.data.standings().teams
+        if counted.get("teams") is not teams:
+            counted.update(teams=teams, totals=exposure.exposure_totals(teams))
+        return exposure.exposure_json(teams, revision or "", totals=counted["totals"])
+
+    page.api(api_exposure, "exposure")
+    return shown
+
+
+def policy_tab(page: TabContext) -> PolicyTab:
+    """The tab's components and endpoints; `build` fills its list on every page load and tick."""
+    data = page.data
+
+    def choose(chosen: str = "") -> Any:
+        standings = data.standings()  # the PvP leaderboard's order first, then the rest by name
+        order = {p: i for i, p in enumerate(tables.ranked_players(standings))}
+        choices = sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
+        return gr.Dropdown(choices=choices, value=chosen or (choices[0] if choices else None))
+
+    def policy(player: str) -> tuple[Any, ...]:
+        standings = data.standings()
+        frames = tables.policy_frames(standings, player or "")
+        note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""
+        return (frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"],
+                gr.Markdown(note, visible=bool(note)), *exposure_view(standings.teams, player),
+                meter.meter_markdown(page.settling().get(player or "")))
+
+    with gr.Tab("Policy", id="policy"):
+        chooser = gr.Dropdown(choices=[], value=None, label="Policy",
+                              elem_id="policy-choice", allow_custom_value=True)
+        policy_settling = gr.Markdown(elem_id="policy-settling")
+        policy_note = gr.Markdown(visible=False, elem_id="policy-empty")
+        rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
+        task_plot = gr.BarPlot(x="task", y="points", color="track", title="Mean points per task", elem_id="policy-tasks")
+        recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
+        h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
+        exposure_shown = exposure_section(page)
+    outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling]
+    chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy")
+    return PolicyTab(chooser, outputs, policy, choose)

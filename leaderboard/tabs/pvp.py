@@ -1,0 +1,137 @@
+"""The "PvP leaderboard" tab (id `pvp`): the PvP table and its filters, what each rating
+answers, the overfitting plot (PvE standing against PvP standing on held-out maps); the
+`/pvp_table` and `/settling` endpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from leaderboard import meter, tables
+from leaderboard.tabs.context import TabContext, TableTab
+
+#: One line per rating: the question it answers (under the PvP table and on Head to head).
+RATINGS_MARKDOWN = """**What each rating answers.**
+- **TrueSkill** (the column: mu - 3 sigma, the paper's conservative score): how good is it *at least*, almost surely, given the matches so far in the order they came? New policies start low and rise as sigma shrinks.
+- **mu** and **sigma**: TrueSkill's best guess of its strength, and how unsure that guess still is.
+- **MLE** (Plackett-Luce, anchored on the built-ins; 95% bootstrap interval): how strong is it, from every match at once, order-free, on a scale that means the same next month? **Rank** is 1 + the number of policies whose interval lies entirely above this one's, so ranks are shared where intervals overlap.
+- **Elo**: how does it fare with each 16-team match read as its pairwise duels, matches in order, the recent weighing as much as the old?
+- **Nash avg** (Balduzzi et al. 2018): how well does it do against the toughest mix of the field, the maximum-entropy Nash equilibrium of the head-to-head game? 0 for the policies in that mix, negative below; beating many similar weak policies does not raise it.
+- **Held-out** (Plackett-Luce point estimate on held-out maps only): how strong is it on maps no participant saw in advance?
+- **PvE vs PvP**: does it stand better against the built-ins on published maps than against the field on held-out ones (PvP rank minus PvE rank; `far` when the gap is large)?
+- **Settling**: is its rank settled yet (95% interval at most 1 unit wide), and if not, about how many more PvP matches it needs and how long that takes at the current rate? Newcomers get the first seats until it is."""
+
+#: The note under the PvP table while it is empty.
+EMPTY = ("No PvP matches yet. PvP starts once a revision qualifies in PvE (mean Achievement of {qualify:g} or more "
+         "in stage 1); pools of 16 are filled with the anchor built-ins until 16 have qualified.")
+
+#: The overfitting plot labels every point up to this many policies, beyond only the far ones.
+LABEL_ALL_UP_TO = 25
+
+
+def overfitting_figure(points: pd.DataFrame) -> Any:
+    """PvE standing (x) against held-out PvP standing (y), rank 1 at the origin, the
+    diagonal drawn; policies far from it in red and named (all named in a small field;
+    every point says who it is on hover). A plotly figure (plotly is a runtime dependency
+    of the Space, matplotlib only a development one)."""
+    import plotly.graph_objects as go
+
+    top = max(int(points[["pve_rank", "pvp_rank"]].to_numpy().max()) if len(points) else 1, 2)
+    label_all = len(points) <= LABEL_ALL_UP_TO
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=[0.5, top + 0.5], y=[0.5, top + 0.5], mode="lines", name="same standing",
+                                line={"color": "#999999", "dash": "dash", "width": 1}, hoverinfo="skip"))
+    for far, name, color, size in ((False, "near the diagonal", "#4c72b0", 10), (True, "far from it", "#c44e52", 13)):
+        group = points[points["far"].astype(bool) == far]
+        figure.add_trace(go.Scatter(
+            x=group["pve_rank"], y=group["pvp_rank"], name=name, mode="markers+text" if (far or label_all) else "markers",
+            text=group["label"], textposition="top right", textfont={"color": color if far else "#404040", "size": 11},
+            marker={"color": color, "size": size},
+            customdata=group[["gap", "pve_achievement", "held_out_rating"]].to_numpy(),
+            hovertemplate="%{text}<br>PvE rank %{x} (stage-1 mean %{customdata[1]:.1f})<br>"
+                          "PvP rank %{y} (held-out rating %{customdata[2]:.2f})<br>gap %{customdata[0]:+d}<extra></extra>",
+        ))
+    axis = {"range": [0.5, top + 0.5], "dtick": 1 if top <= 20 else None, "zeroline": False}
+    figure.update_layout(
+        title={"text": "Overfitting: PvE standing against PvP standing on held-out maps", "font": {"size": 14}},
+        xaxis={**axis, "range": [0.5, top + 1.2], "title": {"text": "PvE standing (rank by stage-1 mean Achievement, published maps)"}},
+        yaxis={**axis, "title": {"text": "PvP standing (rank by MLE rating, held-out maps)"}},
+        legend={"orientation": "h", "y": -0.22}, height=560, margin={"t": 50, "l": 60, "r": 20, "b": 40},
+        template="plotly_white",
+    )
+    return figure
+
+
+def overfitting_markdown(points: pd.DataFrame) -> str:
+    """The line under the overfitting plot: who is far from the diagonal, or why it is empty."""
+    from leaderboard.standings import far_threshold
+
+    if points.empty:
+        return ("No policy has both a PvE stage-1 result and PvP results on held-out maps yet: each point of this plot "
+                "is a policy's PvE rank against its PvP rank on held-out maps, and appears once it has both.")
+    limit = far_threshold(len(points))
+    far = points[points["far"].astype(bool)]
+    if far.empty:
+        return f"No policy is far from the diagonal (|PvP rank - PvE rank| >= {limit} of {len(points)} policies ranked in both)."
+    named = "; ".join(f"**{r.label}** (PvE {r.pve_rank}, PvP {r.pvp_rank}: "
+                      f"{'better in PvE' if r.gap > 0 else 'better in PvP'})" for r in far.itertuples())
+    return f"Far from the diagonal (|PvP rank - PvE rank| >= {limit} of {len(points)} policies): {named}."
+
+
+def overfitting_section(demo: gr.Blocks, timer: gr.Timer, points: Callable[[], pd.DataFrame]) -> None:
+    """The PvP tab's overfitting plot and its line, refreshed on every page load and timer
+    tick from `points` (`leaderboard.tables.overfitting_points`)."""
+    gr.Markdown("### PvE against PvP on held-out maps")
+    plot = gr.Plot(elem_id="overfitting-plot", show_label=False, visible=False)
+    note = gr.Markdown(elem_id="overfitting-note")
+
+    def view() -> tuple[Any, str]:
+        frame = points()
+        figure = overfitting_figure(frame) if len(frame) else None
+        return gr.Plot(value=figure, visible=figure is not None), overfitting_markdown(frame)
+
+    demo.load(view, outputs=[plot, note], api_visibility="private")
+    timer.tick(view, outputs=[plot, note], api_visibility="private")
+
+
+def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
+    """The tab's components and endpoints; its table refreshed by `build` from its filters,
+    with the line saying which shards it was computed from."""
+    data = page.data
+
+    def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
+        latest = None if older else (page.latest_players() or None)
+        table = tables.pvp_table(data.standings(), hub_url=data.hub_url, latest=latest, search=search or "",
+                                 costs=tables.step_costs(data.statuses()), settling=meter.meter_texts(page.settling()))
+        return table[table["Matches"] >= (min_matches or 0)].reset_index(drop=True) if len(table) else table
+
+    def pvp_view(search: str = "", older: bool = False, at_least: float = 0) -> tuple[pd.DataFrame, Any, str]:
+        table = pvp_table(search, older, at_least)
+        return table, page.note(EMPTY, table, filtered=bool(search or at_least)), tables.source_line(data.standings())
+
+    with gr.Tab("PvP leaderboard", id="pvp"):
+        with gr.Row():
+            search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
+            older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
+            min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
+        pvp = gr.Dataframe(pvp_table, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
+                           wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
+        pvp_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pvp-empty")
+        pvp_source = gr.Markdown(lambda: tables.source_line(data.standings()), elem_id="pvp-source")
+        gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column to sort.", elem_id="pvp-ratings-help")
+        overfitting_section(demo, timer, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
+    filters = [search, older, min_matches]
+    search.change(pvp_table, inputs=filters, outputs=pvp, api_name="pvp_table")
+    older.change(pvp_table, inputs=filters, outputs=pvp, api_visibility="private")
+    min_matches.change(pvp_table, inputs=filters, outputs=pvp, api_visibility="private")
+
+    def api_settling() -> list[dict]:
+        """The settling meter of every qualified revision, the least settled first
+        (`leaderboard.meter.meter_records`)."""
+        return meter.meter_records(page.settling())
+
+    page.api(api_settling, "settling")
+    return TableTab(pvp, pvp_empty, pvp_view, inputs=tuple(filters), extra=(pvp_source,))

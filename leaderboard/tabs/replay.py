@@ -1,0 +1,53 @@
+"""The "Replay" tab (id `replay`): a match drawn from its replay, with its teams' logs
+(`leaderboard.viewer`); a match clicked on the Matches tab opens here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from leaderboard.tabs.context import TabContext
+from leaderboard.viewer import replay_viewer
+
+
+@dataclass(frozen=True)
+class ReplayTab:
+    """The match id box and the viewer it loads."""
+
+    match_id: gr.Textbox
+    viewer: gr.HTML
+
+    def open_on_select(self, table: gr.Dataframe, tabs: gr.Tabs) -> None:
+        """A match clicked in `table` (a column `Match`) opens here, the tab selected."""
+
+        def open_replay(evt: gr.SelectData, frame: pd.DataFrame) -> tuple[Any, ...]:
+            row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+            chosen = str(frame.iloc[row]["Match"])
+            return chosen, {"match_id": chosen}, gr.Tabs(selected="replay")
+
+        table.select(open_replay, inputs=table, outputs=[self.match_id, self.viewer, tabs], api_visibility="private")
+
+
+def replay_tab(page: TabContext) -> ReplayTab:
+    """The tab's components: a match id, its button, the viewer."""
+    data = page.data
+
+    def started(match_id: str) -> str | None:
+        """A rated match's start (its replay is then read from its day's bundles at once)."""
+        summary = data.standings().match_summary
+        if not len(summary):
+            return None
+        hit = summary.loc[summary["Match"] == match_id, "Started"]
+        return str(hit.iloc[0]) if len(hit) else None
+
+    with gr.Tab("Replay", id="replay"):
+        with gr.Row():
+            match_id = gr.Textbox(label="Match id", elem_id="replay-match")
+            show = gr.Button("Replay", elem_id="replay-load")
+        viewer = replay_viewer(lambda m: data.store.replay(m, started_at=started(m)),
+                               logs=lambda m: data.store.logs(m, started_at=started(m)))
+    show.click(lambda m: {"match_id": (m or "").strip()}, inputs=match_id, outputs=viewer, api_visibility="private")
+    return ReplayTab(match_id, viewer)

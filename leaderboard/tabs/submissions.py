@@ -1,0 +1,49 @@
+"""The "Submissions" tab (id `submissions`): every revision seen, its status, its place in
+the PvE queue; the `/submissions` endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from arena.activity import QueueEntry
+from arena.revision import Revision
+from leaderboard import tables
+from leaderboard.tabs.context import TabContext, TableTab, frame_json
+
+#: The note under the Submissions table while it is empty.
+EMPTY = ("No submission seen yet. Push a model repo tagged `{tag}` with a `policy.py` (About / Submit); "
+         "it shows here, `queued`, within seconds.")
+
+
+def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, QueueEntry]]) -> TableTab:
+    """The tab's components and endpoint; its table refreshed by `build` with what changes by
+    the second. `queue` is each revision's place in the PvE queue and its forecast."""
+    data = page.data
+
+    def submissions() -> pd.DataFrame:
+        return tables.submissions_table(data.statuses(), hub_url=data.hub_url, queue=queue())
+
+    def submissions_view() -> tuple[pd.DataFrame, Any]:
+        table = submissions()
+        return table, page.note(EMPTY, table)
+
+    with gr.Tab("Submissions", id="submissions"):
+        subs = gr.Dataframe(submissions, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
+                            interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
+        subs_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="submissions-empty")
+        gr.Markdown(
+            "Queue: the PvE order is the earliest stage first (stage 1 decides qualification), then the fewest "
+            "matches played in it (revisions take turns, and a new one goes first until it has caught up), then "
+            "the earliest push. Verdict in: when its current stage should end, from the durations of recent "
+            "matches (a stage decided early ends sooner)."
+        )
+
+    def api_submissions() -> dict:
+        return frame_json(submissions())
+
+    page.api(api_submissions, "submissions")
+    return TableTab(subs, subs_empty, submissions_view)
