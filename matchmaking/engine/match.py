@@ -186,16 +186,12 @@ def run_match(
             env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
             hosts.append(host_factory(ref, TeamSlot(team_id, env_config, config, layout)))
         for host in hosts:  # sandboxes start their processes at once, then each is awaited
-            launch = getattr(host, "launch", None)
-            if callable(launch):
-                launch()
+            host.launch()
         for team_id, host in enumerate(hosts):
             fault = host.start()
             if fault is not None:
                 faults.add(team_id, fault)
-            bind = getattr(host, "bind_observations", None)
-            if callable(bind):  # sandboxes: the env writes observations into shared memory
-                bind(env, teams[team_id])
+            host.bind_observations(env, teams[team_id])  # sandboxes: into shared memory
         travel = TravelTracker(config.num_agents)
         entities = EntityState.Query.table(env.realm.datastore)
         travel.start(entities)
@@ -257,8 +253,7 @@ def run_match(
             game.dispose_env(env)
     if logs is not None:
         for host in hosts:
-            output_log = getattr(host, "output_log", None)  # sandboxes only: see `TeamHost`
-            team_log = output_log() if callable(output_log) else None
+            team_log = host.output_log()  # None for a team in the match process
             if team_log is not None:
                 logs.add(team_log)
         logs.finish(match_id=spec.match_id)
