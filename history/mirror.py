@@ -103,6 +103,9 @@ class HistoryPusher(CommitScheduler):
         report (`PushReport`, *optional*): told the outcome of each push.
     """
 
+    not_pushed: list[str]
+    """What is never pushed: `NOT_PUSHED` and the library's defaults."""
+
     def __init__(self, *args: Any, report: PushReport | None = None, store: HistoryStore | None = None,
                  compact_every_minutes: float | None = None, writers: Writers | None = None,
                  pull: DatasetPull | None = None, **kwargs: Any):
@@ -122,6 +125,17 @@ class HistoryPusher(CommitScheduler):
         super().__init__(*args, **kwargs)  # starts the first push
 
     # -- pushing -------------------------------------------------------------------------
+    @property
+    def ignore_patterns(self) -> list[str]:
+        """What a push leaves out: `not_pushed`, and the files of a compaction not yet
+        published, which its own commit sends. `CommitScheduler.push_to_hub` reads this
+        after it lists the folder, so a compaction begun meanwhile is left out too."""
+        return self.not_pushed + (self.store.unpublished() if self.store is not None else [])
+
+    @ignore_patterns.setter
+    def ignore_patterns(self, patterns: list[str]) -> None:  # `CommitScheduler.__init__` sets them
+        self.not_pushed = patterns
+
     def push_to_hub(self) -> Any:
         with self.exclusive:
             try:
@@ -129,13 +143,7 @@ class HistoryPusher(CommitScheduler):
                     self.writers.beat()
                 if self.store is not None and (self.store.journal_plans() or self._compaction_due()):
                     self.compact()
-                unpublished = self.store.unpublished() if self.store is not None else []
-                ignored = self.ignore_patterns
-                self.ignore_patterns = ignored + unpublished  # the compaction's own commit sends them
-                try:
-                    info = super().push_to_hub()
-                finally:
-                    self.ignore_patterns = ignored
+                info = super().push_to_hub()
             except Exception as exc:
                 if self.report is not None:
                     self.report(exc)
@@ -178,7 +186,7 @@ class HistoryPusher(CommitScheduler):
         folder = Path(self.folder_path)
         paths = {p.relative_to(folder).as_posix(): p for p in folder.glob("**/*") if p.is_file()}
         waiting = 0
-        for relative in filter_repo_objects(paths, allow_patterns=self.allow_patterns, ignore_patterns=self.ignore_patterns):
+        for relative in filter_repo_objects(paths, allow_patterns=self.allow_patterns, ignore_patterns=self.not_pushed):
             try:
                 mtime = paths[relative].stat().st_mtime
             except FileNotFoundError:

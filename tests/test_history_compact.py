@@ -175,7 +175,7 @@ def test_a_compaction_killed_at_any_stage_reads_back_whole_and_the_next_finishes
     store = HistoryStore(tmp_path, clock=clock)
     played = matches(12, seed=4, every_minutes=60)
     record(store, clock, played)
-    run = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "once"], env={**ENV, "NMMO_ARENA_COMPACTION_HOOK": stage},
+    run = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "once", stage], env=ENV,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == -signal.SIGKILL, run.stderr[-2000:]
     assert len(list((tmp_path / "compaction").glob("*.json"))) == 1  # its journal is left
@@ -280,8 +280,8 @@ def test_a_compaction_killed_around_its_commit_leaves_the_hub_whole_and_the_next
     mirror = HubMirror(store, api=hub_api, repo_id=repo, every_minutes=60)
     assert mirror.push_now()
     mirror.stop()
-    run = subprocess.run([sys.executable, str(SCRIPT), str(root), "hub", local_hub.endpoint, repo],
-                         env={**ENV, "NMMO_ARENA_COMPACTION_HOOK": stage}, capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, str(SCRIPT), str(root), "hub", local_hub.endpoint, repo, stage],
+                         env=ENV, capture_output=True, text=True, timeout=120)
     assert run.returncode == -signal.SIGKILL, run.stderr[-2000:]
     rows = hub_rows(hub_api, repo)  # before the commit, or after it: every match once on the Hub
     assert rows.num_rows == 16 * 10 and len(set(rows.column("match_id").to_pylist())) == 10

@@ -133,17 +133,22 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
     the package's arithmetic operation by operation (in natural parameters: precision
     pi = 1/sigma**2 and tau = pi * mu), with the package's own `erfc` and draw margin
     (`arena.ratings.trueskill.draw_margin`). Kept from `TrueSkill.rate` / `run_schedule`
-    (trueskill 0.4.5), in this order:
+    (trueskill 0.4.5), in this order, a compiled helper each (LLVM inlines them: as fast as the
+    one body they were, measured over a history; numba's own `inline="always"` made it 50%
+    slower, and so did a chain step taking `work` whole rather than its rows):
 
-    1. players are sorted by rank (a stable sort); results are put back in input order;
-    2. prior, performance and team-performance messages are sent down once;
+    1. players are sorted by rank (a stable sort); results are put back in input order
+       (`_sort_by_rank`);
+    2. prior, performance and team-performance messages are sent down once (`_send_down`);
     3. the chain of the N-1 differences of rank neighbours is iterated in rounds: a forward
        sweep over differences 0..N-3, then a backward sweep over N-2..1 (so the two end
        differences are truncated once per round, the middle ones twice); at most 10 rounds,
        stopping when the largest change a truncation made to its difference is <=
-       `min_delta` (in practice a 16-player match nearly always runs all 10 rounds);
-    4. the two end differences send their messages out to their teams, then every team
-       performance goes up to its player's performance and on to the rating.
+       `min_delta` (in practice a 16-player match nearly always runs all 10 rounds)
+       (`_iterate_chain`, each truncation a `_chain_step`);
+    4. the two end differences send their messages out to their teams (`_send_out_ends`),
+       then every team performance goes up to its player's performance and on to the
+       rating (`_send_up`).
 
     The result equals the package's within 1e-6 on thousands of random matches, bit for bit
     in practice (tests/test_trueskill_update.py).
@@ -158,12 +163,39 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
         min_delta: the chain stops iterating once no truncation moves its difference by
             more than this (> 0).
         out_mu, out_sigma: float64[>= n] the new ratings, in the order of the input.
-        order, work: scratch space, int64[>= n] and float64[16, >= n].
+        order, work: scratch space, int64[>= n] and float64[16, >= n] (its rows: `_RATING_PI`
+            and the rest below).
         two: 2.0, passed in so that `x ** two` stays a call of pow() as Python's `x**2` is
             (the compiler would turn a constant `x ** 2.0` into x * x, which differs from
             pow in the last bit).
     """
-    # stable sort of the players by rank (insertion sort: n <= a few dozen), as `rate` sorts
+    _sort_by_rank(ranks, n, order)
+    perf_variance = beta ** two
+    if not _send_down(mus, sigmas, n, order, tau, perf_variance, work, two):
+        return False
+    if not _iterate_chain(ranks, order, n - 1, draw_margin, min_delta, work, two):
+        return False
+    if not _send_out_ends(n - 1, work):
+        return False
+    return _send_up(n, order, perf_variance, work, out_mu, out_sigma)
+
+
+# The rows of `rate_ffa`'s `work`. Each variable is kept as its value plus the messages it received.
+_RATING_PI, _RATING_TAU = 0, 1
+_PERF_PI, _PERF_TAU = 2, 3
+_TEAM_PI, _TEAM_TAU = 4, 5
+_DOWN_PI, _DOWN_TAU = 6, 7  # the team factor's messages, fixed once sent down
+# diff_j divided by the difference factor's message: all that is needed of diff_j's value
+# and that message, as the package always computes it ("value - old message + new").
+_CAV_PI, _CAV_TAU = 8, 9
+_TRUNC_PI, _TRUNC_TAU = 10, 11  # truncation j -> diff_j
+_LEFT_PI, _LEFT_TAU = 12, 13  # difference factor j -> team_j
+_RIGHT_PI, _RIGHT_TAU = 14, 15  # difference factor j -> team_{j+1}
+
+
+@jit()
+def _sort_by_rank(ranks, n, order):
+    """`order`: the players by rank, a stable sort (insertion sort: n <= a few dozen), as `rate` sorts."""
     for k in range(n):
         order[k] = k
     for k in range(1, n):
@@ -173,19 +205,15 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
             order[j + 1] = order[j]
             j -= 1
         order[j + 1] = key
-    perf_variance = beta ** two
-    # Each variable is kept as its value plus the messages it received.
-    rating_pi, rating_tau = work[0], work[1]
-    perf_pi, perf_tau = work[2], work[3]
-    team_pi, team_tau = work[4], work[5]
-    down_pi, down_tau = work[6], work[7]  # the team factor's messages, fixed once sent down
-    # diff_j divided by the difference factor's message: all that is needed of diff_j's value
-    # and that message, as the package always computes it ("value - old message + new").
-    cav_pi, cav_tau = work[8], work[9]
-    trunc_pi, trunc_tau = work[10], work[11]  # truncation j -> diff_j
-    left_pi, left_tau = work[12], work[13]  # difference factor j -> team_j
-    right_pi, right_tau = work[14], work[15]  # difference factor j -> team_{j+1}
 
+
+@jit()
+def _send_down(mus, sigmas, n, order, tau, perf_variance, work, two):
+    """Stage 2 of `rate_ffa`; False where the float maths fails."""
+    rating_pi, rating_tau = work[_RATING_PI], work[_RATING_TAU]
+    perf_pi, perf_tau = work[_PERF_PI], work[_PERF_TAU]
+    team_pi, team_tau = work[_TEAM_PI], work[_TEAM_TAU]
+    down_pi, down_tau = work[_DOWN_PI], work[_DOWN_TAU]
     # ALGO LOGIC: send down once. rating_i = N(mu_i, sigma_i**2 + tau**2) (PriorFactor);
     # performance_i = rating_i + N(0, beta**2) (LikelihoodFactor); team performance_i =
     # performance_i (SumFactor, weight 1).
@@ -216,11 +244,20 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
         team_pi[k] = t_pi
         team_tau[k] = t_pi * (p_tau / p_pi if p_pi != 0 else p_pi)
         down_pi[k], down_tau[k] = team_pi[k], team_tau[k]
+    return True
 
+
+@jit()
+def _iterate_chain(ranks, order, m, draw_margin, min_delta, work, two):
+    """Stage 3 of `rate_ffa` on its `m` differences; False where the float maths fails."""
     # ALGO LOGIC: the difference chain. diff_j = team_j - team_{j+1}, truncated to > margin
     # (a win) or to |diff_j| <= margin (a draw). Messages start flat (0, 0), as the package's
     # new factors' do.
-    m = n - 1
+    team_pi, team_tau = work[_TEAM_PI], work[_TEAM_TAU]
+    cav_pi, cav_tau = work[_CAV_PI], work[_CAV_TAU]
+    trunc_pi, trunc_tau = work[_TRUNC_PI], work[_TRUNC_TAU]
+    left_pi, left_tau = work[_LEFT_PI], work[_LEFT_TAU]
+    right_pi, right_tau = work[_RIGHT_PI], work[_RIGHT_TAU]
     for j in range(m):
         cav_pi[j] = cav_tau[j] = trunc_pi[j] = trunc_tau[j] = 0.0
         left_pi[j] = left_tau[j] = right_pi[j] = right_tau[j] = 0.0
@@ -237,79 +274,12 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
                 j, toward = step, 2
             else:
                 j, toward = m - 1 - (step - (m - 1)), 1
-            # Cavities of team_j and team_{j+1}: their values divided by this factor's messages.
-            a_pi, a_tau = team_pi[j] - left_pi[j], team_tau[j] - left_tau[j]
-            b_pi, b_tau = team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j]
-
-            # ALGO LOGIC: (a) difference factor -> diff_j = team_j - team_{j+1} (SumFactor.down).
-            variance = (1.0 / a_pi + 1.0 / b_pi) if (a_pi != 0 and b_pi != 0) else _INF
-            if a_pi != 0 and b_pi != 0 and variance < _INF:
-                if variance == 0:
-                    return False
-                pi = 1.0 / variance
-                tau_ = pi * (a_tau / a_pi - b_tau / b_pi)
-            else:
-                pi, tau_, ok = _sum_message(a_pi, a_tau, b_pi, b_tau, -1.0)
-                if not ok:
-                    return False
-            # Variable.update_message: the value becomes value / old message * new message.
-            d_pi, d_tau = cav_pi[j] + pi, cav_tau[j] + tau_
-
-            # ALGO LOGIC: (b) truncation -> diff_j (TruncateFactor.up): moment-match the cavity
-            # of diff_j truncated by the result, through the v and w functions.
-            tr_pi, tr_tau = trunc_pi[j], trunc_tau[j]
-            c_pi, c_tau = d_pi - tr_pi, d_tau - tr_tau
-            if c_pi < 0:  # math domain error
-                return False
-            sqrt_pi = math.sqrt(c_pi)
-            if sqrt_pi == 0:
-                return False
-            t = c_tau / sqrt_pi
-            eps = draw_margin * sqrt_pi
-            if ranks[order[j]] == ranks[order[j + 1]]:
-                v, w, ok = v_w_draw(t, eps, two)
-            else:
-                v, w, ok = v_w_win(t, eps, two)
+            draw = ranks[order[j]] == ranks[order[j + 1]]
+            d_pi, d_tau, new_pi, new_tau, ok = _chain_step(j, toward, draw, draw_margin, two, team_pi, team_tau, cav_pi,
+                                                           cav_tau, trunc_pi, trunc_tau, left_pi, left_tau, right_pi,
+                                                           right_tau)
             if not ok:
                 return False
-            denom = 1.0 - w
-            if denom == 0:
-                return False
-            new_pi, new_tau = c_pi / denom, (c_tau + sqrt_pi * v) / denom
-            # Variable.update_value: the message becomes new value * old message / old value.
-            trunc_pi[j], trunc_tau[j] = new_pi + tr_pi - d_pi, new_tau + tr_tau - d_tau
-
-            # ALGO LOGIC: (c) difference factor -> the next team of the sweep (SumFactor.up),
-            # from the new cavity of diff_j and the cavity of the other team (unchanged).
-            e_pi, e_tau = new_pi - pi, new_tau - tau_
-            cav_pi[j], cav_tau[j] = e_pi, e_tau
-            if toward == 2:  # team_{j+1} = team_j - diff_j
-                variance = (1.0 / a_pi + 1.0 / e_pi) if (a_pi != 0 and e_pi != 0) else _INF
-                if a_pi != 0 and e_pi != 0 and variance < _INF:
-                    if variance == 0:
-                        return False
-                    pi = 1.0 / variance
-                    tau_ = pi * (a_tau / a_pi - e_tau / e_pi)
-                else:
-                    pi, tau_, ok = _sum_message(a_pi, a_tau, e_pi, e_tau, -1.0)
-                    if not ok:
-                        return False
-                team_pi[j + 1], team_tau[j + 1] = b_pi + pi, b_tau + tau_
-                right_pi[j], right_tau[j] = pi, tau_
-            elif toward == 1:  # team_j = diff_j + team_{j+1}
-                variance = (1.0 / e_pi + 1.0 / b_pi) if (e_pi != 0 and b_pi != 0) else _INF
-                if e_pi != 0 and b_pi != 0 and variance < _INF:
-                    if variance == 0:
-                        return False
-                    pi = 1.0 / variance
-                    tau_ = pi * (e_tau / e_pi + b_tau / b_pi)
-                else:
-                    pi, tau_, ok = _sum_message(e_pi, e_tau, b_pi, b_tau, 1.0)
-                    if not ok:
-                        return False
-                team_pi[j], team_tau[j] = a_pi + pi, a_tau + tau_
-                left_pi[j], left_tau[j] = pi, tau_
-
             # ALGO LOGIC: (d) how much the truncation moved diff_j (Variable.delta: the larger
             # of |change of tau| and sqrt|change of pi|; 0 if pi changed by infinity). The
             # round's delta is the largest; once above min_delta, the rest cannot matter.
@@ -326,7 +296,76 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
                     delta = moved
         if delta <= min_delta:
             break
+    return True
 
+
+@jit()
+def _chain_step(j, toward, draw, draw_margin, two, team_pi, team_tau, cav_pi, cav_tau, trunc_pi, trunc_tau, left_pi,
+                left_tau, right_pi, right_tau):
+    """One truncation of difference `j` in `rate_ffa`'s chain, its news passed on `toward`
+    the next team of the sweep: (diff_j before and after it, as pi and tau each, True), or
+    False last where the float maths fails. The arrays are rows of `work`."""
+    # Cavities of team_j and team_{j+1}: their values divided by this factor's messages.
+    a_pi, a_tau = team_pi[j] - left_pi[j], team_tau[j] - left_tau[j]
+    b_pi, b_tau = team_pi[j + 1] - right_pi[j], team_tau[j + 1] - right_tau[j]
+
+    # ALGO LOGIC: (a) difference factor -> diff_j = team_j - team_{j+1} (SumFactor.down).
+    pi, tau_, ok = _sum_message(a_pi, a_tau, b_pi, b_tau, -1.0)
+    if not ok:
+        return 0.0, 0.0, 0.0, 0.0, False
+    # Variable.update_message: the value becomes value / old message * new message.
+    d_pi, d_tau = cav_pi[j] + pi, cav_tau[j] + tau_
+
+    # ALGO LOGIC: (b) truncation -> diff_j (TruncateFactor.up): moment-match the cavity
+    # of diff_j truncated by the result, through the v and w functions.
+    tr_pi, tr_tau = trunc_pi[j], trunc_tau[j]
+    c_pi, c_tau = d_pi - tr_pi, d_tau - tr_tau
+    if c_pi < 0:  # math domain error
+        return 0.0, 0.0, 0.0, 0.0, False
+    sqrt_pi = math.sqrt(c_pi)
+    if sqrt_pi == 0:
+        return 0.0, 0.0, 0.0, 0.0, False
+    t = c_tau / sqrt_pi
+    eps = draw_margin * sqrt_pi
+    if draw:
+        v, w, ok = v_w_draw(t, eps, two)
+    else:
+        v, w, ok = v_w_win(t, eps, two)
+    if not ok:
+        return 0.0, 0.0, 0.0, 0.0, False
+    denom = 1.0 - w
+    if denom == 0:
+        return 0.0, 0.0, 0.0, 0.0, False
+    new_pi, new_tau = c_pi / denom, (c_tau + sqrt_pi * v) / denom
+    # Variable.update_value: the message becomes new value * old message / old value.
+    trunc_pi[j], trunc_tau[j] = new_pi + tr_pi - d_pi, new_tau + tr_tau - d_tau
+
+    # ALGO LOGIC: (c) difference factor -> the next team of the sweep (SumFactor.up),
+    # from the new cavity of diff_j and the cavity of the other team (unchanged).
+    e_pi, e_tau = new_pi - pi, new_tau - tau_
+    cav_pi[j], cav_tau[j] = e_pi, e_tau
+    if toward == 2:  # team_{j+1} = team_j - diff_j
+        pi, tau_, ok = _sum_message(a_pi, a_tau, e_pi, e_tau, -1.0)
+        if not ok:
+            return 0.0, 0.0, 0.0, 0.0, False
+        team_pi[j + 1], team_tau[j + 1] = b_pi + pi, b_tau + tau_
+        right_pi[j], right_tau[j] = pi, tau_
+    elif toward == 1:  # team_j = diff_j + team_{j+1}
+        pi, tau_, ok = _sum_message(e_pi, e_tau, b_pi, b_tau, 1.0)
+        if not ok:
+            return 0.0, 0.0, 0.0, 0.0, False
+        team_pi[j], team_tau[j] = a_pi + pi, a_tau + tau_
+        left_pi[j], left_tau[j] = pi, tau_
+    return d_pi, d_tau, new_pi, new_tau, True
+
+
+@jit()
+def _send_out_ends(m, work):
+    """Stage 4 of `rate_ffa`, first half; False where the float maths fails."""
+    team_pi, team_tau = work[_TEAM_PI], work[_TEAM_TAU]
+    cav_pi, cav_tau = work[_CAV_PI], work[_CAV_TAU]
+    left_pi, left_tau = work[_LEFT_PI], work[_LEFT_TAU]
+    right_pi, right_tau = work[_RIGHT_PI], work[_RIGHT_TAU]
     # ALGO LOGIC: the two ends of the chain send their messages out, in this order:
     # diff_0 -> team_0 (= diff_0 + team_1), then diff_{m-1} -> team_m (= team_{m-1} - diff_{m-1}).
     j = 0
@@ -343,7 +382,17 @@ def rate_ffa(mus, sigmas, ranks, n, beta, tau, draw_margin, min_delta, out_mu, o
     team_pi[j + 1] = team_pi[j + 1] - right_pi[j] + pi
     team_tau[j + 1] = team_tau[j + 1] - right_tau[j] + tau_
     right_pi[j], right_tau[j] = pi, tau_
+    return True
 
+
+@jit()
+def _send_up(n, order, perf_variance, work, out_mu, out_sigma):
+    """Stage 4 of `rate_ffa`, second half: the new ratings, in input order; False where
+    the float maths fails."""
+    rating_pi, rating_tau = work[_RATING_PI], work[_RATING_TAU]
+    perf_pi, perf_tau = work[_PERF_PI], work[_PERF_TAU]
+    team_pi, team_tau = work[_TEAM_PI], work[_TEAM_TAU]
+    down_pi, down_tau = work[_DOWN_PI], work[_DOWN_TAU]
     # ALGO LOGIC: back up: team performance -> performance (SumFactor.up) -> rating
     # (LikelihoodFactor.up), then un-sort.
     for k in range(n):

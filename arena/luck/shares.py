@@ -43,11 +43,36 @@ def decompose(s: Seats, strength: Mapping[str, float]) -> Decomposition:
         strength (`Mapping[str, float]`): each policy's strength (`EffectsFit.policy`),
             for the lobby.
     """
-    from scipy import sparse
-
     n = len(s.match)
     y = s.achievement - s.achievement.mean()
     total = float(y @ y)
+    gram, cross, spans = _gram(s, strength, y)
+    degrees = {g: _rank(gram[np.ix_(spans[g], spans[g])]) for g in SHARE_GROUPS}
+    explained = _explained(gram, cross, spans)
+
+    def value(groups: tuple[str, ...]) -> float:
+        if not groups or total == 0:
+            return 0.0
+        df = sum(degrees[g] for g in groups)
+        r2 = min(max(explained[frozenset(groups)] / total, 0.0), 1.0)
+        return 1.0 - (1.0 - r2) * (n - 1) / max(n - 1 - df, 1)
+
+    k = len(SHARE_GROUPS)
+    values = {subset: value(subset) for size in range(k + 1) for subset in combinations(SHARE_GROUPS, size)}
+    shares = _shapley(values)
+    full = values[SHARE_GROUPS]
+    shares["residual"] = 1.0 - full
+    r2 = explained[frozenset(SHARE_GROUPS)] / total if total else 0.0
+    return Decomposition(shares=shares, variance=total / n, r2=min(max(r2, 0.0), 1.0), degrees=degrees)
+
+
+def _gram(s: Seats, strength: Mapping[str, float], y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The centred Gram matrix of the groups' columns (one-hot, the lobby one column) and
+    their cross-products with `y`, map x side residualised on map and side; each group's
+    columns."""
+    from scipy import sparse
+
+    n = len(s.match)
     sides = 4
     onehot = {
         "policy": (s.player, len(s.players)),
@@ -82,11 +107,14 @@ def decompose(s: Seats, strength: Mapping[str, float]) -> Decomposition:
     gram[np.ix_(inter, rest)] = gram[np.ix_(rest, inter)].T
     gram[np.ix_(inter, inter)] = original[np.ix_(inter, inter)] - original[np.ix_(inter, main)] @ coef
     cross[inter] -= coef.T @ cross[main]
-    degrees = {g: _rank(gram[np.ix_(spans[g], spans[g])]) for g in SHARE_GROUPS}
+    return gram, cross, spans
 
-    # ALGO LOGIC: the explained sum of squares of every subset of groups. Map and map x
-    # side have hundreds of columns (one per map): each of their four combinations is
-    # solved once, and the small groups are added by block elimination (Schur complement).
+
+def _explained(gram: np.ndarray, cross: np.ndarray, spans: Mapping[str, np.ndarray]) -> dict[frozenset[str], float]:
+    """The explained sum of squares of every subset of `SHARE_GROUPS`."""
+    # ALGO LOGIC: map and map x side have hundreds of columns (one per map): each of their
+    # four combinations is solved once, and the small groups are added by block
+    # elimination (Schur complement).
     big = ("map", "map_side")
     small = tuple(g for g in SHARE_GROUPS if g not in big)
     small_cols = np.concatenate([spans[g] for g in small])
@@ -111,16 +139,12 @@ def decompose(s: Seats, strength: Mapping[str, float]) -> Decomposition:
                         at_ = np.concatenate([position[g] for g in chosen])
                         extra = float(b_s[at_] @ _solve(g_ss[np.ix_(at_, at_)], b_s[at_]))
                     explained[frozenset(part + chosen)] = base + extra
+    return explained
 
-    def value(groups: tuple[str, ...]) -> float:
-        if not groups or total == 0:
-            return 0.0
-        df = sum(degrees[g] for g in groups)
-        r2 = min(max(explained[frozenset(groups)] / total, 0.0), 1.0)
-        return 1.0 - (1.0 - r2) * (n - 1) / max(n - 1 - df, 1)
 
+def _shapley(values: Mapping[tuple[str, ...], float]) -> dict[str, float]:
+    """Each group's Shapley value of `values` (every subset of `SHARE_GROUPS`, in its order)."""
     k = len(SHARE_GROUPS)
-    values = {subset: value(subset) for size in range(k + 1) for subset in combinations(SHARE_GROUPS, size)}
     shares = {}
     for g in SHARE_GROUPS:
         others = tuple(h for h in SHARE_GROUPS if h != g)
@@ -131,10 +155,7 @@ def decompose(s: Seats, strength: Mapping[str, float]) -> Decomposition:
                 with_g = tuple(h for h in SHARE_GROUPS if h in subset or h == g)
                 phi += weight * (values[with_g] - values[subset])
         shares[g] = phi
-    full = values[SHARE_GROUPS]
-    shares["residual"] = 1.0 - full
-    r2 = explained[frozenset(SHARE_GROUPS)] / total if total else 0.0
-    return Decomposition(shares=shares, variance=total / n, r2=min(max(r2, 0.0), 1.0), degrees=degrees)
+    return shares
 
 
 def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -184,53 +184,22 @@ def plackett_luce(
     """
     if not len(history):
         return {}
-    rows = None
-    if isinstance(history, RatedTable):
-        by_id_order = np.argsort(history.ids, kind="stable")
-        ids = history.ids[by_id_order]
-        if (ids[1:] != ids[:-1]).all():  # unique ids (always, but in a malformed history): the id is the key
-            rows = by_id_order
-        else:
-            history = history.outcomes()
-        del ids
     # ALGO LOGIC: order-free. The fit and the bootstrap see the results sorted by their id
     # (the match id), never in start-time or input order: the same set of results gives
     # the same table bit for bit, however its start times or its order change
     # (floating-point sums included).
-    if not isinstance(history, RatedTable):
-        history = sorted(history, key=by_id)
+    history, rows = _in_id_order(history)
     design = build_design(history, rows)
     fixed = {design.players.index(p): v for p, v in anchors.items() if p in design.players}
-    m = len(history)
     initial = None
     if start:
         prior = float(np.mean(list(fixed.values()))) if fixed else 0.0
         initial = np.array([start.get(p, prior) for p in design.players], dtype=np.float64)
-    estimate = _fit(design, np.ones(m), fixed, l2, start=initial)
+    estimate = _fit(design, np.ones(len(history)), fixed, l2, start=initial)
     ranks = np.array(competition_ranks(estimate.tolist()))
     counts = np.bincount(design.order[design.valid], minlength=len(design.players))
-    samples = np.empty((bootstrap, len(design.players)))
-    # ALGO LOGIC: the bootstrap. Each resample draws m results with replacement from the
-    # m results in id order: `integers(0, m, m)` of one seeded generator, counted into
-    # weights (a multinomial over that order). Why not Poisson weights keyed by id: this is
-    # the classic nonparametric bootstrap (exactly m results a resample), its intervals keep
-    # their usual meaning, and anyone reproduces it in two numpy lines; one generator for
-    # all resamples, no per-result RNG, so 200 resamples of 100,000 results draw in
-    # milliseconds.
-    rng = np.random.default_rng(seed)
-    workers = max(1, min(workers or os.cpu_count() or 1, bootstrap or 1))
-
-    def resample(weights: np.ndarray) -> np.ndarray:
-        return _fit(design, weights, fixed, l2, start=estimate)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        # draws in order, `workers` resamples at a time (bounded memory: one weight vector each)
-        for first in range(0, bootstrap, workers):
-            batch = [np.bincount(rng.integers(0, m, size=m), minlength=m).astype(np.float64)
-                     for _ in range(min(workers, bootstrap - first))]
-            for b, sample in enumerate(pool.map(resample, batch), start=first):
-                samples[b] = sample
     if bootstrap:
+        samples = _bootstrap(design, estimate, fixed, l2, resamples=bootstrap, seed=seed, workers=workers)
         low, high = np.percentile(samples, [2.5, 97.5], axis=0)
         sample_ranks = np.array([competition_ranks(row) for row in samples])
         rank_low, rank_high = np.percentile(sample_ranks, [2.5, 97.5], axis=0)
@@ -249,6 +218,47 @@ def plackett_luce(
         )
         for i, player in enumerate(design.players)
     }
+
+
+def _in_id_order(history: Sequence[Outcome] | RatedTable) -> tuple[Sequence[Outcome] | RatedTable, np.ndarray | None]:
+    """The history in id order: a table and the rows that put it in that order (no copy), or
+    the outcomes sorted (a table whose ids repeat, as only a malformed history's do, too)."""
+    if isinstance(history, RatedTable):
+        by_id_order = np.argsort(history.ids, kind="stable")
+        ids = history.ids[by_id_order]
+        if (ids[1:] != ids[:-1]).all():  # unique ids: the id is the key
+            return history, by_id_order
+        history = history.outcomes()
+    return sorted(history, key=by_id), None
+
+
+def _bootstrap(design: Design, estimate: np.ndarray, fixed: dict[int, float], l2: float, *, resamples: int,
+               seed: int, workers: int | None) -> np.ndarray:
+    """The fit of each of `resamples` resamples of the results (warm-started at `estimate`),
+    as rows, fitted `workers` at a time (`plackett_luce`)."""
+    m = len(design.widths)
+    samples = np.empty((resamples, len(design.players)))
+    # ALGO LOGIC: the bootstrap. Each resample draws m results with replacement from the
+    # m results in id order: `integers(0, m, m)` of one seeded generator, counted into
+    # weights (a multinomial over that order). Why not Poisson weights keyed by id: this is
+    # the classic nonparametric bootstrap (exactly m results a resample), its intervals keep
+    # their usual meaning, and anyone reproduces it in two numpy lines; one generator for
+    # all resamples, no per-result RNG, so 200 resamples of 100,000 results draw in
+    # milliseconds.
+    rng = np.random.default_rng(seed)
+    workers = max(1, min(workers or os.cpu_count() or 1, resamples))
+
+    def resample(weights: np.ndarray) -> np.ndarray:
+        return _fit(design, weights, fixed, l2, start=estimate)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # draws in order, `workers` resamples at a time (bounded memory: one weight vector each)
+        for first in range(0, resamples, workers):
+            batch = [np.bincount(rng.integers(0, m, size=m), minlength=m).astype(np.float64)
+                     for _ in range(min(workers, resamples - first))]
+            for b, sample in enumerate(pool.map(resample, batch), start=first):
+                samples[b] = sample
+    return samples
 
 
 def interval_ranks(mle: Mapping[str, MLERating], shown: Sequence[str]) -> dict[str, int]:

@@ -135,78 +135,123 @@ def trueskill_trail(
 
     state = state or TrueSkillState()
     if not kernels.AVAILABLE:
-        history = history.outcomes() if isinstance(history, RatedTable) else history
-        trail: dict[str, deque] = {}
-
-        rows = {id(o): r for r, o in enumerate(history)}
-
-        def observe(outcome: Outcome, player: str, rating: TrueSkillRating) -> None:
-            trail.setdefault(player, deque(maxlen=max(keep, 1))).append((rows[id(outcome)], rating.mu, rating.sigma))
-
-        done = trueskill_reference(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma,
-                                 observe=observe if keep else None)
-        return done, {p: list(t) for p, t in trail.items()}
+        return _trail_in_python(history, state, anchors, anchor_sigma, keep)
     check_after(history, state.last_key)
     names = sorted(set(players_of(history)) | set(state.ratings) | set(anchors))
-    index = {p: i for i, p in enumerate(names)}
-    n = len(names)
-    mu = np.full(n, TRUESKILL_MU)
-    sigma = np.full(n, TRUESKILL_SIGMA)
-    matches = np.zeros(n, dtype=np.int64)
-    present = np.zeros(n, dtype=np.bool_)
-    for p, r in state.ratings.items():
-        i = index[p]
-        mu[i], sigma[i], matches[i], present[i] = r.mu, r.sigma, r.matches, True
-    mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
-    fixed = np.zeros(n, dtype=np.bool_)
-    fixed_mu, fixed_sigma = np.zeros(n), np.zeros(n)
-    for p, v in anchors.items():
-        i = index[p]
-        fixed[i], fixed_mu[i], fixed_sigma[i] = True, anchor_trueskill_mu(v, mean_anchor), anchor_sigma
-    seats, scores, widths = seat_arrays(history, index, by_player=True)
-    trail_match = np.zeros((n, keep), dtype=np.int64)
-    trail_mu, trail_sigma = np.zeros((n, keep)), np.zeros((n, keep))
-    trail_count = np.zeros(n, dtype=np.int64)
+    players = _Players.of(names, state, anchors, anchor_sigma, keep)
+    seats, scores, widths = seat_arrays(history, {p: i for i, p in enumerate(names)}, by_player=True)
     margin = draw_margin(TRUESKILL_BETA, DRAW_PROBABILITY)
     row = 0
     while True:
-        row = kernels.trueskill_history(seats, scores, widths, row, mu, sigma, matches, present, fixed, fixed_mu,
-                                        fixed_sigma, TRUESKILL_BETA, 0.0, margin, trueskill.DELTA, trail_match,
-                                        trail_mu, trail_sigma, trail_count, 2.0)
+        row = kernels.trueskill_history(seats, scores, widths, row, players.mu, players.sigma, players.matches,
+                                        players.present, players.fixed, players.fixed_mu, players.fixed_sigma,
+                                        TRUESKILL_BETA, 0.0, margin, trueskill.DELTA, players.trail_match,
+                                        players.trail_mu, players.trail_sigma, players.trail_count, 2.0)
         if row == kernels.OK:
             break
         # ALGO LOGIC: a match whose float maths fails: rated by `rate_match`, with the
         # package's mpmath fallback.
         k = int(widths[row])
-        seated = seats[row, :k]
-        ranks = competition_ranks(scores[row, :k].tolist())
-        before = [(fixed_mu[i], fixed_sigma[i]) if fixed[i] else (mu[i], sigma[i]) for i in seated]
+        players.rate_refused(row, seats[row, :k], scores[row, :k])
+        row += 1
+    return TrueSkillState(ratings=players.ratings(), last_key=last_key(history, state.last_key),
+                          matches=state.matches + len(history)), players.trails()
+
+
+def _trail_in_python(history: Sequence[Outcome] | RatedTable, state: TrueSkillState, anchors: Mapping[str, float],
+                     anchor_sigma: float, keep: int) -> tuple[TrueSkillState, dict[str, list[tuple[int, float, float]]]]:
+    """`trueskill_trail` without numba: `trueskill_reference`, its new ratings observed."""
+    history = history.outcomes() if isinstance(history, RatedTable) else history
+    trail: dict[str, deque] = {}
+
+    rows = {id(o): r for r, o in enumerate(history)}
+
+    def observe(outcome: Outcome, player: str, rating: TrueSkillRating) -> None:
+        trail.setdefault(player, deque(maxlen=max(keep, 1))).append((rows[id(outcome)], rating.mu, rating.sigma))
+
+    done = trueskill_reference(history, state=state, anchors=anchors, anchor_sigma=anchor_sigma,
+                               observe=observe if keep else None)
+    return done, {p: list(t) for p, t in trail.items()}
+
+
+@dataclass
+class _Players:
+    """Every player's rating as the compiled loop reads and updates it (`kernels.trueskill_history`):
+    by index in `names`, the anchors fixed, and the last `keep` new ratings in ring buffers."""
+
+    names: list[str]
+    mu: np.ndarray
+    sigma: np.ndarray
+    matches: np.ndarray
+    present: np.ndarray
+    fixed: np.ndarray
+    fixed_mu: np.ndarray
+    fixed_sigma: np.ndarray
+    keep: int
+    trail_match: np.ndarray
+    trail_mu: np.ndarray
+    trail_sigma: np.ndarray
+    trail_count: np.ndarray
+
+    @classmethod
+    def of(cls, names: list[str], state: TrueSkillState, anchors: Mapping[str, float], anchor_sigma: float,
+           keep: int) -> _Players:
+        """`names` rated as `state` has them (the others new), `anchors` fixed."""
+        index = {p: i for i, p in enumerate(names)}
+        n = len(names)
+        mu = np.full(n, TRUESKILL_MU)
+        sigma = np.full(n, TRUESKILL_SIGMA)
+        matches = np.zeros(n, dtype=np.int64)
+        present = np.zeros(n, dtype=np.bool_)
+        for p, r in state.ratings.items():
+            i = index[p]
+            mu[i], sigma[i], matches[i], present[i] = r.mu, r.sigma, r.matches, True
+        mean_anchor = float(np.mean(list(anchors.values()))) if anchors else 0.0
+        fixed = np.zeros(n, dtype=np.bool_)
+        fixed_mu, fixed_sigma = np.zeros(n), np.zeros(n)
+        for p, v in anchors.items():
+            i = index[p]
+            fixed[i], fixed_mu[i], fixed_sigma[i] = True, anchor_trueskill_mu(v, mean_anchor), anchor_sigma
+        return cls(names, mu, sigma, matches, present, fixed, fixed_mu, fixed_sigma, keep,
+                   np.zeros((n, keep), dtype=np.int64), np.zeros((n, keep)), np.zeros((n, keep)),
+                   np.zeros(n, dtype=np.int64))
+
+    def rate_refused(self, row: int, seated: np.ndarray, scores: np.ndarray) -> None:
+        """Rate match `row` (its players `seated`, their `scores`), which the compiled loop
+        refused, by `rate_match`, and apply it as the loop applies its own."""
+        ranks = competition_ranks(scores.tolist())
+        before = [(self.fixed_mu[i], self.fixed_sigma[i]) if self.fixed[i] else (self.mu[i], self.sigma[i])
+                  for i in seated]
         after = rate_match([(float(a), float(b)) for a, b in before], ranks)
         updates: dict[int, list[tuple[float, float]]] = {}
         for i, new in zip(seated.tolist(), after):
-            if not fixed[i]:
+            if not self.fixed[i]:
                 updates.setdefault(i, []).append(new)
         for i, news in updates.items():
-            mu[i], sigma[i] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
-            matches[i] += 1
-            present[i] = True
-            if keep:
-                slot = trail_count[i] % keep
-                trail_match[i, slot], trail_mu[i, slot], trail_sigma[i, slot] = row, mu[i], sigma[i]
-                trail_count[i] += 1
-        row += 1
-    ratings = {
-        names[i]: TrueSkillRating(mu=float(mu[i]), sigma=float(sigma[i]), matches=int(matches[i]))
-        for i in np.nonzero(present)[0]
-    }
-    trails: dict[str, list[tuple[int, float, float]]] = {}
-    for i in np.nonzero(trail_count)[0] if keep else ():
-        count = int(trail_count[i])
-        slots = (count - np.arange(min(count, keep), 0, -1)) % keep  # oldest first
-        trails[names[i]] = list(zip(trail_match[i, slots].tolist(), trail_mu[i, slots].tolist(),
-                                    trail_sigma[i, slots].tolist()))
-    return TrueSkillState(ratings=ratings, last_key=last_key(history, state.last_key),
-                          matches=state.matches + len(history)), trails
+            self.mu[i], self.sigma[i] = sum(m for m, _ in news) / len(news), sum(s for _, s in news) / len(news)
+            self.matches[i] += 1
+            self.present[i] = True
+            if self.keep:
+                slot = self.trail_count[i] % self.keep
+                self.trail_match[i, slot], self.trail_mu[i, slot], self.trail_sigma[i, slot] = row, self.mu[i], self.sigma[i]
+                self.trail_count[i] += 1
+
+    def ratings(self) -> dict[str, TrueSkillRating]:
+        """The rating of every player that has one."""
+        return {
+            self.names[i]: TrueSkillRating(mu=float(self.mu[i]), sigma=float(self.sigma[i]), matches=int(self.matches[i]))
+            for i in np.nonzero(self.present)[0]
+        }
+
+    def trails(self) -> dict[str, list[tuple[int, float, float]]]:
+        """Each player's last `keep` new ratings as (row, mu, sigma), oldest first."""
+        trails: dict[str, list[tuple[int, float, float]]] = {}
+        for i in np.nonzero(self.trail_count)[0] if self.keep else ():
+            count = int(self.trail_count[i])
+            slots = (count - np.arange(min(count, self.keep), 0, -1)) % self.keep  # oldest first
+            trails[self.names[i]] = list(zip(self.trail_match[i, slots].tolist(), self.trail_mu[i, slots].tolist(),
+                                             self.trail_sigma[i, slots].tolist()))
+        return trails
 
 
 def trueskill_ratings(

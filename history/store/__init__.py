@@ -53,7 +53,7 @@ shard, a corrupt replay or log file) are moved into `quarantine/`, named in the 
 `damaged` (the UI's operator line), and everything else loads.
 """
 
-from history.store.compaction import CompactionPlan, CompactionReport, Publish
+from history.store.compaction import CompactionPlan, CompactionReport, Publish, StageHook
 from history.store.layout import (
                                   INDEX_CACHE,
                                   LOGS,
@@ -70,5 +70,6 @@ from history.store.writer import HistoryStore
 
 __all__ = [
     "INDEX_CACHE", "LOGS", "MATCH_ID", "MAX_COMPACTED_SHARDS", "REPLAYS", "SHARD_NAME", "TEAM_SCHEMA",
-    "CompactionPlan", "CompactionReport", "FileKind", "HistoryReader", "HistoryStore", "Publish", "day_folder",
+    "CompactionPlan", "CompactionReport", "FileKind", "HistoryReader", "HistoryStore", "Publish", "StageHook",
+    "day_folder",
 ]

@@ -1,5 +1,5 @@
 """Compaction's records: what one compaction writes and replaces (its journal), what a
-run of them did, and the test hook that kills a compaction at a chosen stage.
+run of them did, and the hook told each stage it reaches (the crash tests kill it there).
 
 How compaction runs, step by step and why each step is safe, is in the package's docstring
 (`history.store`, point 3); `HistoryStore.compact` carries it out.
@@ -7,16 +7,12 @@ How compaction runs, step by step and why each step is safe, is in the package's
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from history import bundle
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,15 +63,9 @@ def bundle_writer(files: dict[str, Path]) -> Callable[[Any], None]:
     return write
 
 
-#: Test hook (`NMMO_ARENA_COMPACTION_HOOK=stage`): a compaction that reaches `stage`
-#: ("journal": journal written; "writing": its first new file written; "written": all of
-#: them; "published"; "deleting": half of what they replace deleted) kills its own
-#: process there (SIGKILL), as a crash would.
-HOOK = os.environ.get("NMMO_ARENA_COMPACTION_HOOK", "")
-
-
-def hook(stage: str, plan: CompactionPlan) -> None:
-    """Kill this process if the test hook names `stage`."""
-    if stage == HOOK:
-        log.warning("NMMO_ARENA_COMPACTION_HOOK=%s: killing this process in compaction %s", stage, plan.name)
-        os.kill(os.getpid(), 9)
+#: Told each stage a compaction reaches, with its plan: "journal" (its journal written),
+#: "writing" (each of its new files written), "written" (all of them), "published" and
+#: "deleting" (half of the files they replace deleted). `HistoryStore(on_stage=...)`
+#: installs one: the crash tests kill the process at a chosen stage, as a crash would
+#: (`tests/scripts/compact_history.py`).
+StageHook = Callable[[str, CompactionPlan], None]

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from arena.errors import InvalidArgumentError
 from arena.files import write_atomically
 from arena.schema import SCHEMA_VERSION, MatchResult, rows
-from history.store.compaction import HOOK, CompactionPlan, CompactionReport, Publish, bundle_writer, hook
+from history.store.compaction import CompactionPlan, CompactionReport, Publish, StageHook, bundle_writer
 from history.store.layout import (
     DATASET_CARD,
     LEGACY_TAG,
@@ -51,13 +51,16 @@ class HistoryStore(HistoryReader):
             of new files; `bench.history_growth` runs a simulated one).
         durable (`bool`): fsync every write (False only where durability is not what is
             measured: the benchmark of the folder's growth).
+        on_stage (`StageHook`, *optional*): told each stage a compaction reaches (the
+            crash tests kill the process there).
     """
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.time, durable: bool = True,
-                 writer: str | None = None, legacy: bool = True):
+                 writer: str | None = None, legacy: bool = True, on_stage: StageHook | None = None):
         super().__init__(root)
         self.clock = clock
         self.durable = durable
+        self.on_stage = on_stage
         self.writer = writer
         """The writer whose id the new files carry (`history.writers`); None: a random tag,
         and every file counts as this store's own (one writer, as tests and tools use it)."""
@@ -215,28 +218,28 @@ class HistoryStore(HistoryReader):
                 plan, writers = made
                 journal = self.journals / f"{plan.name}.json"
                 self._write(journal, json.dumps(plan.to_dict()).encode())
-                if HOOK:
-                    hook("journal", plan)
+                if self.on_stage:
+                    self.on_stage("journal", plan)
                 for output, write in writers.items():
                     self._write(self.root / output, write)
-                    if HOOK:
-                        hook("writing", plan)
+                    if self.on_stage:
+                        self.on_stage("writing", plan)
                 self._carry_out(journal, plan, publish)
                 report.plans.append(plan)
 
     def _carry_out(self, journal: Path, plan: CompactionPlan, publish: Publish | None) -> None:
         """The second half of a compaction whose files are all written: publish them,
         delete what they replace, then the journal."""
-        if HOOK:
-            hook("written", plan)
+        if self.on_stage:
+            self.on_stage("written", plan)
         if publish is not None:
             publish(plan)
-        if HOOK:
-            hook("published", plan)
+        if self.on_stage:
+            self.on_stage("published", plan)
         for k, replaced in enumerate(plan.inputs):
             (self.root / replaced).unlink(missing_ok=True)
-            if HOOK and k == len(plan.inputs) // 2:
-                hook("deleting", plan)
+            if self.on_stage and k == len(plan.inputs) // 2:
+                self.on_stage("deleting", plan)
         journal.unlink(missing_ok=True)
 
     def _roll_back(self, journal: Path, plan: CompactionPlan) -> None:

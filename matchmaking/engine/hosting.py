@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from arena.logs import TeamLog
 from arena.schema import Fault, FaultKind
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.observations import ObservationLayout
@@ -60,11 +61,21 @@ class TeamHost(Protocol):
     def close(self) -> None:
         """Release the team (and its process, if any)."""
 
-    # Optional, for hosts of a team in its own process (`matchmaking.sandbox.host`):
-    # `launch()` (start the process without waiting), `bind_observations(env, agent_ids)`
-    # (observations through shared memory) and `output_log() -> arena.logs.TeamLog`
-    # (the team's stdout and stderr, after `close`). A team in the match's own process has
-    # no output of its own to capture: it has no log.
+    # Three more steps, which only some hosts need (the others do nothing there): a team in
+    # its own process (`matchmaking.sandbox.host`) uses all three; a built-in in the match's
+    # own process binds to nmmo's observations (`matchmaking.teams.factory.BuiltinHost`).
+
+    def launch(self) -> None:
+        """Begin building the team without waiting: the runner launches every team before it
+        starts any, so that teams in processes of their own import in parallel."""
+
+    def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
+        """From now on, read the members' (`agent_ids`) observations straight from nmmo's
+        `env` (a sandbox: through its shared memory)."""
+
+    def output_log(self) -> TeamLog | None:
+        """What the team wrote to stdout and stderr (after `close`); None if it has no
+        output of its own (a team in the match's own process writes to the match's)."""
 
 
 def describe_exception(exc: BaseException, *, limit: int) -> str:
@@ -79,7 +90,7 @@ def describe_exception(exc: BaseException, *, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class InProcessTeam:
+class InProcessTeam(TeamHost):
     """A team whose code runs in the calling process (no isolation: trusted code only).
 
     Exceptions (and `SystemExit`) from the team's constructor, `reset` or `act` become
@@ -125,6 +136,15 @@ class InProcessTeam:
 
     def close(self) -> None:
         self.team = None
+
+    def launch(self) -> None:
+        pass  # built in `start`: nothing to overlap
+
+    def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
+        pass  # observations are handed over as dicts (`BuiltinHost` binds nmmo's own)
+
+    def output_log(self) -> TeamLog | None:
+        return None  # it writes to the match's own output
 
 
 def over_budget(wall_s: float, cpu_s: float, config: MatchConfig) -> str:

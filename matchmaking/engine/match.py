@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 from nmmo.entity.entity import EntityState
@@ -33,10 +34,10 @@ from arena.logs import MatchLogs
 from arena.policies import PolicyRef
 from arena.replay import ReplayRecorder
 from arena.schema import Fault, FaultKind, MatchResult, TaskResult, TeamResult
-from arena.scoring import RULES, achievement, competition_ranks
+from arena.scoring import RULES, TeamProgress, achievement, competition_ranks
 from matchmaking.engine import game, maps
 from matchmaking.engine.config import MatchConfig
-from matchmaking.engine.contract import check_actions
+from matchmaking.engine.contract import ActionSpace, check_actions
 from matchmaking.engine.hosting import TeamHost, TeamSlot
 from matchmaking.engine.observations import ObservationLayout
 from matchmaking.engine.progress import TravelTracker, team_progress
@@ -173,81 +174,15 @@ def run_match(
     map_id, map_dir = maps.spec_map(spec.seed, spec.held_out, config.map_key, config)
     teams = game.team_agent_ids(config)
     faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder)
-    hosts: list[TeamHost] = []
+    hosts: list[TeamHost] = []  # filled as they are made: every one made is closed
     env = None
     try:
         # TRY NOT TO MODIFY: set-up order fixes what the seed determines
         env = game.env_on(config, map_dir)
-        observations = game.reset_env(env, spec.seed)
-        space = game.action_space(env)
-        layout = ObservationLayout.from_observation(next(iter(observations.values())), config.team_size)
-        spawns = game.spawn_points(env, teams)
-        for team_id, ref in enumerate(spec.policies):
-            env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
-            hosts.append(host_factory(ref, TeamSlot(team_id, env_config, config, layout)))
-        for host in hosts:  # sandboxes start their processes at once, then each is awaited
-            launch = getattr(host, "launch", None)
-            if callable(launch):
-                launch()
-        for team_id, host in enumerate(hosts):
-            fault = host.start()
-            if fault is not None:
-                faults.add(team_id, fault)
-            bind = getattr(host, "bind_observations", None)
-            if callable(bind):  # sandboxes: the env writes observations into shared memory
-                bind(env, teams[team_id])
-        travel = TravelTracker(config.num_agents)
-        entities = EntityState.Query.table(env.realm.datastore)
-        travel.start(entities)
-        if recorder is not None:
-            recorder.start(tiles=env.tile_map[:, :, 2], entities=entities, columns=_ENTITY_COLUMNS, num_agents=config.num_agents)
-
-        # ALGO LOGIC: the game loop
-        ticks = 0
-        if progress is not None:
-            progress(0)
-        for tick in range(1, config.horizon + 1):
-            alive = env.realm.players
-            asked: dict[int, frozenset[int]] = {}
-            for team_id, host in enumerate(hosts):  # every team thinks at once ...
-                team_obs = {m: observations[a] for m, a in enumerate(teams[team_id]) if a in alive}
-                if team_obs:
-                    host.request(tick, team_obs)
-                    asked[team_id] = frozenset(team_obs)
-            actions: dict[int, dict[str, dict[str, int]]] = {}
-            for team_id, members in asked.items():  # ... then answers are collected
-                answer = hosts[team_id].answer()
-                if answer.fault is not None:
-                    faults.add(team_id, answer.fault)
-                    continue
-                checked = check_actions(answer.actions, alive_members=members, team_size=config.team_size, space=space)
-                if checked.problems:
-                    faults.add(team_id, Fault(tick, FaultKind.INVALID, checked.summary()[: config.fault_message_chars]))
-                for member, action in checked.actions.items():
-                    actions[teams[team_id][member]] = action
-            observations, *_ = env.step(actions)
-            entities = EntityState.Query.table(env.realm.datastore)
-            travel.update(entities)
-            if recorder is not None:
-                recorder.tick(entities)
-            ticks = tick
-            if progress is not None:
-                progress(tick)
-            if not env.realm.players:
-                break
-
-        events = env.realm.event_log.get_data()
-        reached = team_progress(events, teams, travel.farthest, base_level=env.config.PROGRESSION_BASE_LEVEL)
-        if recorder is not None:
-            recorder.finish(
-                match_id=spec.match_id,
-                events=events,
-                event_columns=EventAttr,
-                event_codes={name: getattr(EventCode, name) for name in ("SCORE_HIT", "PLAYER_KILL", "LEVEL_UP", "EQUIP_ITEM")},
-                teams=teams,
-                policies=[ref.label for ref in spec.policies],
-            )
-        alive_at_end = {team_id: sum(a in env.realm.players for a in agent_ids) for team_id, agent_ids in teams.items()}
+        observations, space, spawns = _set_up(spec, env, teams, host_factory, hosts)
+        _start_teams(hosts, env, teams, faults)
+        ticks, travel = _play(env, observations, _Seats(hosts, teams, space, faults, config), recorder, progress)
+        reached, alive_at_end = _final_standing(env, spec, teams, travel, recorder)
     except Exception as exc:  # only engine failures reach here: team failures are faults
         raise MatchFailedError(f"Match {spec.match_id} (seed {spec.seed}) failed in the game engine: {exc!r}") from exc
     finally:
@@ -256,16 +191,159 @@ def run_match(
         if env is not None:
             game.dispose_env(env)
     if logs is not None:
-        for host in hosts:
-            output_log = getattr(host, "output_log", None)  # sandboxes only: see `TeamHost`
-            team_log = output_log() if callable(output_log) else None
-            if team_log is not None:
-                logs.add(team_log)
-        logs.finish(match_id=spec.match_id)
+        _keep_logs(hosts, logs, spec.match_id)
+    results = _team_results(spec, reached, alive_at_end, faults, spawns)
+    return MatchResult(
+        match_id=spec.match_id,
+        seed=spec.seed,
+        map_id=map_id,
+        horizon=config.horizon,
+        ticks=ticks,
+        nmmo_version=game.NMMO_VERSION,
+        arena_version=ARENA_VERSION,
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 3),
+        teams=results,
+        track=spec.track,
+        stage=spec.stage,
+        set_id=spec.set_id,
+        set_size=spec.set_size,
+        set_rotation=spec.set_rotation,
+        held_out=spec.held_out,
+    )
 
+
+# -- the stages of `run_match`, in order -----------------------------------------------
+def _set_up(spec: MatchSpec, env: Any, teams: dict[int, list[int]], host_factory: HostFactory,
+            hosts: list[TeamHost]) -> tuple[dict[int, dict[str, Any]], ActionSpace, dict[int, tuple[int, int]]]:
+    """The game reset to the spec's seed, and a host made for every team, appended to `hosts`
+    one at a time (the caller closes every host made, even if a later one fails). Returns
+    the first observations, the action space and where each team spawned."""
+    # TRY NOT TO MODIFY: set-up order fixes what the seed determines
+    config = spec.config
+    observations = game.reset_env(env, spec.seed)
+    space = game.action_space(env)
+    layout = ObservationLayout.from_observation(next(iter(observations.values())), config.team_size)
+    spawns = game.spawn_points(env, teams)
+    for team_id, ref in enumerate(spec.policies):
+        env_config = game.env_config(config, team_id=team_id, seed=team_seed(spec.seed, team_id))
+        hosts.append(host_factory(ref, TeamSlot(team_id, env_config, config, layout)))
+    return observations, space, spawns
+
+
+def _start_teams(hosts: list[TeamHost], env: Any, teams: dict[int, list[int]], faults: _FaultLog) -> None:
+    """Build every team: all launched at once (sandboxes import in parallel), then each
+    awaited, its INIT fault recorded, and bound to its observations."""
+    for host in hosts:
+        host.launch()
+    for team_id, host in enumerate(hosts):
+        fault = host.start()
+        if fault is not None:
+            faults.add(team_id, fault)
+        host.bind_observations(env, teams[team_id])
+
+
+@dataclass(frozen=True)
+class _Seats:
+    """Who sits at the table, and what each tick checks their answers against."""
+
+    hosts: list[TeamHost]
+    teams: dict[int, list[int]]
+    space: ActionSpace
+    faults: _FaultLog
+    config: MatchConfig
+
+
+def _play(env: Any, observations: dict[int, dict[str, Any]], seats: _Seats, recorder: ReplayRecorder | None,
+          progress: Callable[[int], None] | None) -> tuple[int, TravelTracker]:
+    """The game loop, to the horizon or until every agent is dead: each tick, every team is
+    asked and the game stepped on the answers. Returns the ticks played and how far each
+    agent travelled."""
+    config = seats.config
+    travel = TravelTracker(config.num_agents)
+    entities = EntityState.Query.table(env.realm.datastore)
+    travel.start(entities)
+    if recorder is not None:
+        recorder.start(tiles=env.tile_map[:, :, 2], entities=entities, columns=_ENTITY_COLUMNS, num_agents=config.num_agents)
+
+    # ALGO LOGIC: the game loop
+    ticks = 0
+    if progress is not None:
+        progress(0)
+    for tick in range(1, config.horizon + 1):
+        observations, *_ = env.step(_ask_teams(tick, env.realm.players, observations, seats))
+        entities = EntityState.Query.table(env.realm.datastore)
+        travel.update(entities)
+        if recorder is not None:
+            recorder.tick(entities)
+        ticks = tick
+        if progress is not None:
+            progress(tick)
+        if not env.realm.players:
+            break
+    return ticks, travel
+
+
+def _ask_teams(tick: int, alive: Mapping[int, Any], observations: dict[int, dict[str, Any]],
+               seats: _Seats) -> dict[int, dict[str, dict[str, int]]]:
+    """One tick's actions, by agent: every team with members `alive` is handed their
+    observations, then every answer is collected and checked; a fault idles the team."""
+    teams, config = seats.teams, seats.config
+    asked: dict[int, frozenset[int]] = {}
+    for team_id, host in enumerate(seats.hosts):  # every team thinks at once ...
+        team_obs = {m: observations[a] for m, a in enumerate(teams[team_id]) if a in alive}
+        if team_obs:
+            host.request(tick, team_obs)
+            asked[team_id] = frozenset(team_obs)
+    actions: dict[int, dict[str, dict[str, int]]] = {}
+    for team_id, members in asked.items():  # ... then answers are collected
+        answer = seats.hosts[team_id].answer()
+        if answer.fault is not None:
+            seats.faults.add(team_id, answer.fault)
+            continue
+        checked = check_actions(answer.actions, alive_members=members, team_size=config.team_size, space=seats.space)
+        if checked.problems:
+            seats.faults.add(team_id, Fault(tick, FaultKind.INVALID, checked.summary()[: config.fault_message_chars]))
+        for member, action in checked.actions.items():
+            actions[teams[team_id][member]] = action
+    return actions
+
+
+def _final_standing(env: Any, spec: MatchSpec, teams: dict[int, list[int]], travel: TravelTracker,
+                    recorder: ReplayRecorder | None) -> tuple[dict[int, TeamProgress], dict[int, int]]:
+    """What each team reached (from the game's events) and how many of its members are
+    alive at the end; the replay finished with the events."""
+    events = env.realm.event_log.get_data()
+    reached = team_progress(events, teams, travel.farthest, base_level=env.config.PROGRESSION_BASE_LEVEL)
+    if recorder is not None:
+        recorder.finish(
+            match_id=spec.match_id,
+            events=events,
+            event_columns=EventAttr,
+            event_codes={name: getattr(EventCode, name) for name in ("SCORE_HIT", "PLAYER_KILL", "LEVEL_UP", "EQUIP_ITEM")},
+            teams=teams,
+            policies=[ref.label for ref in spec.policies],
+        )
+    alive_at_end = {team_id: sum(a in env.realm.players for a in agent_ids) for team_id, agent_ids in teams.items()}
+    return reached, alive_at_end
+
+
+def _keep_logs(hosts: list[TeamHost], logs: MatchLogs, match_id: str) -> None:
+    """Every team's stdout and stderr into `logs` (teams in the match process have none)."""
+    for host in hosts:
+        team_log = host.output_log()
+        if team_log is not None:
+            logs.add(team_log)
+    logs.finish(match_id=match_id)
+
+
+def _team_results(spec: MatchSpec, reached: dict[int, TeamProgress], alive_at_end: dict[int, int], faults: _FaultLog,
+                  spawns: dict[int, tuple[int, int]]) -> tuple[TeamResult, ...]:
+    """Every team's record: its score and rank (`arena.scoring`), its faults, where it spawned."""
     # ALGO LOGIC: score and rank
-    scores = {team_id: achievement(reached[team_id]) for team_id in teams}
-    ranks = competition_ranks([scores[t].total for t in teams])
+    slots = range(spec.config.num_teams)
+    scores = {team_id: achievement(reached[team_id]) for team_id in slots}
+    ranks = competition_ranks([scores[t].total for t in slots])
     results = []
     for team_id, ref in enumerate(spec.policies):
         score = scores[team_id]
@@ -282,31 +360,14 @@ def run_match(
                 },
                 alive=alive_at_end[team_id],
                 player_kills=reached[team_id].eliminate,
-                deaths=config.team_size - alive_at_end[team_id],
+                deaths=spec.config.team_size - alive_at_end[team_id],
                 fault_counts=faults.counts[team_id],
                 faults=tuple(faults.kept[team_id]),
                 spawn_side=spawns[team_id][0],
                 spawn_index=spawns[team_id][1],
             )
         )
-    return MatchResult(
-        match_id=spec.match_id,
-        seed=spec.seed,
-        map_id=map_id,
-        horizon=config.horizon,
-        ticks=ticks,
-        nmmo_version=game.NMMO_VERSION,
-        arena_version=ARENA_VERSION,
-        started_at=started_at,
-        duration_s=round(time.perf_counter() - started, 3),
-        teams=tuple(results),
-        track=spec.track,
-        stage=spec.stage,
-        set_id=spec.set_id,
-        set_size=spec.set_size,
-        set_rotation=spec.set_rotation,
-        held_out=spec.held_out,
-    )
+    return tuple(results)
 
 
 def policies_for(target: PolicyRef, opponents: Sequence[PolicyRef], *, slot: int = 0) -> tuple[PolicyRef, ...]:

@@ -44,7 +44,7 @@ from arena.logs import BoundedLog, TeamLog
 from arena.policies import PolicyRef
 from arena.schema import Fault, FaultKind
 from matchmaking.engine.config import MatchConfig
-from matchmaking.engine.hosting import Answer, TeamSlot, over_budget
+from matchmaking.engine.hosting import Answer, TeamHost, TeamSlot, over_budget
 from matchmaking.sandbox.output import OutputCapture
 from matchmaking.sandbox.protocol import (
     SHM_PREFIX,
@@ -230,7 +230,7 @@ def start_zygote(*, wait_s: float | None = None) -> bool:
     return zygote.ready.wait(wait_s) if wait_s is not None else zygote.ready.is_set()
 
 
-class SandboxedTeam:
+class SandboxedTeam(TeamHost):
     """A team in its own confined process, behind the runner's `TeamHost` protocol."""
 
     def __init__(self, ref: PolicyRef, slot: TeamSlot, *, frameworks: bool | None = None):
@@ -587,7 +587,7 @@ def anonymous_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def sandboxed_host(ref: PolicyRef, slot: TeamSlot):
+def sandboxed_host(ref: PolicyRef, slot: TeamSlot) -> TeamHost:
     """Host factory for `run_match`: built-ins in the match process, every other policy in a sandbox."""
     if ref.is_builtin:
         return in_process_host(ref, slot)

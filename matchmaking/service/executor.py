@@ -13,6 +13,8 @@ on every executor (the seed fixes the game; tested on a local Ray runtime).
   task whose node dies is played again by Ray on another node (`max_retries`), and its
   result arrives once.
 
+Both are a `MatchExecutor`, the protocol the matchmaker plays its matches on.
+
 A match lost to the platform carries its cause, classified where the failure is caught
 (`classify`: a closed set, `history.incidents.Cause`), never parsed back out of its message:
 the matchmaker records it as an incident and plays the match again (`history.incidents`).
@@ -31,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecu
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from arena.activity import LiveMatch
 from arena.errors import InvalidArgumentError
@@ -61,6 +64,21 @@ class MatchOutcome:
     """On a Ray node: its isolation self-test's verdict (`IsolationReport.line`), if it ran."""
     cause: Cause | None = None
     """Why the platform lost it, with `error` (None with a result)."""
+
+
+class MatchExecutor(Protocol):
+    """Where the matchmaker plays its matches: `LocalExecutor` (worker processes on this
+    machine) or `RayExecutor` (tasks on a Ray cluster)."""
+
+    def run(self, specs: Iterable[MatchSpec]) -> Iterator[MatchOutcome]:
+        """Play `specs`, yielding each outcome as it finishes: a match lost to the platform
+        yields its error and its cause, and the others go on."""
+
+    def in_flight(self) -> list[LiveMatch]:
+        """The matches being played now, with their ticks (the "Now playing" list)."""
+
+    def close(self) -> None:
+        """Stop: matches queued or still playing are abandoned (never recorded)."""
 
 
 # Ray's exceptions by name: Ray is optional, and this is read on machines without it.
@@ -218,7 +236,7 @@ def _exit_code(process: multiprocessing.process.BaseProcess, deadline: float) ->
     return process.exitcode
 
 
-class LocalExecutor:
+class LocalExecutor(MatchExecutor):
     """A persistent pool of `workers` fresh ("spawn") processes on this machine."""
 
     def __init__(self, workers: int = 1, *, host_factory: HostFactory = in_process_host, record_replays: bool = True,
@@ -304,7 +322,7 @@ class LocalExecutor:
                 process.join(timeout=5)
 
 
-class RayExecutor:
+class RayExecutor(MatchExecutor):
     """Matches as Ray tasks, one CPU each, on any node of a cluster.
 
     Each spec is sent portable (`matchmaking.service.nodes.portable`: submissions named by repo id,

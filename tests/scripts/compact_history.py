@@ -1,11 +1,16 @@
 """Compacts a history folder, as the Space does; killed by tests at chosen or random moments.
 
-    python compact_history.py ROOT once                 one compaction (NMMO_ARENA_COMPACTION_HOOK picks where it dies)
-    python compact_history.py ROOT forever START        record, flush and compact in a loop until killed;
-                                                        prints each match id once it is durable
-    python compact_history.py ROOT hub ENDPOINT REPO    one compaction through a Hub mirror (one commit)
+    python compact_history.py ROOT once [STAGE]                 one compaction (killed at STAGE, if given)
+    python compact_history.py ROOT forever START                record, flush and compact in a loop until killed;
+                                                                prints each match id once it is durable
+    python compact_history.py ROOT hub ENDPOINT REPO [STAGE]    one compaction through a Hub mirror (one commit)
+
+STAGE is one of the stages a compaction tells its `StageHook` (`history.store.compaction`):
+the process kills itself there with SIGKILL, as a crash would.
 """
 
+import os
+import signal
 import sys
 from dataclasses import replace
 
@@ -15,8 +20,19 @@ from arena.simulation import Population, play
 from bench.history_growth import synthetic_logs, synthetic_replay
 from history.store import HistoryStore
 
+
+def kill_at(stage: str):
+    """A `StageHook` that kills this process when a compaction reaches `stage`."""
+    def hook(reached: str, plan) -> None:
+        if reached == stage:
+            print(f"killing this process at stage {stage!r} of compaction {plan.name}", file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+    return hook
+
+
 root, mode = sys.argv[1], sys.argv[2]
-store = HistoryStore(root)
+stage = {"once": sys.argv[3:4], "hub": sys.argv[5:6]}.get(mode)
+store = HistoryStore(root, on_stage=kill_at(stage[0]) if stage else None)
 if mode == "once":
     store.compact()
 elif mode == "hub":
