@@ -153,11 +153,13 @@ class HistoryPusher(CommitScheduler):
             self._note_published()
             if self.pull is not None:
                 try:
-                    self.pull.run()
+                    pulled = self.pull.run()
                 except Exception as exc:
                     if self.report is not None:
                         self.report(exc)
                     raise
+                if pulled.marked_pushed:  # a first pull: this writer's files the dataset already held
+                    self.mark_pushed(pulled.marked_pushed)
                 self._note_published()
             if self.report is not None:
                 self.report(None)

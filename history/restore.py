@@ -124,17 +124,15 @@ class DatasetPull:
         writers (`Writers`): this writer's view of the dataset's writers (caught up after the first pull).
         reload (`Iterable[Callable]`): called after journals changed (the status log's and
             the ledger's `reload`).
-        mark_pushed (`Callable`, *optional*): told this writer's files the dataset holds as they are.
     """
 
     def __init__(self, store: HistoryStore, *, api: Any, repo_id: str, writers: Writers,
-                 reload: Iterable[Callable[[], Any]] = (), mark_pushed: Callable[[list[Path]], None] | None = None):
+                 reload: Iterable[Callable[[], Any]] = ()):
         self.store = store
         self.api = api
         self.repo_id = repo_id
         self.writers = writers
         self.reload = list(reload)
-        self.mark_pushed = mark_pushed
         self.progress = PullProgress(repo_id)
         self.done = threading.Event()
         """Set once a first pull has completed (the Space may play from then on)."""
@@ -230,8 +228,6 @@ class DatasetPull:
             report.marked_pushed = [root / p for p in mine if _same(root / p, hub[p])]
             if "README.md" in hub:
                 report.marked_pushed.append(root / "README.md")
-            if self.mark_pushed is not None and report.marked_pushed:
-                self.mark_pushed(report.marked_pushed)
         return report
 
     def _own(self, path: str) -> bool:

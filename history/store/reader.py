@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,6 +40,9 @@ from history.store.layout import (
     upgraded,
 )
 
+if TYPE_CHECKING:  # history.remote reads the store's layout
+    from history.remote import HubFiles
+
 log = logging.getLogger(__name__)
 
 
@@ -48,9 +51,12 @@ class HistoryReader:
 
     Args:
         root (`Path`): the history folder.
+        remote (`HubFiles`, *optional*): where replays and logs not in this folder are read
+            from, by range (`history.remote.HubFiles` of the dataset): a Space restored on an
+            empty disk copies no replay (`history.restore`). None: this folder only.
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, remote: HubFiles | None = None):
         # The reader rereads a table that only grows. pyarrow's default allocator (mimalloc)
         # keeps every segment it has used, so a Space's memory grew with each reread (about
         # 170 KB a match in `bench.soak`, flat with the system allocator). One allocator per
@@ -68,10 +74,7 @@ class HistoryReader:
         self._damage_lock = threading.Lock()
         self._indexes: OrderedDict[tuple[str, int], bundle.BundleIndex] = OrderedDict()
         self._index_lock = threading.Lock()
-        self.remote: Any = None
-        """Where replays and logs not in this folder are read from, by range (a
-        `history.remote.HubFiles` of the dataset): a Space restored on an empty disk copies
-        no replay (`history.restore`). None: this folder only."""
+        self.remote = remote
 
     # -- damage --------------------------------------------------------------------------
     def quarantine(self, path: Path, why: str) -> None:

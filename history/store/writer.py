@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +39,9 @@ from history.store.layout import (
 )
 from history.store.reader import HistoryReader
 
+if TYPE_CHECKING:  # history.remote reads the store's layout
+    from history.remote import HubFiles
+
 log = logging.getLogger(__name__)
 
 
@@ -56,8 +59,9 @@ class HistoryStore(HistoryReader):
     """
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.time, durable: bool = True,
-                 writer: str | None = None, legacy: bool = True, on_stage: StageHook | None = None):
-        super().__init__(root)
+                 writer: str | None = None, legacy: bool = True, on_stage: StageHook | None = None,
+                 remote: HubFiles | None = None):
+        super().__init__(root, remote=remote)
         self.clock = clock
         self.durable = durable
         self.on_stage = on_stage

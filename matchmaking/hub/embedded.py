@@ -22,11 +22,14 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from arena.errors import DamagedFileError
 from arena.files import secret_file, write_atomically
 from arena.settings import ArenaSettings
+
+if TYPE_CHECKING:
+    from localhub import LocalHub
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def start_local_hub(settings: ArenaSettings, *, host: str = "127.0.0.1") -> Any:
+def start_local_hub(settings: ArenaSettings, *, host: str = "127.0.0.1") -> LocalHub:
     """Start `localhub.LocalHub` on the data folder's `hub/` with its token, on
     `NMMO_ARENA_LOCAL_HUB_PORT`, or on a free port when that is 0 or taken. Returns the
     running hub (`.endpoint`)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
@@ -73,10 +72,9 @@ class HubState:
 class HubHealth:
     """Reachability of one Hub endpoint, from the outcomes of the calls made to it."""
 
-    def __init__(self, endpoint: str, *, setting: str, pending: Callable[[], int] = lambda: 0):
+    def __init__(self, endpoint: str, *, setting: str):
         self.endpoint = endpoint
         self.setting = setting
-        self.pending = pending
         self._lock = threading.Lock()
         self._reachable: bool | None = None
         self._since = time.time()
@@ -87,8 +85,7 @@ class HubHealth:
         with self._lock:
             if self._reachable is not True:
                 if self._reachable is False:
-                    log.info("Hub %s reachable again after %.0f s; %d files waiting to be pushed",
-                             self.endpoint, time.time() - self._since, self._safe_pending())
+                    log.info("Hub %s reachable again after %.0f s", self.endpoint, time.time() - self._since)
                 self._reachable, self._since, self._error = True, time.time(), ""
 
     def failed(self, exc: BaseException, *, doing: str) -> bool:
@@ -110,12 +107,7 @@ class HubHealth:
     def reachable(self) -> bool | None:
         return self._reachable
 
-    def _safe_pending(self) -> int:
-        try:
-            return int(self.pending())
-        except Exception:  # noqa: BLE001 - a status line must never fail
-            return 0
-
-    def state(self) -> HubState:
+    def state(self, *, pending_files: int = 0) -> HubState:
+        """The Hub's state now, with the history's files waiting to be pushed (`HubMirror.pending`)."""
         with self._lock:
-            return HubState(self.endpoint, self.setting, self._reachable, self._since, self._error, self._safe_pending())
+            return HubState(self.endpoint, self.setting, self._reachable, self._since, self._error, pending_files)

@@ -80,6 +80,11 @@ class MatchExecutor(Protocol):
     def close(self) -> None:
         """Stop: matches queued or still playing are abandoned (never recorded)."""
 
+    def isolation_lines(self) -> list[str]:
+        """What the isolation self-test found on each other machine that plays matches (a
+        Ray cluster's nodes), a line each for the operator; none where matches play here."""
+        return []
+
 
 # Ray's exceptions by name: Ray is optional, and this is read on machines without it.
 _RAY_OUT_OF_MEMORY = {"OutOfMemoryError"}
@@ -411,6 +416,10 @@ class RayExecutor(MatchExecutor):
                         holds = outcome.isolation.startswith("Isolation holds")
                         (log.info if holds else log.warning)("Ray node %s: %s", outcome.node[:12], outcome.isolation)
                     yield dataclasses.replace(outcome, spec=spec_of[ref])
+
+    def isolation_lines(self) -> list[str]:
+        """Each node's isolation verdict, as its first match that seated a submission said."""
+        return [f"Ray node {node[:12]}: {line}" for node, line in sorted(self.node_isolation.items())]
 
     def close(self) -> None:
         if self.ray.is_initialized():

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from huggingface_hub import HfApi
 
 from arena import ARENA_VERSION
 from arena.activity import LiveMatch, QueueEntry
@@ -57,7 +58,7 @@ from matchmaking.hub.discovery import download
 from matchmaking.hub.health import HubHealth
 from matchmaking.sandbox.isolation import IsolationGate
 from matchmaking.service import pve, pve_queue
-from matchmaking.service.executor import MatchOutcome
+from matchmaking.service.executor import MatchExecutor, MatchOutcome
 from matchmaking.service.pairing import make_pool
 from matchmaking.service.rerun import HubFetcher, rerun
 from matchmaking.service.submissions import Validator, sync
@@ -72,11 +73,11 @@ class Matchmaker:
         self,
         settings: ArenaSettings,
         *,
-        api: Any,
+        api: HfApi,
         store: HistoryStore,
         index: HistoryIndex | None = None,
         statuses: StatusLog,
-        executor: Any,
+        executor: MatchExecutor,
         mirror: HubMirror | None = None,
         health: HubHealth | None = None,
         workers: int = 1,
@@ -178,8 +179,8 @@ class Matchmaker:
             while todo:
                 again = []
                 for outcome in self.executor.run(todo):
-                    if self._record(outcome):
-                        recorded.append(outcome.result)
+                    if (result := self._record(outcome)) is not None:
+                        recorded.append(result)
                     elif self._lost(outcome):
                         again.append(outcome.spec)
                 todo = again
@@ -188,12 +189,12 @@ class Matchmaker:
                 self._playing -= 1
         return recorded
 
-    def _record(self, outcome: MatchOutcome) -> bool:
-        """Record a finished match in the history (rated from there); False for a lost one."""
+    def _record(self, outcome: MatchOutcome) -> MatchResult | None:
+        """Record a finished match in the history (rated from there); None for a lost one."""
         if outcome.result is None:
-            return False
+            return None
         self.store.record(outcome.result, replay=outcome.replay, logs=outcome.logs)
-        return True
+        return outcome.result
 
     def _lost(self, outcome: MatchOutcome) -> bool:
         """A match the platform lost: appended to the incident log with its cause (nothing
@@ -342,8 +343,7 @@ class Matchmaker:
     def live(self) -> list[LiveMatch]:
         """The matches in flight, with their line-ups and ticks (empty if the executor
         reports none)."""
-        in_flight = getattr(self.executor, "in_flight", None)
-        return in_flight() if in_flight is not None else []
+        return self.executor.in_flight()
 
     def stage1_pending(self) -> bool:
         """Whether any revision still owes stage-1 PvE matches (PvP waits for them)."""

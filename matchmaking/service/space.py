@@ -16,7 +16,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from huggingface_hub import HfApi
 from huggingface_hub.utils import disable_progress_bars
@@ -37,10 +37,13 @@ from matchmaking.hub.pushing import push_submission, submission_card
 from matchmaking.hub.webhooks import PushReactor, WebhookReceiver, register, space_webhook_url, webhook_secret
 from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host, start_zygote
 from matchmaking.sandbox.isolation import IsolationGate
-from matchmaking.service.executor import LocalExecutor, RayExecutor, default_workers
+from matchmaking.service.executor import LocalExecutor, MatchExecutor, RayExecutor, default_workers
 from matchmaking.service.live import LiveBoard
 from matchmaking.service.matchmaker import Matchmaker
 from matchmaking.teams.builtin import packaged_policy
+
+if TYPE_CHECKING:
+    from matchmaking.hub.embedded import LocalHub
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,64 @@ def seed_hub(api: HfApi, *, tag: str) -> list[str]:
     return pushed
 
 
+def _connect(settings: ArenaSettings, *, space_url: str | None, secret: str | None) -> tuple[LocalHub | None, HfApi, str]:
+    """The Hub this Space talks to, and the setting that chose it: `NMMO_ARENA_HUB`'s, or the
+    embedded one, started, seeded with the examples, its address published for `submit`
+    and, given the Space's URL and a secret, its webhook registered."""
+    if settings.hub_endpoint is not None:
+        return None, HfApi(endpoint=settings.hub_endpoint, token=os.environ.get("HF_TOKEN")), "NMMO_ARENA_HUB"
+    hub = embedded_hub.start_local_hub(settings)
+    api = HfApi(endpoint=hub.endpoint, token=embedded_hub.secret_file(settings.local_hub_token_file))
+    log.info("embedded Hub at %s", hub.endpoint)
+    if settings.seed_examples:
+        seeded = seed_hub(api, tag=settings.submission_tag)
+        if seeded:
+            log.info("seeded %d example submissions", len(seeded))
+    embedded_hub.publish(settings, endpoint=hub.endpoint, space_url=space_url)
+    if space_url and secret:
+        url = space_webhook_url(space_url)
+        # the embedded Hub is the Space's own: its webhook watches every namespace
+        register(api, url=url, secret=secret, watched=[{"type": "user", "name": "*"}])
+        log.info("webhook registered with the embedded Hub: pushes reach %s", url)
+    return hub, api, "embedded: NMMO_ARENA_HUB unset"
+
+
+@dataclass(frozen=True)
+class _History:
+    """The Space's side of the history dataset: its folder, statuses, writer and pull, and
+    the index every reader reads it through."""
+
+    store: HistoryStore
+    statuses: StatusLog
+    writers: Writers
+    pull: DatasetPull
+    index: HistoryIndex
+
+    @classmethod
+    def open(cls, settings: ArenaSettings, api: HfApi) -> _History:
+        me = identity(settings.data_dir, settings.history_dir, ledger=settings.legacy_model_card_ledger)
+        # replays and logs this folder does not hold (restored on an empty disk) are read from the dataset by range
+        remote = HubFiles(settings.history_repo, endpoint=api.endpoint, token=api.token if isinstance(api.token, str) else None)
+        store = HistoryStore(settings.history_dir, writer=me.writer, legacy=me.legacy, remote=remote)
+        statuses = StatusLog(settings.status_log, writer=me.writer)
+        writers = Writers(settings.history_dir, me.writer, ttl_s=settings.writer_ttl_s)
+        pull = DatasetPull(store, api=api, repo_id=settings.history_repo, writers=writers, reload=[statuses.reload])
+        # one read side for the matchmaker and the tables; during the first pull it waits for all of it
+        index = HistoryIndex(store, ready=lambda: not pull.restoring())
+        return cls(store, statuses, writers, pull, index)
+
+
+def _executor(settings: ArenaSettings, api: HfApi, workers: int) -> MatchExecutor:
+    """Where the matches are played: a Ray cluster (`NMMO_ARENA_RAY_ADDRESS`), or this
+    machine's worker processes, each starting its sandbox zygote at once (its imports, about
+    2 s, then overlap the worker's idle time, not the first match's set-up)."""
+    if settings.ray_address:
+        return RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host, isolation=settings.isolation)
+    live = settings.data_dir / "live"
+    LiveBoard(live).clear()  # reports a killed Space left: no match is in flight yet
+    return LocalExecutor(workers, host_factory=sandboxed_host, live=live, prepare=start_zygote)
+
+
 @dataclass
 class Arena:
     """A running Arena: call `stop()` to end it."""
@@ -103,7 +164,8 @@ class Arena:
     """Brings the data folder up to the dataset (`history.restore`): at start, then after every push."""
     isolation: IsolationGate
     """The isolation self-test's verdict on this machine, and whether submitted code may run."""
-    hub: Any = None
+    hub: LocalHub | None = None
+    """The embedded Hub, when this Space runs its own (`NMMO_ARENA_HUB` unset)."""
     webhooks: WebhookReceiver | None = None
     """The webhook handler to mount on the Space (`matchmaking.hub.webhooks.launch`); None: polling only."""
     reactor: PushReactor | None = None
@@ -131,32 +193,9 @@ class Arena:
         removed = remove_stale_sandboxes()
         if removed:
             log.info("removed %d working folders and memory blocks left by killed team processes", removed)
-        hub = None
         secret = webhook_secret(settings)
-        if settings.hub_endpoint is None:
-            hub = embedded_hub.start_local_hub(settings)
-            api = HfApi(endpoint=hub.endpoint, token=embedded_hub.secret_file(settings.local_hub_token_file))
-            log.info("embedded Hub at %s", hub.endpoint)
-            if settings.seed_examples:
-                seeded = seed_hub(api, tag=settings.submission_tag)
-                if seeded:
-                    log.info("seeded %d example submissions", len(seeded))
-            embedded_hub.publish(settings, endpoint=hub.endpoint, space_url=space_url)
-            if space_url and secret:
-                url = space_webhook_url(space_url)
-                # the embedded Hub is the Space's own: its webhook watches every namespace
-                register(api, url=url, secret=secret, watched=[{"type": "user", "name": "*"}])
-                log.info("webhook registered with the embedded Hub: pushes reach %s", url)
-            setting = "embedded: NMMO_ARENA_HUB unset"
-        else:
-            api = HfApi(endpoint=settings.hub_endpoint, token=os.environ.get("HF_TOKEN"))
-            setting = "NMMO_ARENA_HUB"
-        me = identity(settings.data_dir, settings.history_dir, ledger=settings.legacy_model_card_ledger)
-        store = HistoryStore(settings.history_dir, writer=me.writer, legacy=me.legacy)
-        # replays and logs this folder does not hold (restored on an empty disk) are read from the dataset by range
-        store.remote = HubFiles(settings.history_repo, endpoint=api.endpoint, token=api.token if isinstance(api.token, str) else None)
-        statuses = StatusLog(settings.status_log, writer=me.writer)
-        writers = Writers(settings.history_dir, me.writer, ttl_s=settings.writer_ttl_s)
+        hub, api, setting = _connect(settings, space_url=space_url, secret=secret)
+        history = _History.open(settings, api)
         health = HubHealth(api.endpoint, setting=setting)
 
         def pushed(error: BaseException | None) -> None:
@@ -165,28 +204,16 @@ class Arena:
             else:
                 health.failed(error, doing="history push")
 
-        pull = DatasetPull(store, api=api, repo_id=settings.history_repo, writers=writers, reload=[statuses.reload])
-        mirror = HubMirror(store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes, report=pushed,
-                           compact_every_minutes=settings.compact_minutes, writers=writers, pull=pull)
-        pull.mark_pushed = mirror.mark_pushed
-        health.pending = mirror.pending
+        mirror = HubMirror(history.store, api=api, repo_id=settings.history_repo, every_minutes=settings.push_every_minutes,
+                           report=pushed,
+                           compact_every_minutes=settings.compact_minutes, writers=history.writers, pull=history.pull)
         workers = settings.workers or default_workers()
         gate = IsolationGate(settings.isolation)
         # the self-test runs beside the restore; nothing is played before both are done
         threading.Thread(target=_self_test, args=(gate,), daemon=True, name="isolation").start()
-        live = settings.data_dir / "live"
-        LiveBoard(live).clear()  # reports a killed Space left: no match is in flight yet
-        if settings.ray_address:
-            executor: Any = RayExecutor(settings.ray_address, hub=api.endpoint, host_factory=sandboxed_host,
-                                        isolation=settings.isolation)
-        else:
-            # each worker starts its sandbox zygote at once: its imports (about 2 s) then overlap
-            # the worker's idle time, not the first match's set-up
-            executor = LocalExecutor(workers, host_factory=sandboxed_host, live=live, prepare=start_zygote)
-        # one read side for the matchmaker and the tables; during the first pull it waits for all of it
-        index = HistoryIndex(store, ready=lambda: not pull.restoring())
-        matchmaker = Matchmaker(settings, api=api, store=store, index=index, statuses=statuses, executor=executor, mirror=mirror,
-                                health=health, workers=workers, writer=me.writer, leads=writers.leads, isolation=gate)
+        matchmaker = Matchmaker(settings, api=api, store=history.store, index=history.index, statuses=history.statuses,
+                                executor=_executor(settings, api, workers), mirror=mirror, health=health, workers=workers,
+                                writer=history.writers.writer, leads=history.writers.leads, isolation=gate)
         receiver = reactor = None
         if secret:
             reactor = PushReactor(matchmaker.sync, then=lambda: matchmaker.wake("validate"))
@@ -194,8 +221,8 @@ class Arena:
         else:
             log.info("webhooks off (a real Hub and no NMMO_ARENA_WEBHOOK_SECRET): new pushes are found by polling "
                      "every %.0f s (NMMO_ARENA_SYNC_S)", settings.sync_every_s)
-        arena = cls(settings, api, store, index, statuses, matchmaker, mirror, health, writers, pull, gate, hub=hub,
-                    webhooks=receiver, reactor=reactor)
+        arena = cls(settings, api, history.store, history.index, history.statuses, matchmaker, mirror, health,
+                    history.writers, history.pull, gate, hub=hub, webhooks=receiver, reactor=reactor)
         arena.restorer = threading.Thread(target=arena._restore, args=(schedule,), daemon=True, name="restore")
         arena.restorer.start()
         if not schedule:  # the caller plays the rounds itself: on what the dataset holds, if it can be reached
@@ -209,7 +236,7 @@ class Arena:
         wait = 2.0
         while not self._stopping.is_set():
             try:
-                self.pull.run()
+                pulled = self.pull.run()
             except Exception as exc:  # noqa: BLE001 - an outage is reported on the operator line; retried
                 if not self.health.failed(exc, doing="restoring the history"):
                     log.exception("restoring the history from %s failed; retried in %.0f s", self.settings.history_repo, wait)
@@ -218,6 +245,8 @@ class Arena:
                 wait = min(30.0, wait * 2)
                 continue
             self.health.ok()
+            if pulled.marked_pushed:  # this writer's files the dataset already holds: not pushed again
+                self.mirror.mark_pushed(pulled.marked_pushed)
             # announce this writer (its heartbeat) before it discovers or plays anything: a
             # writer started meanwhile then sees that an earlier one leads
             self.mirror.push_now()
@@ -244,10 +273,8 @@ class Arena:
     def operator_lines(self) -> list[str]:
         """What an operator should know now: the Hub's state, the restore while it runs,
         this Space's role among the dataset's writers, and any damaged state set aside."""
-        lines = [self.health.state().line()]
-        lines.append(self.isolation.line())
-        for node, line in sorted(getattr(self.matchmaker.executor, "node_isolation", {}).items()):
-            lines.append(f"Ray node {node[:12]}: {line}")
+        lines = [self.health.state(pending_files=self.mirror.pending()).line(), self.isolation.line(),
+                 *self.matchmaker.executor.isolation_lines()]
         restoring = self.restoring()
         if restoring is not None:
             lines.append(restoring[:1].upper() + restoring[1:])
