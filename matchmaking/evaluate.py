@@ -63,7 +63,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from arena.errors import ArenaError, InvalidArgumentError
+from arena.errors import ArenaError, InvalidArgumentError, SettingsError
 from arena.policies import PolicyRef, builtin, parse_target
 from arena.revision import Revision
 from arena.rules import POOL_FILL, PVE, stage_opponents
@@ -201,12 +201,12 @@ def format_report(summary: PolicySummary, results: Sequence[MatchResult], failur
 
 # -- the command ------------------------------------------------------------------------------
 
-def _gate(mode_default: str) -> int:
+def _gate(mode_default: str, environ: Mapping[str, str]) -> int:
     """The isolation self-test before submitted code runs: 0 to go on, else the exit code."""
     try:
-        mode = isolation.mode_from_env(mode_default)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        mode = ArenaSettings.read("isolation", environ, default=mode_default)
+    except SettingsError as exc:
+        print(f"error: {' '.join(exc.problems)}", file=sys.stderr)
         return 2
     report = isolation.check(mode)
     for mechanism in report.mechanisms():
@@ -236,7 +236,7 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
     try:
         say(f"Hub: {connection.describe()}")
         opponents = choose_opponents(connection.api, against, settings=settings, say=say)
-        code = _gate(isolation.STRICT)  # other people's code: strict unless NMMO_ARENA_ISOLATION says warn
+        code = _gate(isolation.STRICT, environ)  # other people's code: strict unless NMMO_ARENA_ISOLATION says warn
         if code:
             return code
         protect_process()
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     elif not target.is_builtin:
-        code = _gate(isolation.WARN)  # the participant's own code on their own machine
+        code = _gate(isolation.WARN, environ)  # the participant's own code on their own machine
         if code:
             return code
 

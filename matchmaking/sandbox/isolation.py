@@ -39,11 +39,14 @@ from typing import Any
 import numpy as np
 
 from arena import PROJECT_ROOT
-from arena.errors import ArenaError, InvalidArgumentError, SandboxError
+from arena.errors import ArenaError, SandboxError
+from arena.settings import ISOLATION_MODES
 
-#: The two modes of `NMMO_ARENA_ISOLATION`.
-STRICT, WARN = "strict", "warn"
-MODES = (STRICT, WARN)
+#: The two modes of `NMMO_ARENA_ISOLATION`, read and checked by `arena.settings` (the
+#: Space's `ArenaSettings.isolation`, a command's `ArenaSettings.read("isolation")`): every
+#: function here takes the mode as read.
+MODES = ISOLATION_MODES
+STRICT, WARN = MODES
 
 #: Each probe, what it tries, and the mechanism it tests.
 PROBES: dict[str, tuple[str, str]] = {
@@ -201,18 +204,6 @@ class IsolationReport:
                    error=data.get("error", ""), checked_at=float(data.get("checked_at", time.time())))
 
 
-def mode_from_env(default: str) -> str:
-    """`NMMO_ARENA_ISOLATION`, checked.
-
-    Raises:
-        `ValueError`: a value other than strict or warn.
-    """
-    mode = os.environ.get("NMMO_ARENA_ISOLATION", default).strip().lower() or default
-    if mode not in MODES:
-        raise InvalidArgumentError(f"NMMO_ARENA_ISOLATION must be 'strict' or 'warn', got {mode!r}.")
-    return mode
-
-
 def _host_facts() -> dict[str, Any]:
     from matchmaking.sandbox.confine import landlock_abi
 
@@ -356,6 +347,7 @@ def check(mode: str, *, timeout_s: float = 120.0) -> IsolationReport:
     with _verdict_lock:
         if mode in _verdicts:
             return _verdicts[mode]
+        # the mode travels as its variable: the child reads it back as every command does (`ArenaSettings.read`)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(PROJECT_ROOT), "LANG": "C.UTF-8",
                "NMMO_ARENA_ISOLATION": mode, "HOME": tempfile.gettempdir()}
         try:
