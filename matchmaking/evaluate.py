@@ -21,9 +21,10 @@ Random teams, TARGET in the first seat, as PvE stage 1 plays it.
 **Practice against the field (`--against`).** Each `--against OWNER/NAME[@REV]` names a
 submission on the Hub (REV: a commit sha or a branch; none: its latest commit), and
 `--against top:K` the current top K of the PvP leaderboard; together at most 15 opponents.
-The Hub is found as `python -m matchmaking.rerun` finds it: `--hub URL`, `NMMO_ARENA_HUB`
-or `HF_ENDPOINT`, else the embedded Hub of the Space running on the data folder (`--data`,
-`NMMO_ARENA_DATA`), else that folder's embedded Hub started for this run. Each revision is
+The Hub is found as `submit` and `rerun` find it (`matchmaking.hub.connection`): `--hub
+URL`, `NMMO_ARENA_HUB` or `HF_ENDPOINT`, else the embedded Hub of the Space running on the
+data folder (`--data`, `NMMO_ARENA_DATA`), else that folder's embedded Hub started for this
+run. Each revision is
 checked as the Space checks a submission before it runs anything (its files' format and
 size, `matchmaking.hub.discovery`), downloaded into the cache (`NMMO_ARENA_CACHE/practice`),
 and validated by the Space's own validation match (`matchmaking.service.validation`);
@@ -224,7 +225,7 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
     references, who they are), or the exit code of a refusal (its message printed)."""
     from huggingface_hub.utils import disable_progress_bars
 
-    from matchmaking.rerun import connect
+    from matchmaking.hub.connection import connect
 
     disable_progress_bars()
 
