@@ -66,6 +66,7 @@ from tqdm import tqdm
 
 from arena.errors import ArenaError, InvalidArgumentError, SettingsError
 from arena.policies import PolicyRef, builtin, parse_target
+from arena.records import Format, Record
 from arena.revision import Revision
 from arena.rules import POOL_FILL, PVE, stage_opponents
 from arena.schema import TASK_NAMES, MatchResult
@@ -132,7 +133,7 @@ def practice_specs(target: PolicyRef, opponents: Sequence[PolicyRef], *, matches
 # -- the report ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class LineupRow:
+class LineupRow(Record):
     """One team of the line-up over the run: its seats, mean rank and Achievement, and how
     often TARGET finished strictly above it."""
 
@@ -146,9 +147,7 @@ class LineupRow:
     met: int
     """(Match, seat) pairs in all."""
 
-    def to_dict(self) -> dict[str, object]:
-        return {"policy_id": self.id.policy_id, "revision": self.id.sha, "seats": self.seats, "mean_rank": self.mean_rank,
-                "mean_achievement": self.mean_achievement, "beaten": self.beaten, "met": self.met}
+    FORMAT = Format(keys={"id": ("policy_id", "revision")})  # as the match record names a team's policy
 
 
 def lineup_table(results: Sequence[MatchResult], target_id: str) -> list[LineupRow]:

@@ -40,6 +40,7 @@ import numpy as np
 
 from arena import PROJECT_ROOT
 from arena.errors import ArenaError, SandboxError
+from arena.records import Format, Record
 from arena.settings import ISOLATION_MODES
 
 #: The two modes of `NMMO_ARENA_ISOLATION`, read and checked by `arena.settings` (the
@@ -84,6 +85,13 @@ class ProbeResult:
     escaped: bool
     detail: str
 
+    FORMAT = Format(layout=("probe", "tries", "escaped", "detail"))
+
+    @property
+    def tries(self) -> str:
+        """What the probe tries, in words."""
+        return PROBES[self.probe][0]
+
     @property
     def mechanism(self) -> str:
         return PROBES[self.probe][1]
@@ -99,8 +107,12 @@ class Mechanism:
 
 
 @dataclass(frozen=True)
-class IsolationReport:
-    """The self-test's findings on one machine, and what the mode makes of them."""
+class IsolationReport(Record):
+    """The self-test's findings on one machine, and what the mode makes of them.
+
+    Its dict (`python -m matchmaking.isolation --json`, the Space's API) adds the verdicts
+    to the findings; read back (`check`), the verdicts are made again from the findings.
+    """
 
     mode: str
     probes: tuple[ProbeResult, ...] = ()
@@ -109,6 +121,9 @@ class IsolationReport:
     error: str = ""
     """Why the probe could not run at all (then every mechanism counts as missing)."""
     checked_at: float = field(default_factory=time.time)
+
+    FORMAT = Format(layout=("mode", "holds", "refuses", "missing", "verdicts", "probes", "confinement", "host", "error",
+                            "checked_at", "line"), keys={"refuses": "refuses_submitted_code", "verdicts": "mechanisms"})
 
     # -- verdicts ------------------------------------------------------------------------
     def mechanisms(self) -> list[Mechanism]:
@@ -126,6 +141,11 @@ class IsolationReport:
                 why = "; ".join(f"{p.probe}: {p.detail}" for p in tried)
             verdicts.append(Mechanism(name, not escaped, f"{why} [{applied}]" if applied else why))
         return verdicts
+
+    @property
+    def verdicts(self) -> dict[str, dict[str, Any]]:
+        """Each mechanism's verdict by its name: held, and why."""
+        return {m.name: {"held": m.held, "why": m.why} for m in self.mechanisms()}
 
     @property
     def missing(self) -> list[str]:
@@ -180,28 +200,6 @@ class IsolationReport:
         if self.missing:
             lines.append(ADVICE)
         return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "holds": self.holds,
-            "refuses_submitted_code": self.refuses,
-            "missing": self.missing,
-            "mechanisms": {m.name: {"held": m.held, "why": m.why} for m in self.mechanisms()},
-            "probes": [{"probe": p.probe, "tries": PROBES[p.probe][0], "escaped": p.escaped, "detail": p.detail}
-                       for p in self.probes],
-            "confinement": dict(self.confinement),
-            "host": dict(self.host),
-            "error": self.error,
-            "checked_at": self.checked_at,
-            "line": self.line(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> IsolationReport:
-        return cls(mode=data["mode"], probes=tuple(ProbeResult(p["probe"], bool(p["escaped"]), p["detail"]) for p in data["probes"]),
-                   confinement=dict(data.get("confinement", {})), host=dict(data.get("host", {})),
-                   error=data.get("error", ""), checked_at=float(data.get("checked_at", time.time())))
 
 
 def _host_facts() -> dict[str, Any]:
