@@ -224,9 +224,17 @@ def ledger(mine: pd.DataFrame, others: pd.DataFrame, *, player: str) -> Exposure
         `Exposure`: one `TrackExposure` per track it played (none if `mine` is empty).
 
     Example:
-        >>> mine = teams.of_player("alice/team@3f2a9c")  # teams: `Standings.teams`
-        >>> ledger(mine, teams.opponents("alice/team@3f2a9c", mine), player="alice/team@3f2a9c").track("pvp").matches
-        12
+        Two PvP matches of `alice/team@3f2a9c`, the second on a held-out map:
+
+        >>> players = ["alice/team@3f2a9c", "builtin:forage", "alice/team@3f2a9c", "bob/b@1", "builtin:forage"]
+        >>> rows = pd.DataFrame({"match_id": ["m1", "m1", "m2", "m2", "m2"], "track": "pvp", "stage": 0,
+        ...                      "map_id": [3, 3, 300, 300, 300], "held_out": [False, False, True, True, True],
+        ...                      "slot": [0, 1, 2, 0, 1], "spawn_side": [0, 1, 2, 0, 3], "spawn_index": 0, "player": players,
+        ...                      "policy_id": [Revision.parse(p).policy_id for p in players],
+        ...                      "revision": [Revision.parse(p).sha for p in players]})
+        >>> pvp = ledger(rows, rows, player="alice/team@3f2a9c").track("pvp")
+        >>> pvp.matches, pvp.held_out_matches, [(o.opponent, o.matches, round(o.share, 2)) for o in pvp.opponents]
+        (2, 1, [('builtin:forage', 2, 0.67), ('bob/b@1', 1, 0.33)])
     """
     policy_id, revision = (parsed := Revision.parse(player)).policy_id, parsed.sha
     if not len(mine):

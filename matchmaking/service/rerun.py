@@ -267,9 +267,17 @@ def rerun(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, play:
             played. `MatchFailedError`: the game engine failed. Whatever `fetch` raises.
 
     Example:
-        >>> report = rerun(find_record(settings, "0b6d..."), fetch=HubFetcher(api, root), settings=settings)
-        >>> report.identical
+        A match of built-in teams (nothing to fetch), played and played again:
+
+        >>> from arena.policies import builtin
+        >>> from matchmaking.teams.factory import in_process_host
+        >>> spec = MatchSpec(seed=1, policies=(builtin("forage"),) * 16, config=MatchConfig(horizon=8))
+        >>> record = run_match(spec, host_factory=in_process_host)
+        >>> rerun(record, fetch=HubFetcher(HfApi(), Path("downloads")), settings=ArenaSettings()).identical
         True
+
+        A recorded one, its submissions fetched from the Hub: `rerun(find_record(settings,
+        match_id), fetch=HubFetcher(api, root), settings=settings)`.
     """
     started = time.perf_counter()
     check_versions(record)
