@@ -12,11 +12,8 @@ pages' API) is a dataclass, and its dict form is read off its fields, by one rul
   as the default of a field that cannot be None, and keys no field names are ignored: a
   record written by a newer Arena still reads.
 
-A class gets both as methods by subclassing `Record`. Where its form differs from its
-fields on purpose, it says so once, in `FORMAT = Format(...)` (see `Format`): keys renamed
-or a nested record spread into two keys (a `Revision` written as `repo_id` and `revision`),
-derived values and the key order (`layout`), fields left out when None, what records
-written before a field existed read as, and small records written as a list.
+A class gets both as methods by subclassing `Record`; where its form differs from its
+fields on purpose, it says so once, in `FORMAT = Format(...)`.
 
 Only the standard library (and `arena.errors`) here: the sandboxed team processes import
 this module too.
@@ -90,12 +87,7 @@ class Record:
 
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
-        """Read what `to_dict` wrote (and what older Arenas wrote, see `Format.defaults`).
-
-        Raises:
-            `MissingFieldError` (a `KeyError`): a field without a default is missing.
-                `ValueError`, `TypeError`: a value is not of its field's type.
-        """
+        """Read what `to_dict` wrote, or an older Arena (see `from_dict` for what it raises)."""
         return from_dict(cls, data)
 
 
@@ -264,6 +256,4 @@ def _written(value: Any) -> Any:
 
 
 def _key(key: Any) -> str:
-    if isinstance(key, Enum):
-        return str(key.value)
-    return key if isinstance(key, str) else str(key)
+    return key if isinstance(key, str) else str(key.value if isinstance(key, Enum) else key)
