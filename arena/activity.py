@@ -7,15 +7,14 @@ never part of the history: the history holds what has happened, these what is ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
+from arena.records import Record
 from arena.revision import Revision
 
 
 @dataclass(frozen=True)
-class LiveMatch:
+class LiveMatch(Record):
     """A match being played, as its process last reported it."""
 
     match_id: str
@@ -32,16 +31,6 @@ class LiveMatch:
     node: str = ""
     """The Ray node playing it ("" on the Space's own machine)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "lineup": list(self.lineup)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LiveMatch:
-        """Raises `KeyError`, `TypeError`, `ValueError` for anything else."""
-        stage = data.get("stage")
-        return cls(str(data["match_id"]), str(data["track"]), None if stage is None else int(stage),
-                   tuple(str(p) for p in data["lineup"]), int(data["tick"]), int(data["horizon"]),
-                   float(data["started"]), float(data["updated"]), str(data.get("node") or ""))
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,15 @@ class NotInMatchError(ArenaError, KeyError):
     """A policy was looked up in a match it did not play."""
 
 
+class MissingFieldError(ArenaError, KeyError):
+    """A record read from a file or a message (`arena.records.from_dict`) lacks a key its
+    record cannot do without: the line or file is damaged, or was not written by the Arena.
+    Readers of the logs skip it and say so."""
+
+    def __str__(self) -> str:  # KeyError's own quotes the message
+        return str(self.args[0]) if self.args else ""
+
+
 class VanishedFileError(ArenaError, FileNotFoundError):
     """A file of the history disappeared while it was read (compacted or flushed away
     meanwhile); the reader lists the folder again, so callers rarely see it."""

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from arena.errors import TransitionError
+from arena.records import Format, Record
 from arena.revision import Revision
 
 
@@ -116,38 +117,29 @@ class StageFigures:
 
 
 @dataclass(frozen=True)
-class StatusEvent:
-    """One change of status of one revision, with whatever it established."""
+class StatusEvent(Record):
+    """One change of status of one revision, with whatever it established.
+
+    In the status log (`history.statuses`) the revision is written as `repo_id` and
+    `revision`, and the details it does not carry are left out.
+    """
 
     id: Revision
     status: Status
     reason: str = ""
     at: float = field(default_factory=time.time)
-    submission: SubmissionInfo | None = None
+    _: KW_ONLY  # the details, in the log's order
     download_path: str | None = None
     failed_attempts: int | None = None
     """Downloads or validations of this revision that failed so far (reset by success)."""
+    limit_mb: float | None = None
+    """For a SIZE rejection: the size limit it was judged against."""
+    submission: SubmissionInfo | None = None
     measurements: Measurements | None = None
     pve: tuple[StageFigures, ...] | None = None
     cause: RejectionCause | None = None
-    limit_mb: float | None = None
-    """For a SIZE rejection: the size limit it was judged against."""
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"repo_id": self.id.policy_id, "revision": self.id.sha, "status": self.status.value,
-                                "reason": self.reason, "at": self.at}
-        for name in ("download_path", "failed_attempts", "limit_mb"):
-            if getattr(self, name) is not None:
-                data[name] = getattr(self, name)
-        if self.submission is not None:
-            data["submission"] = asdict(self.submission)
-        if self.measurements is not None:
-            data["measurements"] = asdict(self.measurements)
-        if self.pve is not None:
-            data["pve"] = [asdict(s) for s in self.pve]
-        if self.cause is not None:
-            data["cause"] = self.cause.value
-        return data
+    FORMAT = Format(keys={"id": ("repo_id", "revision")}, omit_none=True)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StatusEvent:
@@ -157,38 +149,17 @@ class StatusEvent:
             `KeyError`, `ValueError`, `TypeError`: not an event.
         """
         legacy = dict(data.get("details") or {})
-        submission = data.get("submission")
-        if submission is None and any(k in legacy for k in ("author", "team_name", "files")):
-            submission = {k: legacy[k] for k in ("author", "team_name", "description", "last_modified", "size_mb", "files") if k in legacy}
-        measurements = data.get("measurements")
-        if measurements is None and "peak_memory_mb" in legacy:
-            measurements = {k: legacy[k] for k in ("max_step_cpu_ms", "peak_memory_mb") if k in legacy}
-        pve = data.get("pve")
-        if pve is None and isinstance(legacy.get("pve"), Mapping):
-            pve = [{"stage": int(s), **v} for s, v in legacy["pve"].items()]
-        return cls(
-            id=Revision(str(data["repo_id"]), str(data["revision"])),
-            status=Status(data["status"]),
-            reason=str(data.get("reason", "")),
-            at=float(data["at"]),
-            submission=None if submission is None else SubmissionInfo(
-                author=str(submission.get("author", "")),
-                team_name=str(submission.get("team_name", "")),
-                description=str(submission.get("description", "")),
-                last_modified=str(submission.get("last_modified", "")),
-                size_mb=float(submission.get("size_mb", 0.0)),
-                files=tuple((str(p), int(s)) for p, s in submission.get("files", ())),
-                content=str(submission.get("content", "")),
-            ),
-            download_path=data.get("download_path", legacy.get("path")),
-            failed_attempts=None if data.get("failed_attempts") is None else int(data["failed_attempts"]),
-            measurements=None if measurements is None else Measurements(**{k: float(v) for k, v in measurements.items()}),
-            pve=None if pve is None else tuple(
-                StageFigures(int(s["stage"]), float(s["top1_ratio"]), float(s["mean_achievement"]), int(s.get("matches", 0))) for s in pve
-            ),
-            cause=None if data.get("cause") is None else RejectionCause(data["cause"]),
-            limit_mb=None if data.get("limit_mb") is None else float(data["limit_mb"]),
-        )
+        if not legacy:
+            return super().from_dict(data)
+        data = dict(data)
+        if data.get("submission") is None and any(k in legacy for k in ("author", "team_name", "files")):
+            data["submission"] = {k: legacy[k] for k in ("author", "team_name", "description", "last_modified", "size_mb", "files") if k in legacy}
+        if data.get("measurements") is None and "peak_memory_mb" in legacy:
+            data["measurements"] = {k: legacy[k] for k in ("max_step_cpu_ms", "peak_memory_mb") if k in legacy}
+        if data.get("pve") is None and isinstance(legacy.get("pve"), Mapping):
+            data["pve"] = [{"stage": int(s), **v} for s, v in legacy["pve"].items()]
+        data.setdefault("download_path", legacy.get("path"))
+        return super().from_dict(data)
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,12 @@ import collections
 import gzip
 import json
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from arena.errors import DamagedFileError
+from arena.records import Format, Record
 
 VERSION = 1
 
@@ -62,9 +63,11 @@ class LogLine:
     stream: str
     text: str
 
+    FORMAT = Format(row=True)  # [tick, stream, text]: the file holds one per line written
+
 
 @dataclass(frozen=True)
-class TeamLog:
+class TeamLog(Record):
     """One sandboxed team's output in one match, capped (see the module docstring)."""
 
     slot: int
@@ -82,38 +85,21 @@ class TeamLog:
     tail_bytes: int = TAIL_BYTES
     """... and its last `tail_bytes`."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "slot": self.slot,
-            "policy_id": self.policy_id,
-            "revision": self.revision,
-            "head_bytes": self.head_bytes,
-            "tail_bytes": self.tail_bytes,
-            "total_bytes": self.total_bytes,
-            "dropped_bytes": self.dropped_bytes,
-            "gap_at": self.gap_at,
-            "lines": [[line.tick, line.stream, line.text] for line in self.lines],
-        }
+    FORMAT = Format(layout=("slot", "policy_id", "revision", "head_bytes", "tail_bytes", "total_bytes", "dropped_bytes",
+                            "gap_at", "lines"))  # the order of the module docstring's format
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TeamLog:
-        lines = []
-        for tick, stream, text in data["lines"]:
-            if stream not in STREAMS:
-                raise DamagedFileError(f"unknown stream {stream!r}")
-            lines.append(LogLine(int(tick), str(stream), str(text)))
-        gap = data.get("gap_at")
-        return cls(
-            slot=int(data["slot"]),
-            policy_id=str(data["policy_id"]),
-            revision=str(data["revision"]),
-            lines=tuple(lines),
-            total_bytes=int(data["total_bytes"]),
-            dropped_bytes=int(data["dropped_bytes"]),
-            gap_at=None if gap is None else int(gap),
-            head_bytes=int(data["head_bytes"]),
-            tail_bytes=int(data["tail_bytes"]),
-        )
+    def from_dict(cls, data: Mapping[str, Any]) -> TeamLog:
+        """Read one team's entry of the file.
+
+        Raises:
+            `DamagedFileError`: a line of a stream other than stdout and stderr.
+        """
+        log = super().from_dict(data)
+        for line in log.lines:
+            if line.stream not in STREAMS:
+                raise DamagedFileError(f"unknown stream {line.stream!r}")
+        return log
 
 
 class BoundedLog:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from arena.errors import DamagedFileError, NotInMatchError
+from arena.records import Record
 from arena.scoring import Task
 
 #: Bumped whenever a field is added, removed or changes meaning. Version 2 added the
@@ -60,19 +61,12 @@ class FaultKind(str, Enum):
 
 
 @dataclass(frozen=True)
-class Fault:
+class Fault(Record):
     """One failure of a team at one tick."""
 
     tick: int
     kind: FaultKind
     message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tick": self.tick, "kind": self.kind.value, "message": self.message}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Fault:
-        return cls(tick=int(data["tick"]), kind=FaultKind(data["kind"]), message=str(data["message"]))
 
 
 @dataclass(frozen=True)
@@ -84,7 +78,7 @@ class TaskResult:
 
 
 @dataclass(frozen=True)
-class TeamResult:
+class TeamResult(Record):
     """How one team did in one match."""
 
     slot: int
@@ -125,37 +119,9 @@ class TeamResult:
     def total_faults(self) -> int:
         return sum(self.fault_counts.values())
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["tasks"] = {name: asdict(task) for name, task in self.tasks.items()}
-        data["fault_counts"] = dict(self.fault_counts)
-        data["faults"] = [fault.to_dict() for fault in self.faults]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TeamResult:
-        return cls(
-            slot=int(data["slot"]),
-            policy_id=str(data["policy_id"]),
-            revision=str(data["revision"]),
-            achievement=int(data["achievement"]),
-            rank=int(data["rank"]),
-            tasks={
-                name: TaskResult(value=int(t["value"]), points=int(t["points"]))
-                for name, t in data["tasks"].items()
-            },
-            alive=int(data["alive"]),
-            player_kills=int(data["player_kills"]),
-            deaths=int(data["deaths"]),
-            fault_counts={str(k): int(v) for k, v in data.get("fault_counts", {}).items()},
-            faults=tuple(Fault.from_dict(f) for f in data.get("faults", ())),
-            spawn_side=int(data.get("spawn_side", -1)),
-            spawn_index=int(data.get("spawn_index", -1)),
-        )
-
 
 @dataclass(frozen=True)
-class MatchResult:
+class MatchResult(Record):
     """One played match: its conditions and every team's result."""
 
     match_id: str
@@ -202,37 +168,21 @@ class MatchResult:
                 return team
         raise NotInMatchError(f"Policy {policy_id!r} did not play in match {self.match_id}.")
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["teams"] = [team.to_dict() for team in self.teams]
-        return data
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MatchResult:
+        """Read a record of a readable version; an older one reads with the defaults of the
+        fields it lacks, as a record of this version.
+
+        Raises:
+            `DamagedFileError`: a version this code does not read.
+        """
         version = int(data.get("schema_version", 0))
         if version not in READABLE_VERSIONS:
             raise DamagedFileError(
                 f"Match record has schema version {version}, this code reads {READABLE_VERSIONS}: "
                 "upgrade the project or convert the record."
             )
-        return cls(
-            match_id=str(data["match_id"]),
-            seed=int(data["seed"]),
-            map_id=int(data["map_id"]),
-            horizon=int(data["horizon"]),
-            ticks=int(data["ticks"]),
-            nmmo_version=str(data["nmmo_version"]),
-            arena_version=str(data["arena_version"]),
-            started_at=str(data["started_at"]),
-            duration_s=float(data["duration_s"]),
-            teams=tuple(TeamResult.from_dict(t) for t in data["teams"]),
-            track=str(data.get("track", "local")),
-            stage=int(data.get("stage", 0)),
-            set_id=str(data.get("set_id", "")),
-            set_size=int(data.get("set_size", 1)),
-            set_rotation=int(data.get("set_rotation", 0)),
-            held_out=bool(data.get("held_out", False)),
-        )
+        return super().from_dict({key: value for key, value in data.items() if key != "schema_version"})
 
     def outcome(self) -> dict[str, Any]:
         """The record without wall-clock fields: equal for equal seeds and policies."""

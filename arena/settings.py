@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from arena import PROJECT_ROOT
-from arena.errors import ArenaError, SettingsError
+from arena.errors import ArenaError, InvalidArgumentError, SettingsError
 from arena.rules import PVE, RETIRED_ON, RETIRED_PAIRINGS, RETIRED_PVP_FORMAT, Pairing
 
 #: Prefix of every variable this module reads.
@@ -35,6 +35,9 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 #: Variables of retired settings, each refused whatever its value, with why it was retired.
 RETIRED: dict[str, str] = {f"{PREFIX}PVP_FORMAT": RETIRED_PVP_FORMAT}
+
+#: The modes of `NMMO_ARENA_ISOLATION` (what each does: `matchmaking.sandbox.isolation`).
+ISOLATION_MODES: tuple[str, str] = ("strict", "warn")
 
 
 def default_cache_dir() -> Path:
@@ -234,14 +237,14 @@ class ArenaSettings:
     map_secret: str | None = setting(None, env="MAP_SECRET", parse=_optional, check=_map_secret, secret=True,
         doc="secret the held-out PvP maps are generated from; unset: generated into DATA/map-secret on the first start "
             "(set it as a Space secret so that a factory reset keeps the pool; changing it changes the pool)")
-    isolation: str = setting("strict", env="ISOLATION", parse=lambda t: t.strip().lower(), check=_choice(("strict", "warn")),
+    isolation: str = setting(ISOLATION_MODES[0], env="ISOLATION", parse=lambda t: t.strip().lower(), check=_choice(ISOLATION_MODES),
         doc="strict: no submitted code runs where the isolation self-test finds file or network isolation missing "
             "(submissions wait, built-ins play on); warn: run it anyway, under a red banner (`python -m matchmaking.isolation`)")
     log_level: str = setting("INFO", env="LOG", parse=lambda t: t.strip().upper(), check=_choice(_LOG_LEVELS),
         doc="how much the Space logs")
 
     def __post_init__(self) -> None:
-        problems = [problem for f in fields(self) if (problem := _problem(f, getattr(self, f.name), None))]
+        problems = [problem for f in fields(self) if (problem := _problem(f, getattr(self, f.name), None, _default(f)))]
         if problems:
             raise SettingsError(problems)
 
@@ -265,22 +268,49 @@ class ArenaSettings:
             problems.append(f"{name} is not a setting of the Arena.{hint} Known settings: {', '.join(sorted(known))}.")
         values: dict[str, Any] = {}
         for name, f in known.items():
-            if name not in environ:
-                continue
-            text = environ[name]
-            try:
-                value = f.metadata["parse"](text)
-            except _Bad as exc:
-                problems.append(_message(f, text, str(exc)))
-                continue
-            problem = _problem(f, value, text)
-            if problem:
-                problems.append(problem)
-                continue
-            values[f.name] = value
+            if name in environ:
+                value, problem = _parsed(f, environ[name], _default(f))
+                if problem:
+                    problems.append(problem)
+                else:
+                    values[f.name] = value
         if problems:
             raise SettingsError(problems)
         return cls(**values)
+
+    @classmethod
+    def read(cls, name: str, environ: Mapping[str, str] | None = None, *, default: Any = MISSING) -> Any:
+        """One setting from the environment (`os.environ` by default), parsed and checked as
+        `from_env` does, the other variables left alone: for a command that needs this one
+        setting and must not refuse to run over another (the isolation doctor, the
+        evaluation tool's isolation mode).
+
+        Args:
+            name (`str`): the field's name, e.g. `isolation`.
+            default (*optional*): the value of an unset variable; the setting's own default
+                if not given.
+
+        Raises:
+            `SettingsError`: the value is not accepted (the message names the variable and
+                what is). `InvalidArgumentError`: `name` is no setting.
+
+        Example:
+            >>> ArenaSettings.read("isolation", {"NMMO_ARENA_ISOLATION": " Warn "})
+            'warn'
+            >>> ArenaSettings.read("isolation", {}, default="warn")
+            'warn'
+        """
+        f = next((f for f in fields(cls) if f.name == name), None)
+        if f is None:
+            raise InvalidArgumentError(f"{name!r} is not a setting; the settings are {', '.join(f.name for f in fields(cls))}.")
+        environ = os.environ if environ is None else environ
+        default = _default(f) if default is MISSING else default
+        if f.metadata["env"] not in environ:
+            return default
+        value, problem = _parsed(f, environ[f.metadata["env"]], default)
+        if problem:
+            raise SettingsError([problem])
+        return value
 
     @classmethod
     def variables(cls) -> list[tuple[str, str, str]]:
@@ -359,25 +389,35 @@ def _shown(value: Any) -> str:
     return "unset" if value is None else str(value)
 
 
-def _problem(f: Any, value: Any, text: str | None) -> str:
+def _parsed(f: Any, text: str, default: Any) -> tuple[Any, str]:
+    """A variable's text parsed and checked: (its value, "") or (None, what is wrong);
+    `default` is what unsetting it gives, for the message."""
+    try:
+        value = f.metadata["parse"](text)
+    except _Bad as exc:
+        return None, _message(f, text, str(exc), default)
+    return value, _problem(f, value, text, default)
+
+
+def _problem(f: Any, value: Any, text: str | None, default: Any) -> str:
     check = f.metadata.get("check")
     why = f.metadata.get("retired", {}).get(value)
     if why:  # (a retired value is no longer among the accepted ones: the check names those)
         env = f.metadata["env"]
         others = f" (accepted: {check(value)})" if check is not None and check(value) else ""
         return _retired(env, text if text is not None else str(value), "option", why,
-                        f"Unset {env} for the default ({_shown(_default(f))}), or set another value{others}.")
+                        f"Unset {env} for the default ({_shown(default)}), or set another value{others}.")
     wanted = check(value) if check is not None else ""
-    return _message(f, text if text is not None else str(value), wanted) if wanted else ""
+    return _message(f, text if text is not None else str(value), wanted, default) if wanted else ""
 
 
 def _retired(env: str, text: str, what: str, why: str, advice: str) -> str:
     return f"{env}={text!r} is a retired {what} (retired on {RETIRED_ON}: {why}). {advice}"
 
 
-def _message(f: Any, text: str, wanted: str) -> str:
+def _message(f: Any, text: str, wanted: str, default: Any) -> str:
     shown = "(hidden: a secret)" if f.metadata.get("secret") else repr(text)
     return (
         f"{f.metadata['env']}={shown} is not accepted: {f.metadata['doc']} must be {wanted}. "
-        f"Set it to such a value, or unset it for the default ({_shown(_default(f))})."
+        f"Set it to such a value, or unset it for the default ({_shown(default)})."
     )

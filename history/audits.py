@@ -19,10 +19,11 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.records import Format, Record
 from arena.schema import MatchResult
 from history.journal import Journal
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Audit:
+class Audit(Record):
     """One rerun of one recorded match by the Space, and its verdict."""
 
     match_id: str
@@ -49,24 +50,7 @@ class Audit:
     track: str = ""
     """The recorded match's track (`pve`, `pvp`)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["difference"] = None if self.difference is None else dict(self.difference)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Audit:
-        difference = data.get("difference")
-        return cls(
-            match_id=str(data["match_id"]),
-            identical=bool(data["identical"]),
-            difference=None if difference is None else dict(difference),
-            audited_at=str(data["audited_at"]),
-            nmmo_version=str(data["nmmo_version"]),
-            arena_version=str(data["arena_version"]),
-            duration_s=float(data.get("duration_s", 0.0)),
-            track=str(data.get("track", "")),
-        )
+    FORMAT = Format(defaults={"duration_s": 0.0})  # the first audits did not time the rerun
 
 
 class AuditLog:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from arena.records import Format, Record
 from history.journal import Journal
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ _MEANINGS = {
 
 
 @dataclass(frozen=True)
-class Incident:
+class Incident(Record):
     """One attempt at a match that the platform lost (the match, unrated, not recorded)."""
 
     match_id: str
@@ -106,29 +107,9 @@ class Incident:
     """The Ray node that lost it ("" on this machine)."""
     schema_version: int = SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["cause"] = self.cause.value
-        data["submissions"] = list(self.submissions)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Incident:
-        return cls(
-            match_id=str(data["match_id"]),
-            failed_at=str(data["failed_at"]),
-            track=str(data.get("track", "")),
-            stage=int(data.get("stage", 0)),
-            seed=int(data.get("seed", 0)),
-            submissions=tuple(str(s) for s in data.get("submissions", ())),
-            cause=Cause(data["cause"]),
-            message=str(data.get("message", "")),
-            attempt=int(data.get("attempt", 1)),
-            max_attempts=int(data.get("max_attempts", MAX_ATTEMPTS)),
-            replanned=bool(data.get("replanned", False)),
-            node=str(data.get("node", "")),
-            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
-        )
+    #: What a record lacking a field reads as (the match, its cause and when are always there).
+    FORMAT = Format(defaults={"track": "", "stage": 0, "seed": 0, "submissions": (), "message": "", "attempt": 1,
+                              "max_attempts": MAX_ATTEMPTS, "replanned": False})
 
     @property
     def line(self) -> str:

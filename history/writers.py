@@ -34,11 +34,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from arena.errors import DamagedFileError
 from arena.files import write_atomically
+from arena.records import Record
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ LEGACY_JOURNALS = ("submissions/statuses.jsonl", "audits/audits.jsonl")
 
 
 @dataclass(frozen=True)
-class Identity:
+class Identity(Record):
     """This data folder's writer."""
 
     writer: str
@@ -79,7 +80,7 @@ def identity(data_dir: Path, history_dir: Path, *, ledger: Path | None = None) -
     path = Path(data_dir) / IDENTITY_FILE
     if path.exists():
         data = json.loads(path.read_text())
-        found = Identity(str(data["writer"]), float(data["created_at"]), bool(data.get("legacy", False)))
+        found = Identity.from_dict(data)
         if not WRITER_ID.fullmatch(found.writer):
             raise DamagedFileError(f"{path} names writer {found.writer!r}, not an id like w0123456789ab: delete the file "
                              "for a new one (a new writer loses nothing: its files are new)")
@@ -96,7 +97,7 @@ def identity(data_dir: Path, history_dir: Path, *, ledger: Path | None = None) -
     if ledger is not None and Path(ledger).exists():
         _copy_into(Path(ledger), history_dir / "modelcards" / f"publications-{made.writer}.jsonl")
     made = Identity(made.writer, made.created_at, legacy)
-    _write_json(path, asdict(made))
+    _write_json(path, made.to_dict())
     if legacy:
         log.info("history in %s migrated to writer %s: the single status and audit logs are read, never written again",
                  history_dir, made.writer)
@@ -110,7 +111,7 @@ def _copy_into(source: Path, target: Path) -> None:
 
 
 @dataclass(frozen=True)
-class Heartbeat:
+class Heartbeat(Record):
     """A writer's last word in the dataset (`writers/<id>.json`)."""
 
     writer: str
@@ -122,10 +123,6 @@ class Heartbeat:
     """It stopped cleanly: another writer may lead at once."""
     host: str = ""
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Heartbeat:
-        return cls(str(data["writer"]), float(data["started_at"]), float(data["at"]), bool(data.get("stopped", False)),
-                   str(data.get("host", "")))
 
 
 class Writers:
@@ -156,7 +153,7 @@ class Writers:
         """Write this writer's heartbeat (before a push: the push publishes it)."""
         self._stopped = self._stopped or stopped
         beat = Heartbeat(self.writer, self.started_at, self.clock(), self._stopped, socket.gethostname())
-        _write_json(self.own, asdict(beat))
+        _write_json(self.own, beat.to_dict())
         return beat
 
     def heartbeats(self) -> list[Heartbeat]:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arena.records import Format, Record
 from arena.revision import Revision, is_builtin
 from arena.rules import MATCH
 from history.index import TeamRows
@@ -58,7 +59,7 @@ TRACK_NAMES: Mapping[str, str] = {"pvp": "PvP", "pve": "PvE", "local": "local"}
 
 
 @dataclass(frozen=True)
-class OpponentExposure:
+class OpponentExposure(Record):
     """One opponent of a revision in one track."""
 
     opponent: str
@@ -70,12 +71,9 @@ class OpponentExposure:
     share: float
     """`seats` over all the opponent seats the revision faced in the track."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"opponent": self.opponent, "matches": self.matches, "seats": self.seats, "share": self.share}
-
 
 @dataclass(frozen=True)
-class MapExposure:
+class MapExposure(Record):
     """How often a revision played one map in one track."""
 
     map_id: int
@@ -83,13 +81,10 @@ class MapExposure:
     """From the held-out pool (the Space's secret), not the published one."""
     matches: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"map_id": self.map_id, "held_out": self.held_out, "matches": self.matches}
-
 
 @dataclass(frozen=True)
-class TrackExposure:
-    """A revision's exposure in one track."""
+class TrackExposure(Record):
+    """A revision's exposure in one track (its dict: JSON-able, keys strings, counts plain ints)."""
 
     track: str
     matches: int
@@ -107,6 +102,9 @@ class TrackExposure:
     slots: Mapping[int, int] = field(default_factory=dict)
     """Seats per slot, 0 to 15, each slot present."""
 
+    FORMAT = Format(layout=("track", "matches", "seats", "stages", "distinct_opponents", "opponents", "published_maps",
+                            "held_out_maps", "held_out_matches", "maps", "sides", "points", "slots"))
+
     @property
     def distinct_opponents(self) -> int:
         return len(self.opponents)
@@ -123,22 +121,9 @@ class TrackExposure:
     def held_out_matches(self) -> int:
         return sum(m.matches for m in self.maps if m.held_out)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able: keys are strings, counts plain ints."""
-        return {
-            "track": self.track, "matches": self.matches, "seats": self.seats,
-            "stages": {str(k): v for k, v in self.stages.items()},
-            "distinct_opponents": self.distinct_opponents,
-            "opponents": [o.to_dict() for o in self.opponents],
-            "published_maps": self.published_maps, "held_out_maps": self.held_out_maps,
-            "held_out_matches": self.held_out_matches,
-            "maps": [m.to_dict() for m in self.maps],
-            "sides": dict(self.sides), "points": dict(self.points), "slots": {str(k): v for k, v in self.slots.items()},
-        }
-
 
 @dataclass(frozen=True)
-class Exposure:
+class Exposure(Record):
     """One revision's ledger: its exposure in each track it played."""
 
     player: str
@@ -147,6 +132,8 @@ class Exposure:
     revision: str
     tracks: tuple[TrackExposure, ...] = ()
     """In `TRACK_ORDER`; only tracks it played."""
+
+    FORMAT = Format(layout=("player", "policy_id", "revision", "matches", "seats", "tracks"))
 
     @property
     def matches(self) -> int:
@@ -159,13 +146,9 @@ class Exposure:
     def track(self, name: str) -> TrackExposure | None:
         return next((t for t in self.tracks if t.track == name), None)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"player": self.player, "policy_id": self.policy_id, "revision": self.revision,
-                "matches": self.matches, "seats": self.seats, "tracks": [t.to_dict() for t in self.tracks]}
-
 
 @dataclass(frozen=True)
-class ExposureTotals:
+class ExposureTotals(Record):
     """A revision's counts in one track, as `exposure_totals` gives them for every revision."""
 
     player: str
@@ -175,11 +158,6 @@ class ExposureTotals:
     published_maps: int
     held_out_maps: int
     held_out_matches: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"player": self.player, "track": self.track, "matches": self.matches, "seats": self.seats,
-                "published_maps": self.published_maps, "held_out_maps": self.held_out_maps,
-                "held_out_matches": self.held_out_matches}
 
 
 def _track_key(track: str) -> tuple[int, str]:
@@ -246,9 +224,17 @@ def ledger(mine: pd.DataFrame, others: pd.DataFrame, *, player: str) -> Exposure
         `Exposure`: one `TrackExposure` per track it played (none if `mine` is empty).
 
     Example:
-        >>> mine = teams.of_player("alice/team@3f2a9c")  # teams: `Standings.teams`
-        >>> ledger(mine, teams.opponents("alice/team@3f2a9c", mine), player="alice/team@3f2a9c").track("pvp").matches
-        12
+        Two PvP matches of `alice/team@3f2a9c`, the second on a held-out map:
+
+        >>> players = ["alice/team@3f2a9c", "builtin:forage", "alice/team@3f2a9c", "bob/b@1", "builtin:forage"]
+        >>> rows = pd.DataFrame({"match_id": ["m1", "m1", "m2", "m2", "m2"], "track": "pvp", "stage": 0,
+        ...                      "map_id": [3, 3, 300, 300, 300], "held_out": [False, False, True, True, True],
+        ...                      "slot": [0, 1, 2, 0, 1], "spawn_side": [0, 1, 2, 0, 3], "spawn_index": 0, "player": players,
+        ...                      "policy_id": [Revision.parse(p).policy_id for p in players],
+        ...                      "revision": [Revision.parse(p).sha for p in players]})
+        >>> pvp = ledger(rows, rows, player="alice/team@3f2a9c").track("pvp")
+        >>> pvp.matches, pvp.held_out_matches, [(o.opponent, o.matches, round(o.share, 2)) for o in pvp.opponents]
+        (2, 1, [('builtin:forage', 2, 0.67), ('bob/b@1', 1, 0.33)])
     """
     policy_id, revision = (parsed := Revision.parse(player)).policy_id, parsed.sha
     if not len(mine):

@@ -436,9 +436,14 @@ class LocalHub:
     """A running local Hub: `LocalHub(root).start()` serves `root` on a free local port.
 
     Example:
-        >>> hub = LocalHub("data/hub").start()
-        >>> HfApi(endpoint=hub.endpoint).list_models(filter="nmmo-arena")  # doctest: +SKIP
+        >>> import tempfile
+        >>> from huggingface_hub import HfApi
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> hub = LocalHub(folder.name).start()
+        >>> list(HfApi(endpoint=hub.endpoint).list_models(filter="nmmo-arena"))
+        []
         >>> hub.stop()
+        >>> folder.cleanup()
     """
 
     def __init__(self, root: str | Path, *, host: str = "127.0.0.1", port: int = 0, write_token: str | None = None, page_size: int = PAGE_SIZE):

@@ -32,7 +32,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from html import escape as html_escape
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ import yaml
 
 from arena.errors import ArenaError
 from arena.files import write_atomically
+from arena.records import Record
 
 REPO_TYPES = ("model", "dataset")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -140,7 +141,7 @@ class Commit:
 
 
 @dataclass(frozen=True)
-class Discussion:
+class Discussion(Record):
     """A discussion or pull request of one repo, with its events in order.
 
     `events` are the Hub's own event records (`comment`, `commit`, `status-change`), as
@@ -471,15 +472,12 @@ class HubStore:
         self._write_discussion(repo, replace(current, events=(*current.events, event), **changes))
 
     def _write_discussion(self, repo: Repo, discussion: Discussion) -> None:
-        data = asdict(discussion)
-        data["events"] = list(discussion.events)
-        write_atomically(repo.path / "discussions" / f"{discussion.num}.json", json.dumps(data, sort_keys=True).encode())
+        write_atomically(repo.path / "discussions" / f"{discussion.num}.json",
+                         json.dumps(discussion.to_dict(), sort_keys=True).encode())
 
     @staticmethod
     def _read_discussion(path: Path) -> Discussion:
-        data = json.loads(path.read_text())
-        data["events"] = tuple(data["events"])
-        return Discussion(**data)
+        return Discussion.from_dict(json.loads(path.read_text()))
 
 
 def _event(kind: str, author: str, data: Mapping[str, Any]) -> dict[str, Any]:

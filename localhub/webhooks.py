@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from arena.files import write_atomically
+from arena.records import Format, Record
 from localhub.store import BadRequest, HubError, Repo, object_id
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,9 @@ class WatchedItem:
 
 
 @dataclass(frozen=True)
-class Webhook:
-    """A registered webhook, in the Hub's terms (`huggingface_hub.WebhookInfo`)."""
+class Webhook(Record):
+    """A registered webhook, in the Hub's terms (`huggingface_hub.WebhookInfo`); its dict is
+    what the settings API answers for it, and what the registry's file keeps."""
 
     id: str
     url: str
@@ -80,28 +82,12 @@ class Webhook:
     secret: str | None = None
     disabled: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        """What the settings API answers for this webhook."""
-        return {
-            "id": self.id,
-            "url": self.url,
-            "job": None,
-            "watched": [{"type": w.type, "name": w.name} for w in self.watched],
-            "domains": list(self.domains),
-            "secret": self.secret,
-            "disabled": self.disabled,
-        }
+    FORMAT = Format(layout=("id", "url", "job", "watched", "domains", "secret", "disabled"))
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Webhook:
-        return cls(
-            id=str(data["id"]),
-            url=str(data["url"]),
-            watched=tuple(WatchedItem(str(w["type"]), str(w["name"])) for w in data["watched"]),
-            domains=tuple(data.get("domains") or DOMAINS),
-            secret=data.get("secret"),
-            disabled=bool(data.get("disabled", False)),
-        )
+    @property
+    def job(self) -> None:
+        """The job a Hub webhook may run instead of calling a URL: none here."""
+        return None
 
     def watches(self, repo_type: str, repo_id: str, domain: str = "repo") -> bool:
         """Whether an event of `domain` on this repo is sent to this webhook."""
@@ -196,10 +182,10 @@ class WebhookRegistry:
         self._lock = threading.Lock()
         self._hooks: dict[str, Webhook] = {}
         if self.path.exists():
-            self._hooks = {h.id: h for h in map(Webhook.from_json, json.loads(self.path.read_text()))}
+            self._hooks = {h.id: h for h in map(Webhook.from_dict, json.loads(self.path.read_text()))}
 
     def _save(self) -> None:
-        write_atomically(self.path, json.dumps([h.to_json() for h in self._hooks.values()], indent=1).encode())
+        write_atomically(self.path, json.dumps([h.to_dict() for h in self._hooks.values()], indent=1).encode())
 
     def all(self) -> list[Webhook]:
         with self._lock:
@@ -290,7 +276,7 @@ class Webhooks:
         method = request.method
         if not rest:
             if method == "GET":
-                return JSONResponse([h.to_json() for h in self.registry.all()])
+                return JSONResponse([h.to_dict() for h in self.registry.all()])
             if method == "POST":
                 return self._answer(self._create(await self._body(request)))
         elif len(rest) == 1:
@@ -308,7 +294,7 @@ class Webhooks:
 
     @staticmethod
     def _answer(hook: Webhook) -> JSONResponse:
-        return JSONResponse({"webhook": hook.to_json()})
+        return JSONResponse({"webhook": hook.to_dict()})
 
     @staticmethod
     async def _body(request: Request) -> dict[str, Any]:

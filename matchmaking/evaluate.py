@@ -21,9 +21,10 @@ Random teams, TARGET in the first seat, as PvE stage 1 plays it.
 **Practice against the field (`--against`).** Each `--against OWNER/NAME[@REV]` names a
 submission on the Hub (REV: a commit sha or a branch; none: its latest commit), and
 `--against top:K` the current top K of the PvP leaderboard; together at most 15 opponents.
-The Hub is found as `python -m matchmaking.rerun` finds it: `--hub URL`, `NMMO_ARENA_HUB`
-or `HF_ENDPOINT`, else the embedded Hub of the Space running on the data folder (`--data`,
-`NMMO_ARENA_DATA`), else that folder's embedded Hub started for this run. Each revision is
+The Hub is found as `submit` and `rerun` find it (`matchmaking.hub.connection`): `--hub
+URL`, `NMMO_ARENA_HUB` or `HF_ENDPOINT`, else the embedded Hub of the Space running on the
+data folder (`--data`, `NMMO_ARENA_DATA`), else that folder's embedded Hub started for this
+run. Each revision is
 checked as the Space checks a submission before it runs anything (its files' format and
 size, `matchmaking.hub.discovery`), downloaded into the cache (`NMMO_ARENA_CACHE/practice`),
 and validated by the Space's own validation match (`matchmaking.service.validation`);
@@ -63,8 +64,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from arena.errors import ArenaError, InvalidArgumentError
+from arena.errors import ArenaError, InvalidArgumentError, SettingsError
 from arena.policies import PolicyRef, builtin, parse_target
+from arena.records import Format, Record
 from arena.revision import Revision
 from arena.rules import POOL_FILL, PVE, stage_opponents
 from arena.schema import TASK_NAMES, MatchResult
@@ -131,7 +133,7 @@ def practice_specs(target: PolicyRef, opponents: Sequence[PolicyRef], *, matches
 # -- the report ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class LineupRow:
+class LineupRow(Record):
     """One team of the line-up over the run: its seats, mean rank and Achievement, and how
     often TARGET finished strictly above it."""
 
@@ -145,9 +147,7 @@ class LineupRow:
     met: int
     """(Match, seat) pairs in all."""
 
-    def to_dict(self) -> dict[str, object]:
-        return {"policy_id": self.id.policy_id, "revision": self.id.sha, "seats": self.seats, "mean_rank": self.mean_rank,
-                "mean_achievement": self.mean_achievement, "beaten": self.beaten, "met": self.met}
+    FORMAT = Format(keys={"id": ("policy_id", "revision")})  # as the match record names a team's policy
 
 
 def lineup_table(results: Sequence[MatchResult], target_id: str) -> list[LineupRow]:
@@ -201,12 +201,12 @@ def format_report(summary: PolicySummary, results: Sequence[MatchResult], failur
 
 # -- the command ------------------------------------------------------------------------------
 
-def _gate(mode_default: str) -> int:
+def _gate(mode_default: str, environ: Mapping[str, str]) -> int:
     """The isolation self-test before submitted code runs: 0 to go on, else the exit code."""
     try:
-        mode = isolation.mode_from_env(mode_default)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        mode = ArenaSettings.read("isolation", environ, default=mode_default)
+    except SettingsError as exc:
+        print(f"error: {' '.join(exc.problems)}", file=sys.stderr)
         return 2
     report = isolation.check(mode)
     for mechanism in report.mechanisms():
@@ -224,7 +224,7 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
     references, who they are), or the exit code of a refusal (its message printed)."""
     from huggingface_hub.utils import disable_progress_bars
 
-    from matchmaking.rerun import connect
+    from matchmaking.hub.connection import connect
 
     disable_progress_bars()
 
@@ -236,7 +236,7 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
     try:
         say(f"Hub: {connection.describe()}")
         opponents = choose_opponents(connection.api, against, settings=settings, say=say)
-        code = _gate(isolation.STRICT)  # other people's code: strict unless NMMO_ARENA_ISOLATION says warn
+        code = _gate(isolation.STRICT, environ)  # other people's code: strict unless NMMO_ARENA_ISOLATION says warn
         if code:
             return code
         protect_process()
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     elif not target.is_builtin:
-        code = _gate(isolation.WARN)  # the participant's own code on their own machine
+        code = _gate(isolation.WARN, environ)  # the participant's own code on their own machine
         if code:
             return code
 

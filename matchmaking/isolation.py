@@ -16,7 +16,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from matchmaking.sandbox.isolation import STRICT, mode_from_env, self_test
+from arena.errors import SettingsError
+from arena.settings import ArenaSettings
+from matchmaking.sandbox.isolation import self_test
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,9 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args(argv)
     try:
-        mode = mode_from_env(STRICT)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        mode = ArenaSettings.read("isolation")
+    except SettingsError as exc:
+        print(f"error: {' '.join(exc.problems)}", file=sys.stderr)
         return 2
     report = self_test(mode)
     print(json.dumps(report.to_dict()) if args.json else report.table())

@@ -6,10 +6,11 @@ Usage::
 
 1. **The record** is read from DIR's history (its shards and its write-ahead log;
    DIR as the Space resolves it: `--data`, else `NMMO_ARENA_DATA`).
-2. **The Hub**: `--hub URL`, `NMMO_ARENA_HUB` or `HF_ENDPOINT` (the user's token), else
-   the embedded Hub of the Space running on DIR (found as `python -m matchmaking.submit`
-   finds it, `DIR/local-hub.json`), else, when no Space runs there, the embedded Hub of
-   `DIR/hub` started for this rerun on a free port and stopped after it.
+2. **The Hub** (`matchmaking.hub.connection`, as `submit` and `evaluate --against` find
+   it): `--hub URL`, `NMMO_ARENA_HUB` or `HF_ENDPOINT` (the user's token), else the
+   embedded Hub of the Space running on DIR (`DIR/local-hub.json`), else, when no Space
+   runs there, the embedded Hub of `DIR/hub` started for this rerun on a free port and
+   stopped after it.
 3. **The rerun** itself is the Space's audit's (`matchmaking.service.rerun`): the versions
    checked, the spec rebuilt from the record and its derived match id compared, the match
    played as the Space plays it, the first difference named by its path.
@@ -29,14 +30,9 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError
 
 from arena.errors import (
@@ -48,70 +44,10 @@ from arena.errors import (
     SettingsError,
     VersionMismatchError,
 )
-from arena.files import secret_file
 from arena.settings import ArenaSettings
-from matchmaking.hub import embedded as embedded_hub
+from matchmaking.hub.connection import connect
 from matchmaking.hub.health import describe
 from matchmaking.service.rerun import HubFetcher, check_versions, find_record, rerun
-from matchmaking.submit import find_hub
-
-
-def _answers(endpoint: str, timeout_s: float = 5.0) -> bool:
-    """Whether anything answers HTTP at `endpoint` (an error status is an answer)."""
-    try:
-        with urllib.request.urlopen(f"{endpoint.rstrip('/')}/api/models?limit=1", timeout=timeout_s):
-            return True
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-
-
-@dataclass
-class HubConnection:
-    """The Hub a rerun fetches from; `close()` stops an embedded Hub started for it."""
-
-    api: HfApi
-    how: str
-    started: Any = field(default=None, repr=False)
-
-    def describe(self) -> str:
-        return f"{self.api.endpoint} ({self.how})"
-
-    def close(self) -> None:
-        if self.started is not None:
-            self.started.stop()
-            self.started = None
-
-
-def connect(settings: ArenaSettings, *, hub: str | None = None, environ: Mapping[str, str] | None = None,
-            purpose: str = "this rerun") -> HubConnection:
-    """The Hub that holds the record's submissions (see the module's docstring for the order);
-    `purpose` names the run an embedded Hub is started for (`python -m matchmaking.evaluate` shares this).
-
-    Raises:
-        `NoHubError`: none configured, no Space running on the data folder, and no
-            embedded Hub in it to start.
-    """
-    try:
-        target = find_hub(settings, hub=hub, environ=dict(os.environ if environ is None else environ))
-    except NoHubError:
-        target = None  # no Space published its embedded Hub (or its address file is unreadable)
-    if target is not None and target.token is None:  # a Hub named by the user or the environment
-        return HubConnection(HfApi(endpoint=target.endpoint, token=get_token()), target.how)
-    if target is not None and _answers(target.endpoint):
-        return HubConnection(HfApi(endpoint=target.endpoint, token=target.token), target.how)
-    if not settings.local_hub_dir.is_dir():
-        raise NoHubError(
-            f"No Hub to fetch the submissions from: none is configured (--hub, NMMO_ARENA_HUB), no Space runs on "
-            f"{settings.data_dir}, and it holds no embedded Hub ({settings.local_hub_dir} is missing). Give the Space's "
-            "data folder with --data DIR, or its Hub with --hub URL."
-        )
-    local = embedded_hub.start_local_hub(replace(settings, local_hub_port=0))  # a free port: the Space's may come back
-    why = "its address file names an endpoint that does not answer" if target is not None else "no Space is running on it"
-    api = HfApi(endpoint=local.endpoint, token=secret_file(settings.local_hub_token_file))
-    return HubConnection(api, f"the embedded Hub of {settings.local_hub_dir}, started for {purpose}: {why}", started=local)
-
 
 # -- the command --------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ Usage::
 2. **The model card**: the submission tag (`NMMO_ARENA_TAG`, `nmmo-arena`) is added to
    `README.md`'s metadata with `huggingface_hub.ModelCard` (its other metadata and its
    text are kept); a folder without a `README.md` gets one.
-3. **The push** (`HfApi.create_repo` + `upload_folder`) goes to, first found:
+3. **The push** (`HfApi.create_repo` + `upload_folder`) goes to, first found
+   (`matchmaking.hub.connection`, shared with `rerun` and `evaluate --against`):
    `--hub URL`; `NMMO_ARENA_HUB`; `HF_ENDPOINT`, each with the user's own token
    (`HF_TOKEN` or `hf auth login`); else the embedded Hub of a Space running on this
    machine, whose endpoint and token it reads from the Space's data folder
@@ -35,7 +36,6 @@ import ast
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import HfApi, ModelCard, ModelCardData, get_token
@@ -45,7 +45,7 @@ from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects, 
 from arena.errors import HubAuthError, NoHubError, SettingsError, SubmissionCheckError
 from arena.policies import POLICY_FILE
 from arena.settings import ArenaSettings
-from matchmaking.hub import embedded as embedded_hub
+from matchmaking.hub.connection import HubTarget, find_hub
 from matchmaking.hub.discovery import format_problem, size_problem
 from matchmaking.hub.health import answered, describe
 from matchmaking.hub.pushing import CARD, IGNORED, push_submission
@@ -160,42 +160,6 @@ def tag_card(folder: Path, tag: str) -> bool:
     card.data.tags = [*tags, tag]
     card.save(path)
     return True
-
-
-# -- which Hub ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class HubTarget:
-    """Where the push goes, with which token, and how that was decided (for messages)."""
-
-    endpoint: str
-    token: str | None
-    how: str
-    space_url: str | None = None
-
-
-def find_hub(settings: ArenaSettings, *, hub: str | None = None, environ: dict[str, str] | None = None) -> HubTarget:
-    """The Hub to push to (see the module's docstring for the order).
-
-    Raises:
-        `NoHubError`: none configured and no embedded Hub published in the data folder.
-    """
-    environ = dict(os.environ if environ is None else environ)
-    for endpoint, how in ((hub, "--hub"), (settings.hub_endpoint, "NMMO_ARENA_HUB"), (environ.get("HF_ENDPOINT"), "HF_ENDPOINT")):
-        if endpoint:
-            return HubTarget(endpoint.rstrip("/"), None, f"{how}, with your token (HF_TOKEN or `hf auth login`)")
-    try:
-        address = embedded_hub.find(settings)
-    except ValueError as exc:
-        raise NoHubError(str(exc)) from None
-    if address is None:
-        raise NoHubError(
-            f"No Hub to push to: none is configured, and no Space on this machine has published an embedded Hub in "
-            f"{settings.local_hub_address_file}. Start the Space (`make run`) and submit again, or point "
-            "at its data folder (`--data DIR` or NMMO_ARENA_DATA), or at a Hub (`--hub https://huggingface.co`)."
-        )
-    return HubTarget(address.endpoint, address.token, f"the embedded Hub of the Space on {settings.data_dir}, found in "
-                     f"{address.source.name}, its token in {settings.local_hub_token_file.name}", address.space_url)
 
 
 def push(target: HubTarget, folder: Path, repo_id: str, *, message: str) -> tuple[str, bool]:

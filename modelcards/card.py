@@ -130,8 +130,9 @@ def provisional_text(results: CardResults) -> str:
     """What the text says of a PvP rating not settled yet ("" once it is, or without a note).
 
     Example:
+        >>> from arena.revision import Revision
         >>> from modelcards.publications import ProvisionalPvP
-        >>> provisional_text(CardResults("ann/team", "a" * 40, (), provisional=ProvisionalPvP(5, 18)))
+        >>> provisional_text(CardResults(Revision("ann/team", "a" * 40), (), provisional=ProvisionalPvP(5, 18)))
         'PvP rating: provisional after 5 PvP matches (about 18 more needed); published here once settled.'
     """
     note = results.provisional

@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from arena.errors import InvalidArgumentError
 from arena.lifecycle import RevisionState, StageFigures, Status
 from arena.ratings import TRUESKILL_SIGMA
+from arena.records import Format, Record
 from arena.revision import Revision
 from arena.settling import FALLBACK_GAIN, SETTLED_SIGMA, is_settled, matches_to_settle, precision_gain
 from leaderboard.standings import Standings
@@ -84,7 +84,7 @@ class ProvisionalPvP:
 
 
 @dataclass(frozen=True)
-class CardResults:
+class CardResults(Record):
     """Everything the Arena publishes about one revision."""
 
     id: Revision
@@ -94,26 +94,8 @@ class CardResults:
     provisional: ProvisionalPvP | None = None
     """Before that, how far it is from settled (None once settled)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["id"]
-        return {"repo_id": self.id.policy_id, "revision": self.id.sha, **data}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CardResults:
-        """Read what `to_dict` wrote.
-
-        Raises:
-            `KeyError`, `TypeError`, `ValueError`: not such a record.
-        """
-        pvp, provisional = data.get("pvp"), data.get("provisional")  # records before settling have no "provisional"
-        return cls(
-            id=Revision(str(data["repo_id"]), str(data["revision"])),
-            pve=tuple(StageFigures(int(s["stage"]), float(s["top1_ratio"]), float(s["mean_achievement"]), int(s["matches"]))
-                      for s in data["pve"]),
-            pvp=None if pvp is None else PvPFigures(**pvp),
-            provisional=None if provisional is None else ProvisionalPvP(**provisional),
-        )
+    #: In the ledger, as in the status log, the revision is `repo_id` and `revision`.
+    FORMAT = Format(keys={"id": ("repo_id", "revision")})
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,20 @@ def test_settings_built_in_code_are_checked_too():
         ArenaSettings(match_horizon=0)
 
 
+def test_a_command_reads_one_setting_as_the_space_does_and_no_other():
+    """The isolation doctor and the evaluation tool read `NMMO_ARENA_ISOLATION` alone: its
+    check is the Space's, another variable's mistake is not theirs to refuse."""
+    others = {"NMMO_ARENA_HORIZN": "64", "NMMO_ARENA_WORKERS": "-3"}
+    assert ArenaSettings.read("isolation", {**others, "NMMO_ARENA_ISOLATION": "WARN"}) == "warn"
+    assert ArenaSettings.read("isolation", others) == "strict"
+    assert ArenaSettings.read("isolation", others, default="warn") == "warn"
+    with pytest.raises(SettingsError) as info:
+        ArenaSettings.read("isolation", {"NMMO_ARENA_ISOLATION": "off"}, default="warn")
+    assert len(info.value.problems) == 1
+    assert "NMMO_ARENA_ISOLATION='off' is not accepted" in info.value.problems[0]
+    assert "one of strict, warn" in info.value.problems[0] and "the default (warn)" in info.value.problems[0]
+
+
 def test_the_space_stops_before_starting_anything(tmp_path):
     """`python app.py` with a bad value: exit status 2, the message, and no Hub, data or seed."""
     root = Path(__file__).resolve().parent.parent

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.records import Record
 from history import bundle
 
 
 @dataclass(frozen=True)
-class CompactionPlan:
+class CompactionPlan(Record):
     """One compaction: the files it writes and the files they replace (paths in the
     history folder, `/`-separated), as its journal records them."""
 
@@ -25,13 +26,6 @@ class CompactionPlan:
     inputs: tuple[str, ...]
     matches: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "outputs": list(self.outputs), "inputs": list(self.inputs), "matches": self.matches}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CompactionPlan:
-        return cls(str(data["name"]), tuple(map(str, data["outputs"])), tuple(map(str, data["inputs"])),
-                   int(data.get("matches", 0)))
 
 
 #: Makes a compaction's new files public before the files they replace are deleted (the

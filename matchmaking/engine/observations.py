@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from arena.records import Format, Record
+
 
 @dataclass(frozen=True)
 class ArrayField:
@@ -24,13 +26,15 @@ class ArrayField:
     dtype: str
     offset: int
 
+    FORMAT = Format(row=True)  # [path, shape, dtype, offset]
+
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
 @dataclass(frozen=True)
-class ObservationLayout:
+class ObservationLayout(Record):
     """Where each array of each member's observation lives in a team's shared block."""
 
     fields: tuple[ArrayField, ...]
@@ -53,21 +57,6 @@ class ObservationLayout:
             fields.append(field)
             offset += -(-field.nbytes // 8) * 8  # keep every array 8-byte aligned
         return cls(fields=tuple(fields), agent_bytes=offset, team_size=team_size)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fields": [[list(f.path), list(f.shape), f.dtype, f.offset] for f in self.fields],
-            "agent_bytes": self.agent_bytes,
-            "team_size": self.team_size,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ObservationLayout:
-        return cls(
-            fields=tuple(ArrayField(tuple(p), tuple(s), d, o) for p, s, d, o in data["fields"]),
-            agent_bytes=int(data["agent_bytes"]),
-            team_size=int(data["team_size"]),
-        )
 
     def views(self, buffer: memoryview) -> list[list[np.ndarray]]:
         """Per member, one NumPy view per field into the shared block."""

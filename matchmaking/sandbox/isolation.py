@@ -39,11 +39,15 @@ from typing import Any
 import numpy as np
 
 from arena import PROJECT_ROOT
-from arena.errors import ArenaError, InvalidArgumentError, SandboxError
+from arena.errors import ArenaError, SandboxError
+from arena.records import Format, Record
+from arena.settings import ISOLATION_MODES
 
-#: The two modes of `NMMO_ARENA_ISOLATION`.
-STRICT, WARN = "strict", "warn"
-MODES = (STRICT, WARN)
+#: The two modes of `NMMO_ARENA_ISOLATION`, read and checked by `arena.settings` (the
+#: Space's `ArenaSettings.isolation`, a command's `ArenaSettings.read("isolation")`): every
+#: function here takes the mode as read.
+MODES = ISOLATION_MODES
+STRICT, WARN = MODES
 
 #: Each probe, what it tries, and the mechanism it tests.
 PROBES: dict[str, tuple[str, str]] = {
@@ -81,6 +85,13 @@ class ProbeResult:
     escaped: bool
     detail: str
 
+    FORMAT = Format(layout=("probe", "tries", "escaped", "detail"))
+
+    @property
+    def tries(self) -> str:
+        """What the probe tries, in words."""
+        return PROBES[self.probe][0]
+
     @property
     def mechanism(self) -> str:
         return PROBES[self.probe][1]
@@ -96,8 +107,12 @@ class Mechanism:
 
 
 @dataclass(frozen=True)
-class IsolationReport:
-    """The self-test's findings on one machine, and what the mode makes of them."""
+class IsolationReport(Record):
+    """The self-test's findings on one machine, and what the mode makes of them.
+
+    Its dict (`python -m matchmaking.isolation --json`, the Space's API) adds the verdicts
+    to the findings; read back (`check`), the verdicts are made again from the findings.
+    """
 
     mode: str
     probes: tuple[ProbeResult, ...] = ()
@@ -106,6 +121,9 @@ class IsolationReport:
     error: str = ""
     """Why the probe could not run at all (then every mechanism counts as missing)."""
     checked_at: float = field(default_factory=time.time)
+
+    FORMAT = Format(layout=("mode", "holds", "refuses", "missing", "verdicts", "probes", "confinement", "host", "error",
+                            "checked_at", "line"), keys={"refuses": "refuses_submitted_code", "verdicts": "mechanisms"})
 
     # -- verdicts ------------------------------------------------------------------------
     def mechanisms(self) -> list[Mechanism]:
@@ -123,6 +141,11 @@ class IsolationReport:
                 why = "; ".join(f"{p.probe}: {p.detail}" for p in tried)
             verdicts.append(Mechanism(name, not escaped, f"{why} [{applied}]" if applied else why))
         return verdicts
+
+    @property
+    def verdicts(self) -> dict[str, dict[str, Any]]:
+        """Each mechanism's verdict by its name: held, and why."""
+        return {m.name: {"held": m.held, "why": m.why} for m in self.mechanisms()}
 
     @property
     def missing(self) -> list[str]:
@@ -177,40 +200,6 @@ class IsolationReport:
         if self.missing:
             lines.append(ADVICE)
         return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "holds": self.holds,
-            "refuses_submitted_code": self.refuses,
-            "missing": self.missing,
-            "mechanisms": {m.name: {"held": m.held, "why": m.why} for m in self.mechanisms()},
-            "probes": [{"probe": p.probe, "tries": PROBES[p.probe][0], "escaped": p.escaped, "detail": p.detail}
-                       for p in self.probes],
-            "confinement": dict(self.confinement),
-            "host": dict(self.host),
-            "error": self.error,
-            "checked_at": self.checked_at,
-            "line": self.line(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> IsolationReport:
-        return cls(mode=data["mode"], probes=tuple(ProbeResult(p["probe"], bool(p["escaped"]), p["detail"]) for p in data["probes"]),
-                   confinement=dict(data.get("confinement", {})), host=dict(data.get("host", {})),
-                   error=data.get("error", ""), checked_at=float(data.get("checked_at", time.time())))
-
-
-def mode_from_env(default: str) -> str:
-    """`NMMO_ARENA_ISOLATION`, checked.
-
-    Raises:
-        `ValueError`: a value other than strict or warn.
-    """
-    mode = os.environ.get("NMMO_ARENA_ISOLATION", default).strip().lower() or default
-    if mode not in MODES:
-        raise InvalidArgumentError(f"NMMO_ARENA_ISOLATION must be 'strict' or 'warn', got {mode!r}.")
-    return mode
 
 
 def _host_facts() -> dict[str, Any]:
@@ -356,6 +345,7 @@ def check(mode: str, *, timeout_s: float = 120.0) -> IsolationReport:
     with _verdict_lock:
         if mode in _verdicts:
             return _verdicts[mode]
+        # the mode travels as its variable: the child reads it back as every command does (`ArenaSettings.read`)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(PROJECT_ROOT), "LANG": "C.UTF-8",
                "NMMO_ARENA_ISOLATION": mode, "HOME": tempfile.gettempdir()}
         try:

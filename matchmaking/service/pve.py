@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from arena.errors import InvalidArgumentError
+from arena.records import Record
 from arena.revision import Revision
 from arena.rules import PVE
 from arena.schema import TASK_NAMES, MatchResult
@@ -33,7 +34,7 @@ class TaskSummary:
 
 
 @dataclass(frozen=True)
-class PolicySummary:
+class PolicySummary(Record):
     """How one policy did over a set of matches."""
 
     policy_id: str
@@ -44,18 +45,6 @@ class PolicySummary:
     mean_achievement: float
     per_task: Mapping[str, TaskSummary]
     fault_counts: Mapping[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "policy_id": self.policy_id,
-            "revision": self.revision,
-            "matches": self.matches,
-            "wins": self.wins,
-            "top1_ratio": self.top1_ratio,
-            "mean_achievement": self.mean_achievement,
-            "per_task": {k: {"points": v.points, "value": v.value} for k, v in self.per_task.items()},
-            "fault_counts": dict(self.fault_counts),
-        }
 
 
 def summarize(results: Sequence[MatchResult], policy_id: str) -> PolicySummary:

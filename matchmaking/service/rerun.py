@@ -39,6 +39,7 @@ from arena.errors import (
     VersionMismatchError,
 )
 from arena.policies import PolicyRef, builtin
+from arena.records import Format, to_dict
 from arena.revision import LOCAL_PREFIX, Revision, is_builtin
 from arena.schema import MatchResult
 from arena.settings import ArenaSettings
@@ -218,15 +219,25 @@ class RerunReport:
     hub: str = ""
     """Where the submissions were fetched from."""
 
+    #: The `--json` object: the recorded match in brief, the rerun's record left out.
+    FORMAT = Format(layout=("match_id", "identical", "difference", "brief", "duration_s", "derived_match_id", "hub"),
+                    keys={"brief": "recorded"})
+
+    @property
+    def match_id(self) -> str:
+        return self.recorded.match_id
+
     @property
     def identical(self) -> bool:
         return self.difference is None
 
+    @property
+    def brief(self) -> dict[str, Any]:
+        return summary(self.recorded)
+
     def to_dict(self) -> dict[str, Any]:
-        """The `--json` object."""
-        return {"match_id": self.recorded.match_id, "identical": self.identical, "difference": self.difference,
-                "recorded": summary(self.recorded), "duration_s": self.duration_s,
-                "derived_match_id": self.derived_match_id, "hub": self.hub}
+        """The `--json` object (a report: written, never read back)."""
+        return to_dict(self)
 
 
 def play_here(spec: MatchSpec) -> MatchResult:
@@ -256,9 +267,17 @@ def rerun(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, play:
             played. `MatchFailedError`: the game engine failed. Whatever `fetch` raises.
 
     Example:
-        >>> report = rerun(find_record(settings, "0b6d..."), fetch=HubFetcher(api, root), settings=settings)
-        >>> report.identical
+        A match of built-in teams (nothing to fetch), played and played again:
+
+        >>> from arena.policies import builtin
+        >>> from matchmaking.teams.factory import in_process_host
+        >>> spec = MatchSpec(seed=1, policies=(builtin("forage"),) * 16, config=MatchConfig(horizon=8))
+        >>> record = run_match(spec, host_factory=in_process_host)
+        >>> rerun(record, fetch=HubFetcher(HfApi(), Path("downloads")), settings=ArenaSettings()).identical
         True
+
+        A recorded one, its submissions fetched from the Hub: `rerun(find_record(settings,
+        match_id), fetch=HubFetcher(api, root), settings=settings)`.
     """
     started = time.perf_counter()
     check_versions(record)
