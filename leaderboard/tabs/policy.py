@@ -10,9 +10,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from history.index import TeamRows
 from leaderboard import exposure, meter, tables
 from leaderboard.tabs.context import TabContext
-from leaderboard.team_rows import TeamRows
 
 #: The tab's note before any policy has played.
 EMPTY = "No policy has played yet: its rating, task profile and rivals appear here after its first match."
