@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,120 @@ def push_example(api: Any, repo_id: str) -> None:
     push_submission(api, repo_id, folder=EXAMPLE, card=submission_card("nmmo-arena", "Bench"))
 
 
+@dataclass
+class Written:
+    """What the writer left in the dataset, and its tables (the reference)."""
+
+    reference: tuple[pd.DataFrame, pd.DataFrame]
+    events: set[str]
+    match_ids: set[str]
+    shards: int
+
+
+def write(root: Path, endpoint: str, args: argparse.Namespace) -> Written:
+    """Space A: real matches (`--real`), then N synthetic ones in day shards; pushed, its
+    tables computed as its refresher computes them (and its fit published), then stopped."""
+    from huggingface_hub import HfApi
+
+    from matchmaking.service.space import Arena
+
+    a = Arena.start(settings(root / "a", endpoint), schedule=False)
+    try:
+        if args.real:
+            push_example(HfApi(endpoint=endpoint, token=TOKEN), "bench/gatherer")
+            m = a.matchmaker
+            m.sync()
+            m.validate()
+            while m.play_pve():
+                pass
+            m.play_pvp()
+            m.flush()
+        started = time.perf_counter()
+        frame = narrow(pd.DataFrame(random_history_columns(Population.random(1000, seed=0), args.matches, seed=1),
+                                    copy=False))
+        shards = write_history(frame, a.store.root, shard_matches=args.shard_matches, writer=a.writers.writer)
+        del frame
+        say(f"writer {a.writers.writer}: {args.matches:,} synthetic matches in {shards} day shards "
+            f"({time.perf_counter() - started:.1f} s)")
+        started = time.perf_counter()
+        if not a.mirror.push_now():
+            raise RuntimeError("the writer's push failed")
+        say(f"pushed to {endpoint} in {time.perf_counter() - started:.1f} s")
+        # as app.py: the writer's refresher publishes its fit, pushed with its last push
+        refresher = StandingsRefresher(a.index, statuses=a.statuses.states, hub_url="http://hub", bootstrap=args.bootstrap,
+                                       published=a.mirror.published,
+                                       publish_fit=(fit_path(a.store.root, a.writers.writer), a.writers.writer))
+        started = time.perf_counter()
+        reference = the_tables(a, refresher)
+        say(f"the writer's tables: {len(reference[0])} PvE rows, {len(reference[1])} PvP rows "
+            f"({time.perf_counter() - started:.1f} s)")
+        return Written(reference, {json.dumps(e, sort_keys=True) for e in a.statuses.journal.read()},
+                       set(a.store.table().column("match_id").to_pylist()), shards)
+    finally:
+        a.stop()
+
+
+def restart(root: Path, endpoint: str, args: argparse.Namespace, written: Written) -> dict[str, Any]:
+    """Space B on an empty disk: the seconds until its tables equal A's, then its rounds for
+    `--run-s` (the real part), counting the matches it plays that the dataset held."""
+    from matchmaking.service.space import Arena
+
+    handed: list[str] = []
+    holder: dict[str, Any] = {}
+    started = time.perf_counter()
+    # B restores before it plays (schedule=False: its rounds start below, once the tables are
+    # compared, so that its first new matches are not in them); the bench watches B's folder,
+    # from which B's own pages compute the same tables
+    opener = threading.Thread(target=lambda: holder.update(b=Arena.start(settings(root / "b", endpoint), schedule=False)),
+                              daemon=True)
+    opener.start()
+    history = root / "b" / "history"
+    while not (history / "data").is_dir():
+        time.sleep(0.05)
+    watcher = StatusLog(history / "submissions" / "statuses.jsonl")
+    # as a Space's index: it waits for B's restore, then reads all of it at once
+    index = HistoryIndex(HistoryReader(history), ready=lambda: "b" in holder)
+    refresher = StandingsRefresher(index, statuses=lambda: (watcher.reload(), watcher.states())[1],
+                                   hub_url="http://hub", bootstrap=args.bootstrap)
+    identical = False
+    restore_s = float("nan")
+    while time.perf_counter() - started < args.timeout_s:
+        now = (tables.pve_table(refresher.refresh(), refresher.statuses(), hub_url="http://hub"),
+               tables.pvp_table(refresher.standings(), hub_url="http://hub"))
+        if same(now, written.reference):
+            identical, restore_s = True, time.perf_counter() - started
+            break
+        time.sleep(0.2)
+    opener.join()
+    b = holder["b"]
+    try:
+        run = b.matchmaker.executor.run
+
+        def counted(specs: Any) -> Any:
+            specs = list(specs)
+            handed.extend(s.match_id for s in specs)
+            return run(specs)
+
+        b.matchmaker.executor.run = counted
+        say(b.pull.progress.line())
+        if args.real:
+            b.matchmaker.start()
+            time.sleep(args.run_s)
+        events_b = {json.dumps(e, sort_keys=True) for e in b.statuses.journal.read()}
+        return {
+            "matches": len(written.match_ids),
+            "shards": written.shards,
+            "restore_s": round(restore_s, 2),
+            "matches_restored": b.pull.progress.matches_done,
+            "tables_identical": identical,
+            "replayed_matches": len(set(handed) & written.match_ids),
+            "status_events_lost": len(written.events - events_b),
+            "matches_played_after": len(set(handed) - written.match_ids),
+        }
+    finally:
+        b.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=10_000, help="synthetic matches in the history (N)")
@@ -101,108 +216,12 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["HF_TOKEN"] = TOKEN  # the Spaces' own token, as a Space secret gives it
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a skipped round is no news
-    from huggingface_hub import HfApi
-
-    from matchmaking.service.space import Arena
-
     with tempfile.TemporaryDirectory(prefix="bench-restart-") as tmp:
         root = Path(tmp)
         hub = HubProcess(root / "hub", token=TOKEN)
-        endpoint = hub.endpoint
         try:
-            api = HfApi(endpoint=endpoint, token=TOKEN)
-            # -- 1. the writer ----------------------------------------------------------------
-            a = Arena.start(settings(root / "a", endpoint), schedule=False)
-            try:
-                if args.real:
-                    push_example(api, "bench/gatherer")
-                    m = a.matchmaker
-                    m.sync()
-                    m.validate()
-                    while m.play_pve():
-                        pass
-                    m.play_pvp()
-                    m.flush()
-                started = time.perf_counter()
-                frame = narrow(pd.DataFrame(random_history_columns(Population.random(1000, seed=0), args.matches, seed=1),
-                                            copy=False))
-                shards = write_history(frame, a.store.root, shard_matches=args.shard_matches, writer=a.writers.writer)
-                del frame
-                say(f"writer {a.writers.writer}: {args.matches:,} synthetic matches in {shards} day shards "
-                    f"({time.perf_counter() - started:.1f} s)")
-                started = time.perf_counter()
-                if not a.mirror.push_now():
-                    raise RuntimeError("the writer's push failed")
-                say(f"pushed to {endpoint} in {time.perf_counter() - started:.1f} s")
-                # as app.py: the writer's refresher publishes its fit, pushed with its last push
-                reference_refresher = StandingsRefresher(a.store, statuses=a.statuses.states, hub_url="http://hub",
-                                                         bootstrap=args.bootstrap, published=a.mirror.published,
-                                                         publish_fit=(fit_path(a.store.root, a.writers.writer),
-                                                                      a.writers.writer))
-                started = time.perf_counter()
-                reference = the_tables(a, reference_refresher)
-                say(f"the writer's tables: {len(reference[0])} PvE rows, {len(reference[1])} PvP rows "
-                    f"({time.perf_counter() - started:.1f} s)")
-                events_a = {json.dumps(e, sort_keys=True) for e in a.statuses.journal.read()}
-                dataset_ids = set(a.store.table().column("match_id").to_pylist())
-            finally:
-                a.stop()
-            del reference_refresher
-            # -- 2. the restart on an empty disk ----------------------------------------------
-            handed: list[str] = []
-            holder: dict[str, Any] = {}
-            started = time.perf_counter()
-            # B restores before it plays (schedule=False: its rounds start below, once the tables are
-            # compared, so that its first new matches are not in them); the bench watches B's folder,
-            # from which B's own pages compute the same tables
-            opener = threading.Thread(target=lambda: holder.update(b=Arena.start(settings(root / "b", endpoint),
-                                                                                  schedule=False)), daemon=True)
-            opener.start()
-            history = root / "b" / "history"
-            while not (history / "data").is_dir():
-                time.sleep(0.05)
-            watcher = StatusLog(history / "submissions" / "statuses.jsonl")
-            # as a Space's index: it waits for B's restore, then reads all of it at once
-            index = HistoryIndex(HistoryReader(history), ready=lambda: "b" in holder)
-            refresher = StandingsRefresher(index, statuses=lambda: (watcher.reload(), watcher.states())[1],
-                                           hub_url="http://hub", bootstrap=args.bootstrap)
-            identical = False
-            restore_s = float("nan")
-            while time.perf_counter() - started < args.timeout_s:
-                now = (tables.pve_table(refresher.refresh(), refresher.statuses(), hub_url="http://hub"),
-                       tables.pvp_table(refresher.standings(), hub_url="http://hub"))
-                if same(now, reference):
-                    identical, restore_s = True, time.perf_counter() - started
-                    break
-                time.sleep(0.2)
-            opener.join()
-            b = holder["b"]
-            try:
-                run = b.matchmaker.executor.run
-
-                def counted(specs: Any) -> Any:
-                    specs = list(specs)
-                    handed.extend(s.match_id for s in specs)
-                    return run(specs)
-
-                b.matchmaker.executor.run = counted
-                say(b.pull.progress.line())
-                if args.real:
-                    b.matchmaker.start()
-                    time.sleep(args.run_s)
-                events_b = {json.dumps(e, sort_keys=True) for e in b.statuses.journal.read()}
-                report = {
-                    "matches": len(dataset_ids),
-                    "shards": shards,
-                    "restore_s": round(restore_s, 2),
-                    "matches_restored": b.pull.progress.matches_done,
-                    "tables_identical": identical,
-                    "replayed_matches": len(set(handed) & dataset_ids),
-                    "status_events_lost": len(events_a - events_b),
-                    "matches_played_after": len(set(handed) - dataset_ids),
-                }
-            finally:
-                b.stop()
+            written = write(root, hub.endpoint, args)
+            report = restart(root, hub.endpoint, args, written)
         finally:
             hub.stop()
     target = TARGETS.get(args.matches)

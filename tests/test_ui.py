@@ -281,13 +281,13 @@ def test_a_page_opened_later_shows_what_happened_since_the_app_was_built(browser
 
 
 def test_the_pvp_tab_says_what_it_was_computed_from(page, app):
-    """One line under the table: the matches and the last shard rated (no mirror here: the
-    local shards, said so)."""
+    """One line under the table: every match recorded, and how much of it the Hub dataset
+    holds (no mirror here: it cannot be told, said so)."""
     standings = app["data"].standings()
     line = page.locator("#pvp-source")
     line.wait_for()
     text = line.inner_text()
-    assert f"Computed from {standings.matches} matches in the local shards through {standings.source.through}" in text
+    assert f"Computed from {standings.matches} matches ({standings.pvp_matches} PvP), each counted as it ended." in text
     assert "121 matches" in text and "120 PvP" in text and "Not yet confirmed in the Hub dataset" in text
 
 
