@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, CommitScheduler, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import filter_repo_objects
 
@@ -267,7 +267,7 @@ class HubMirror:
     """Keeps a `HistoryPusher` running for one history store's folder. Call `ensure()` periodically:
     it is cheap once started, and starts the pusher as soon as the Hub answers."""
 
-    def __init__(self, store: HistoryReader, *, api: Any, repo_id: str, every_minutes: float = 5.0,
+    def __init__(self, store: HistoryReader, *, api: HfApi, repo_id: str, every_minutes: float = 5.0,
                  report: PushReport | None = None, compact_every_minutes: float | None = None,
                  writers: Writers | None = None, pull: DatasetPull | None = None):
         self.store = store

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import HfApi, RepoFile
 from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
 from history.store import HistoryStore
@@ -126,7 +127,7 @@ class DatasetPull:
             the ledger's `reload`).
     """
 
-    def __init__(self, store: HistoryStore, *, api: Any, repo_id: str, writers: Writers,
+    def __init__(self, store: HistoryStore, *, api: HfApi, repo_id: str, writers: Writers,
                  reload: Iterable[Callable[[], Any]] = ()):
         self.store = store
         self.api = api
@@ -176,14 +177,16 @@ class DatasetPull:
             sha = self.api.repo_info(self.repo_id, repo_type="dataset").sha
         except (RepositoryNotFoundError, RevisionNotFoundError):
             return "", {}
+        if sha is None:
+            return "", {}
         files: dict[str, Remote] = {}
         for folder in (*PULLED_FOLDERS, None):
             try:
                 entries = self.api.list_repo_tree(self.repo_id, path_in_repo=folder, recursive=folder is not None,
                                                   repo_type="dataset", revision=sha)
                 for entry in entries:
-                    if hasattr(entry, "blob_id") and (folder is not None or entry.path == "README.md"):
-                        lfs = getattr(entry, "lfs", None)
+                    if isinstance(entry, RepoFile) and (folder is not None or entry.path == "README.md"):
+                        lfs = entry.lfs
                         files[entry.path] = Remote(int(entry.size), str(entry.blob_id), lfs.sha256 if lfs else None)
             except EntryNotFoundError:
                 continue
