@@ -101,3 +101,27 @@ def test_the_index_equals_the_matchmakers_reading_of_every_match(tmp_path, seed)
     store.flush()
     store.compact()
     _check(index, store)
+
+
+def test_a_fold_that_fails_half_way_is_read_again_whole(tmp_path, monkeypatch):
+    """What the index had read of a refresh that raised is forgotten: the next refresh folds
+    the folder from the start, so no shard is taken as read while its matches are missing."""
+    import history.index.index as module
+
+    rng = np.random.default_rng(5)
+    store = HistoryStore(tmp_path / "history")
+    for result in _matches(rng, 0, 12):
+        store.record(result)
+    store.flush()
+    index = HistoryIndex(store)
+    fold_ = module.fold
+
+    def failing(batches, **kwargs):
+        next(iter(batches))  # a shard read, then the fold fails
+        raise MemoryError("the fold failed half-way")
+
+    monkeypatch.setattr(module, "fold", failing)
+    with pytest.raises(MemoryError):
+        index.refresh()
+    monkeypatch.setattr(module, "fold", fold_)
+    _check(index, store)

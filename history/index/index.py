@@ -17,9 +17,10 @@ keeps while the index moves on.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -70,6 +71,7 @@ class HistoryIndex:
         self._unsharded: set[str] = set()
         """The matches counted that are only in the WAL."""
         self._shards: set[str] = set()
+        """The shards read (those still there)."""
         self._signature: object = None
         self._generation = 0
 
@@ -82,27 +84,50 @@ class HistoryIndex:
             signature = self.store.signature()
             if signature == self._signature:
                 return self._snapshot()
-            wal = self.store.read_wal()  # before the shards: a match flushed meanwhile is in one or the other
-            tables: list[pa.Table] = []
-            for _ in range(3):  # a shard compacted away between the listing and its reading: list again
-                names = self.store.shard_names()
-                vanished: list[str] = []
-                tables += [t for t in self._new_shards(names, vanished) if t.num_rows]
-                self._shards &= set(names)
-                if not vanished:
-                    break
-            waiting = [r for r in wal if r.match_id not in self._where]
-            if waiting:
-                tables.append(pa.Table.from_pylist([row for r in waiting for row in rows(r)], schema=TEAM_SCHEMA))
-                self._where.update(dict.fromkeys((r.match_id for r in waiting), WAL))
-                self._unsharded.update(r.match_id for r in waiting)
-            if tables:
-                for table in tables:
-                    self._planning.add(table)
-                self._folded = fold(frames(tables), previous=self._folded, checked=False)
+            added = 0
+
+            def batches() -> Iterator[pd.DataFrame]:
+                # one table at a time, planned and folded before the next is read: a restart's
+                # million matches are never in memory as Arrow tables all at once
+                nonlocal added
+                for table in self._unread():
+                    if table.num_rows:
+                        self._planning.add(table)
+                        added += 1
+                        yield from frames([table])
+
+            try:
+                folded = fold(batches(), previous=self._folded, checked=False)
+            except BaseException:
+                self._forget()  # what was read half-way is read again, whole, next time
+                raise
+            if added:
+                self._folded = folded
                 self._generation += 1
             self._signature = signature
             return self._snapshot()
+
+    def _forget(self) -> None:
+        """Back to nothing read: the next refresh folds the whole folder again."""
+        self._folded, self._planning = Folded.empty(), Planning()
+        self._where, self._unsharded, self._shards = {}, set(), set()
+        self._signature, self._generation = None, self._generation + 1
+
+    def _unread(self) -> Iterator[pa.Table]:
+        """The rows of the matches not counted yet: the new shards', then the WAL's."""
+        wal = self.store.read_wal()  # before the shards: a match flushed meanwhile is in one or the other
+        for _ in range(3):  # a shard compacted away between the listing and its reading: list again
+            names = self.store.shard_names()
+            vanished: list[str] = []
+            yield from self._new_shards(names, vanished)
+            self._shards &= set(names)
+            if not vanished:
+                break
+        waiting = [r for r in wal if r.match_id not in self._where]
+        if waiting:
+            self._where.update(dict.fromkeys((r.match_id for r in waiting), WAL))
+            self._unsharded.update(r.match_id for r in waiting)
+            yield pa.Table.from_pylist([row for r in waiting for row in rows(r)], schema=TEAM_SCHEMA)
 
     def _new_shards(self, names: Iterable[str], vanished: list[str]) -> Iterable[pa.Table]:
         """The rows of each shard not folded yet, without the matches already counted (a
