@@ -66,9 +66,12 @@ def browser():
         b.close()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     """Start slow set-ups in the background as soon as a test that needs them is selected:
-    the Python 3.10 environment (`test_python310.py`) builds while the rest of the suite runs."""
+    the Python 3.10 environment (`test_python310.py`) builds while the rest of the suite runs.
+    Last, after `-m` has deselected what a run leaves out: `make check` (no slow tests) once
+    started the build too, a pip install of every requirement beside the unit tests."""
     for item in items:
         start = getattr(getattr(item, "module", None), "start_build", None)
         if start is not None and item.module.__name__.endswith("test_python310"):

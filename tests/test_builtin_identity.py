@@ -29,6 +29,7 @@ from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec
 from matchmaking.teams import compiled_builtins
 from matchmaking.teams.builtin import builtin_factory
+from tests_support import patient
 
 VISION = 7
 SIDE = 2 * VISION + 1
@@ -118,7 +119,7 @@ def _env_config() -> dict:
 
 @pytest.mark.parametrize("seed, horizon", [(11, 100), (29, 80), (47, 80)])
 def test_arena_matches_equal_nmmos_own_loop(seed, horizon):
-    spec = MatchSpec(seed=seed, policies=stage1_lineup(), config=MatchConfig(horizon=horizon))
+    spec = MatchSpec(seed=seed, policies=stage1_lineup(), config=patient(MatchConfig(horizon=horizon)))
     compared = compare_with_nmmo(spec)
     assert compared["identical"], compared
     assert compared["ticks"] == horizon and compared["events"] > 0
@@ -133,7 +134,7 @@ def _unbound_host(ref, slot):
 
 
 def test_built_ins_reading_observation_dicts_equal_nmmos_own_loop():
-    spec = MatchSpec(seed=63, policies=stage1_lineup(), config=MatchConfig(horizon=80))
+    spec = MatchSpec(seed=63, policies=stage1_lineup(), config=patient(MatchConfig(horizon=80)))
     compared = compare_with_nmmo(spec, host_factory=_unbound_host)
     assert compared["identical"], compared
 
@@ -143,6 +144,6 @@ def test_identity_check_can_fail(monkeypatch):
     in another order) makes other decisions, and the comparison says so."""
     monkeypatch.setattr(compiled_builtins, "NEIGHBOUR_ROWS", compiled_builtins.NEIGHBOUR_ROWS[::-1].copy())
     monkeypatch.setattr(compiled_builtins, "NEIGHBOUR_COLS", compiled_builtins.NEIGHBOUR_COLS[::-1].copy())
-    spec = MatchSpec(seed=11, policies=stage1_lineup(), config=MatchConfig(horizon=60))
+    spec = MatchSpec(seed=11, policies=stage1_lineup(), config=patient(MatchConfig(horizon=60)))
     compared = compare_with_nmmo(spec)
     assert not compared["identical"] and compared["difference"]

@@ -63,17 +63,19 @@ def test_the_cap_keeps_the_head_and_the_tail_and_counts_what_it_drops():
 def test_a_flood_is_cut_without_splitting_it_all_and_the_accounts_balance():
     log = BoundedLog()
     chunk = b"x" * 65536
-    started = time.perf_counter()
+    # the CPU this thread spends (about 5 ms here), not the wall clock: on a loaded machine
+    # the wall clock measures the other processes as well
+    started = time.thread_time()
     for tick in range(1, 301):  # 300 ticks of 64 KiB on each stream, as a pipe hands it over
         log.feed("stdout", tick, chunk)
         log.feed("stderr", tick, b"e" * 1000 + b"\n")
-    elapsed = time.perf_counter() - started
+    elapsed = time.thread_time() - started
     team = log.close(slot=0, policy_id="p", revision="r")
     assert team.total_bytes == 300 * (65536 + 1001)
     assert team.total_bytes - team.dropped_bytes == kept(log) <= 64 * 1024
     assert all(len(line.text.encode()) <= 2000 for line in team.lines)  # long lines cut into pieces
     assert team.lines[-1].tick == 300 and {line.stream for line in team.lines} == {"stdout", "stderr"}
-    assert elapsed < 1.0, f"20 MB took {elapsed:.2f} s to account for"
+    assert elapsed < 1.0, f"20 MB took {elapsed:.2f} s of CPU to account for"
 
 
 def test_logs_encode_and_read_back_and_damage_is_refused():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -13,20 +12,18 @@ from arena.schema import FaultKind, MatchResult
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, policies_for, run_match
 from matchmaking.teams.factory import in_process_host
-from tests_support import EXAMPLES, policy_dir
+from tests_support import EXAMPLES, patient, policy_dir
 
 SHORT = MatchConfig(horizon=40, step_wall_timeout_s=0.5, max_faults_recorded=10)
 
 
 @pytest.mark.slow
 def test_same_seed_and_policies_give_identical_records(stage1_opponents):
-    # the same game whatever the machine's load: no tick may time out (a late answer is
-    # dropped, and then the games differ by design; the runner's timeouts are tested below)
-    patient = replace(SHORT, step_wall_timeout_s=60.0, step_timeout_s=60.0)
+    # the same game whatever the machine's load: no tick may time out (the runner's timeouts are tested below)
     lineup = policies_for(local(EXAMPLES / "explorer"), stage1_opponents)
-    first = run_match(MatchSpec(seed=11, policies=lineup, config=patient), host_factory=in_process_host)
-    second = run_match(MatchSpec(seed=11, policies=lineup, config=patient), host_factory=in_process_host)
-    other = run_match(MatchSpec(seed=12, policies=lineup, config=patient), host_factory=in_process_host)
+    first = run_match(MatchSpec(seed=11, policies=lineup, config=patient(SHORT)), host_factory=in_process_host)
+    second = run_match(MatchSpec(seed=11, policies=lineup, config=patient(SHORT)), host_factory=in_process_host)
+    other = run_match(MatchSpec(seed=12, policies=lineup, config=patient(SHORT)), host_factory=in_process_host)
     assert first.outcome() == second.outcome()
     assert first.match_id == second.match_id != other.match_id
     assert first.outcome()["teams"] != other.outcome()["teams"]

@@ -24,7 +24,7 @@ from history.store import HistoryStore
 from leaderboard.standings import compute
 from localhub import LocalHub
 from matchmaking.engine.config import MatchConfig
-from tests_support import EXAMPLES, POLICIES, TESTS, push_policy
+from tests_support import EXAMPLES, POLICIES, TESTS, patient, push_policy
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +156,7 @@ def test_ray_executor_gives_the_same_results(hub, tmp_path):
     download = tmp_path / "download"
     api.snapshot_download("alice/gatherer", revision=sha, local_dir=download)
     lineup = policies_for(PolicyRef(Revision("alice/gatherer", sha), path=download), [builtin(n) for n in stage_opponents(1)])
-    specs = [MatchSpec(seed=s, policies=lineup, config=MatchConfig(horizon=16)) for s in (1, 2)]
+    specs = [MatchSpec(seed=s, policies=lineup, config=patient(MatchConfig(horizon=16))) for s in (1, 2)]  # no tick times out
     ray_executor = RayExecutor(num_cpus=2, hub=hub.endpoint, host_factory=sandboxed_host)
     try:
         on_ray = {o.spec.seed: o for o in ray_executor.run(specs)}

@@ -67,7 +67,10 @@ def test_the_torch_and_onnx_exports_play_the_same_actions(folders):
 
 @pytest.fixture(scope="module")
 def match(folders):
-    config = MatchConfig(horizon=20, step_wall_timeout_s=3.0, hang_timeout_s=6.0, fault_message_chars=600)
+    # the wall-time limit lets slow_model spend its second of CPU on its one core with 1/30 of
+    # that core: at 3 s, on a busy machine, it was still at it when the wait ended (a wall-time
+    # TIMEOUT, then three ticks still busy), and its CPU figure was never read
+    config = MatchConfig(horizon=20, step_wall_timeout_s=30.0, hang_timeout_s=60.0, fault_message_chars=600)
     lineup = [local(folders["torch"]), local(folders["onnx"])] + [local(NEURAL / name) for name in HOSTILE]
     lineup += [builtin(n) for n in ("combat", "forage", "random") * 3 + ("combat", "forage")]
     return run_match(MatchSpec(seed=8, policies=tuple(lineup), config=config), host_factory=sandboxed_host)

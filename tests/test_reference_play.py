@@ -14,10 +14,11 @@ from bench.match_speed import bare_match, stage1_lineup
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.teams.factory import in_process_host
+from tests_support import patient
 
 
 def test_runner_reproduces_nmmo_scripted_play():
-    spec = MatchSpec(seed=3, policies=stage1_lineup(), config=MatchConfig(horizon=80))
+    spec = MatchSpec(seed=3, policies=stage1_lineup(), config=patient(MatchConfig(horizon=80)))
     bare = bare_match(spec, track=True)
     result = run_match(spec, host_factory=in_process_host)
     assert result.ticks == bare["ticks"]

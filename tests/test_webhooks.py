@@ -41,19 +41,21 @@ def free_port() -> int:
 
 
 class Receiver:
-    """A real HTTP endpoint that keeps what it is sent; `answers` scripts its first statuses."""
+    """A real HTTP endpoint that keeps what it is sent; `answers` scripts its first statuses,
+    and `hold`, while not set, keeps every delivery waiting for its answer (up to 60 s)."""
 
-    def __init__(self, answers: list[int] | None = None, delay_s: float = 0.0):
+    def __init__(self, answers: list[int] | None = None, hold: threading.Event | None = None):
         self.received: list[tuple[dict[str, str], dict]] = []
         self.answers = list(answers or [])
-        self.delay_s = delay_s
+        self.hold = hold
         self.got = threading.Condition()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                time.sleep(outer.delay_s)
+                if outer.hold is not None:
+                    outer.hold.wait(60)
                 status = outer.answers.pop(0) if outer.answers else 200
                 with outer.got:
                     outer.received.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
@@ -170,7 +172,8 @@ def test_every_commit_sends_the_hubs_payload_to_what_watches_it(hub, tmp_path):
 @pytest.mark.slow
 def test_delivery_never_holds_the_commit_and_retries_a_receiver_in_trouble(hub, tmp_path, caplog):
     api = HfApi(endpoint=hub.endpoint, token="tok")
-    slow = Receiver(delay_s=3.0)
+    release = threading.Event()
+    slow = Receiver(hold=release)
     flaky = Receiver(answers=[503, 503])
     try:
         api.create_webhook(url=slow.url, watched=[{"type": "user", "name": "slow"}])
@@ -181,7 +184,10 @@ def test_delivery_never_holds_the_commit_and_retries_a_receiver_in_trouble(hub, 
         api.create_repo("slow/team")
         started = time.monotonic()
         api.upload_folder(repo_id="slow/team", folder_path=folder)
-        assert time.monotonic() - started < 1.5  # the receiver takes 3 s per delivery
+        # the commit is back while the receiver holds every delivery unanswered; a commit that
+        # waited would be back only once the Hub gave up on the delivery (10 s)
+        assert slow.received == [] and time.monotonic() - started < hub.app.webhooks.delivery.timeout_s
+        release.set()
         assert len(slow.wait(2, timeout=10)) == 2
 
         api.create_repo("flaky/team")  # answered 503, 503, then 200: delivered on the third try, once

@@ -20,6 +20,15 @@ def policy_dir(name: str) -> Path:
     return POLICIES / name
 
 
+def patient(config):
+    """`config` (a `MatchConfig`) with time limits no tick reaches, however loaded the machine:
+    for tests that compare two plays of one game. A late answer is dropped by design, and then
+    the games differ; the limits themselves are tested in `test_match.py` and `test_sandbox.py`."""
+    from dataclasses import replace
+
+    return replace(config, step_timeout_s=60.0, step_wall_timeout_s=60.0)
+
+
 def push_policy(api, repo_id: str, folder: Path | None, *, tags=("nmmo-arena",), extra: dict[str, bytes] | None = None, name: str = "") -> str:
     """Push a policy folder (plus extra files) as a tagged model repo; return the commit sha."""
     from matchmaking.hub.pushing import push_submission, submission_card

@@ -383,10 +383,11 @@ class SandboxedTeam(TeamHost):
             if stale is None:
                 busy_for = time.monotonic() - self._sent_at
                 if busy_for > self.config.hang_timeout_s:
+                    pending = self._pending  # `_stop` forgets it
                     self._stop("hangs")
                     self._busy_fault = Fault(
                         tick, FaultKind.TIMEOUT,
-                        f"no answer to tick {self._pending} for {busy_for:.0f} s: stopped for the rest of the match",
+                        f"no answer to tick {pending} for {busy_for:.0f} s: stopped for the rest of the match",
                     )
                 else:
                     self._busy_fault = Fault(tick, FaultKind.TIMEOUT, f"still busy with tick {self._pending} ({busy_for:.1f} s)")
