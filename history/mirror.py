@@ -37,6 +37,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,53 @@ _PATHS_PER_REQUEST = 500
 PushReport = Callable[[BaseException | None], None]
 
 
+@dataclass(frozen=True)
+class Push:
+    """One push of this writer's files, as the log and the operator line tell it."""
+
+    at: float
+    """When it ended (Unix time)."""
+    seconds: float
+    files: int = 0
+    bytes: int = 0
+    commit: str | None = None
+    """The commit it made; None when there was nothing new to send, or it failed."""
+    error: str = ""
+    waiting: int = 0
+    """Files left waiting for the next push (a failed push's)."""
+
+    @classmethod
+    def sent(cls, seconds: float, paths: list[Path], *, commit: str | None) -> Push:
+        size = 0
+        for path in paths:
+            try:
+                size += path.stat().st_size
+            except FileNotFoundError:  # compacted away since: counted as nothing
+                continue
+        return cls(time.time(), seconds, len(paths), size, commit)
+
+    @classmethod
+    def failed(cls, seconds: float, exc: BaseException, *, waiting: int) -> Push:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return cls(time.time(), seconds, error=f"{type(exc).__name__}: {first}"[:300], waiting=waiting)
+
+    def line(self) -> str:
+        """`history push: 12 files, 1.3 MB in 2.1 s, commit 0a1b2c3d4e5f` (or why it failed)."""
+        if self.error:
+            return (f"history push failed after {self.seconds:.1f} s ({self.waiting} file{'s' if self.waiting != 1 else ''} "
+                    f"wait for the next): {self.error}")
+        if self.commit is None and not self.files:
+            return f"history push: nothing new to send ({self.seconds:.1f} s)"
+        return (f"history push: {self.files} file{'s' if self.files != 1 else ''}, {self.bytes / 1e6:.1f} MB in "
+                f"{self.seconds:.1f} s, commit {(self.commit or '?')[:12]}")
+
+    def age(self, now: float | None = None) -> str:
+        """How long ago it ended, and how it went, for the operator line."""
+        ago = max(0.0, (now or time.time()) - self.at)
+        when = f"{ago:.0f} s ago" if ago < 120 else f"{ago / 60:.0f} min ago"
+        return f"last push {when}: " + ("failed" if self.error else "nothing new" if not self.files else f"{self.files} files")
+
+
 class HistoryPusher(CommitScheduler):
     """A `CommitScheduler` that reports each push, counts the files it has not pushed,
     knows which shards are in the dataset, and compacts the history on a schedule.
@@ -119,6 +167,8 @@ class HistoryPusher(CommitScheduler):
         self.published: tuple[str, ...] | None = None
         """Names of the shards (inside `data/`) in the Hub dataset, sorted, as of the last
         push that worked; None before the first one."""
+        self.last_push: Push | None = None
+        """The last push tried (None before the first)."""
         # pushes and compactions one at a time (the scheduler's own `lock` covers only a
         # push's listing, and a compaction must not delete a file a push is sending)
         self.exclusive = threading.RLock()
@@ -138,6 +188,7 @@ class HistoryPusher(CommitScheduler):
 
     def push_to_hub(self) -> Any:
         with self.exclusive:
+            started, before = time.monotonic(), dict(self.last_uploaded)
             try:
                 if self.writers is not None:
                     self.writers.beat()
@@ -145,9 +196,14 @@ class HistoryPusher(CommitScheduler):
                     self.compact()
                 info = super().push_to_hub()
             except Exception as exc:
+                self.last_push = Push.failed(time.monotonic() - started, exc, waiting=self.pending())
+                log.warning("%s", self.last_push.line())
                 if self.report is not None:
                     self.report(exc)
                 raise
+            sent = [path for path, mtime in self.last_uploaded.items() if before.get(path) != mtime]
+            self.last_push = Push.sent(time.monotonic() - started, sent, commit=getattr(info, "oid", None))
+            log.info("%s", self.last_push.line())
             # The push worked (or had nothing new to send): every file in `last_uploaded` is in
             # the dataset. This runs on the pushing thread, right after the commit updated it.
             self._note_published()
@@ -341,6 +397,10 @@ class HubMirror:
         if names is None:
             return None
         return tuple(name for name in names if (self.store.data / name).exists())
+
+    def last_push(self) -> Push | None:
+        """The last push tried since this Space started (None before the first)."""
+        return self.scheduler.last_push if self.scheduler is not None else None
 
     def pending(self) -> int:
         """Files waiting to be pushed (all of the dataset's, before the first push)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -87,10 +88,16 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_hub_push_survives_an_outage(tmp_path):
+def test_hub_push_survives_an_outage(tmp_path, caplog):
+    """Each push says in one log line what it sent (files, bytes, seconds, commit) or why it
+    failed; the files of a failed one wait on disk for the next."""
+    import logging
+
     from huggingface_hub import HfApi
 
     from localhub import LocalHub
+
+    caplog.set_level(logging.INFO, logger="history.mirror")
 
     hub = LocalHub(tmp_path / "hub").start()
     port = hub.port
@@ -102,11 +109,17 @@ def test_hub_push_survives_an_outage(tmp_path):
         store.record(m, replay=b"replay")
     store.flush()
     assert mirror.push_now()
+    sent = re.findall(r"history push: (\d+) files, ([\d.]+) MB in [\d.]+ s, commit [0-9a-f]{12}", caplog.text)
+    assert sent and int(sent[0][0]) >= 5  # the card, the shard, three replays, the heartbeat
+    assert mirror.last_push() is not None and not mirror.last_push().error
     hub.stop()  # the Hub goes away
     for m in matches[3:]:
         store.record(m, replay=b"replay")
     store.flush()
     mirror.push_now()  # fails quietly: files stay on disk
+    failed = mirror.last_push()
+    assert failed is not None and failed.error and failed.waiting >= 7 and "failed" in failed.age()
+    assert "history push failed after" in caplog.text
     assert len(store.results()) == 9
     hub = LocalHub(tmp_path / "hub", port=port).start()  # and comes back
     try:

@@ -4,6 +4,7 @@ log line per change of state, never a traceback per round."""
 from __future__ import annotations
 
 import logging
+import re
 import socket
 
 from huggingface_hub import HfApi
@@ -35,7 +36,7 @@ def test_an_unreachable_hub_is_reported_once_and_its_return_too(tmp_path, caplog
         m.flush()  # the history push cannot start either
         line = arena.operator_lines()[0]
         assert f"Hub {hub.endpoint} (NMMO_ARENA_HUB): UNREACHABLE since" in line and "ConnectError" in line
-        assert "1 file waiting to be pushed" in line  # the dataset card
+        assert "1 file waiting to be pushed; no push yet" in line  # the dataset card
         unreachable = [r for r in caplog.records if "unreachable" in r.getMessage()]
         assert len(unreachable) == 1 and unreachable[0].exc_info is None  # one line, no traceback
         assert not [r for r in caplog.records if r.exc_info]
@@ -48,6 +49,7 @@ def test_an_unreachable_hub_is_reported_once_and_its_return_too(tmp_path, caplog
             assert arena.mirror.push_now()
             line = arena.operator_lines()[0]
             assert "reachable since" in line and "UNREACHABLE" not in line and "0 files waiting to be pushed" in line
+            assert re.search(r"; last push \d+ s ago: (nothing new|\d+ files)$", line), line
             assert len([r for r in caplog.records if "reachable again" in r.getMessage()]) == 1
         finally:
             arena.stop()

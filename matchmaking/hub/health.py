@@ -53,6 +53,8 @@ class HubState:
     last_error: str
     pending_files: int
     """Files of the history not yet pushed."""
+    last_push: str = ""
+    """How long ago the history was last pushed, and how it went (`history.mirror.Push.age`)."""
 
     def line(self, now: float | None = None) -> str:
         """`Hub http://...: reachable since 12:04 UTC; 3 files waiting to be pushed`."""
@@ -66,7 +68,7 @@ class HubState:
             minutes = ((now or time.time()) - self.since) / 60
             state = f"UNREACHABLE since {when} ({minutes:.0f} min): {self.last_error}"
         waiting = f"{self.pending_files} file{'s' if self.pending_files != 1 else ''} waiting to be pushed"
-        return f"{where}: {state}; {waiting}"
+        return f"{where}: {state}; {waiting}" + (f"; {self.last_push}" if self.last_push else "")
 
 
 class HubHealth:
@@ -107,7 +109,9 @@ class HubHealth:
     def reachable(self) -> bool | None:
         return self._reachable
 
-    def state(self, *, pending_files: int = 0) -> HubState:
-        """The Hub's state now, with the history's files waiting to be pushed (`HubMirror.pending`)."""
+    def state(self, *, pending_files: int = 0, last_push: str = "") -> HubState:
+        """The Hub's state now, with the history's files waiting to be pushed (`HubMirror.pending`)
+        and the last push's age (`HubMirror.last_push`)."""
         with self._lock:
-            return HubState(self.endpoint, self.setting, self._reachable, self._since, self._error, pending_files)
+            return HubState(self.endpoint, self.setting, self._reachable, self._since, self._error, pending_files,
+                            last_push)

@@ -273,7 +273,9 @@ class Arena:
     def operator_lines(self) -> list[str]:
         """What an operator should know now: the Hub's state, the restore while it runs,
         this Space's role among the dataset's writers, and any damaged state set aside."""
-        lines = [self.health.state(pending_files=self.mirror.pending()).line(), self.isolation.line(),
+        pushed = self.mirror.last_push()
+        hub = self.health.state(pending_files=self.mirror.pending(), last_push=pushed.age() if pushed else "no push yet")
+        lines = [hub.line(), self.isolation.line(),
                  *self.matchmaker.executor.isolation_lines()]
         restoring = self.restoring()
         if restoring is not None:
