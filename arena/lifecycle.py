@@ -198,10 +198,35 @@ class RevisionState:
         changes["limit_mb"] = event.limit_mb if event.status is Status.REJECTED else None
         return replace(self, **changes)
 
+    def stale(self, event: StatusEvent) -> bool:
+        """Whether `event` would put this revision behind where it stands: back from its
+        PvE verdict (qualified or evaluated) where the lifecycle allows no way back, or PvE
+        figures of fewer matches than it holds. Such an event comes from a writer that
+        decided from less of the history than the dataset holds (two writers around a change
+        of leader): it is not recorded, and a reader that meets one in older data keeps the
+        more advanced state. (Earlier lifecycles allowed other changes, which still read.)"""
+        if self.status in VERDICTS and event.status not in TRANSITIONS[self.status]:
+            return True
+        return event.pve is not None and bool(self.pve) and pve_progress(event.pve) < pve_progress(self.pve)
+
     @classmethod
     def first(cls, event: StatusEvent) -> RevisionState:
         """The state a revision's first event creates."""
         return cls(event.id, event.status, "", event.at, event.at).apply(event)
+
+
+#: A revision's PvE verdicts: from them the lifecycle goes on only to the same or to `error`.
+VERDICTS = frozenset({Status.QUALIFIED, Status.EVALUATED})
+
+
+def pve_progress(figures: tuple[StageFigures, ...]) -> tuple[int, int]:
+    """How far PvE figures have got: the latest stage, then the matches played in all stages.
+
+    Example:
+        >>> pve_progress((StageFigures(1, 0.5, 30.0, 10), StageFigures(2, 0.2, 21.0, 4)))
+        (2, 14)
+    """
+    return max((f.stage for f in figures), default=0), sum(f.matches for f in figures)
 
 
 def check_transition(state: RevisionState | None, status: Status) -> None:

@@ -128,7 +128,12 @@ class StatusLog:
         event = StatusEvent(revision, status, reason, **details)
         self.reload()  # another writer's events pulled since count for the transition
         with self._lock:
-            check_transition(self._states.get(revision), status)
+            current = self._states.get(revision)
+            check_transition(current, status)
+            if current is not None and current.stale(event):
+                log.info("%s %s not recorded: its PvE figures are behind what the dataset holds (%s)",
+                         revision.label, status.value, current.reason)
+                return current
             self.journal.append(event.to_dict())
             _apply(self._states, event)
             self._signature = self.journal.signature()
@@ -154,6 +159,8 @@ class StatusLog:
 def _apply(states: dict[Revision, RevisionState], event: StatusEvent) -> None:
     key = event.id
     state = states.get(key)
+    if state is not None and state.stale(event):  # another writer's, decided from less of the history
+        return
     if state is None:
         for other_key, other in states.items():  # a new revision supersedes its repo's older ones
             if other.id.policy_id == event.id.policy_id and other.latest:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -115,3 +116,30 @@ def test_a_damaged_line_in_the_middle_costs_only_that_line(tmp_path):
 def test_events_round_trip():
     event = StatusEvent(Revision("a/b", SHA), Status.REJECTED, "too big", cause=RejectionCause.SIZE, limit_mb=2.0, failed_attempts=0)
     assert StatusEvent.from_dict(json.loads(json.dumps(event.to_dict()))) == event
+
+
+def test_status_only_moves_forward_across_writers(tmp_path):
+    """Two writers, one planning from less of the history: its stale verdict, with PvE
+    figures behind the dataset's, is not recorded; met in older data (both writers' files),
+    the more advanced state is kept whatever the order of the files."""
+    rev = Revision("a/b", SHA)
+    ahead = StatusLog(tmp_path / "s.jsonl", writer="w" + "a" * 12)
+    record_lifecycle(ahead, "a/b", SHA, Status.QUALIFIED, "qualified",
+                     pve=(StageFigures(1, 0.5, 30.0, 10), StageFigures(2, 0.3, 25.0, 10), StageFigures(3, 0.2, 22.0, 6)))
+    behind = StatusLog(tmp_path / "s.jsonl", writer="w" + "b" * 12)
+    stale = (StageFigures(1, 0.5, 30.0, 10), StageFigures(2, 0.3, 24.0, 4))
+    kept = behind.record(rev, Status.QUALIFIED, "PvE stage 2 being played", pve=stale)
+    assert kept.pve[-1] == StageFigures(3, 0.2, 22.0, 6) and not behind.own.exists()  # not recorded
+    assert behind.record(rev, Status.ERROR, "faulty").status is Status.ERROR  # forward still goes
+    # an older dataset holding the stale event after the advanced one: readers keep the advanced
+    older = tmp_path / "older"
+    older.mkdir()
+    log = StatusLog(older / "s.jsonl", writer="w" + "c" * 12)
+    record_lifecycle(log, "a/b", SHA, Status.QUALIFIED, "qualified",
+                     pve=(StageFigures(1, 0.5, 30.0, 10), StageFigures(2, 0.3, 25.0, 10), StageFigures(3, 0.2, 22.0, 6)))
+    late = StatusEvent(rev, Status.QUALIFIED, "PvE stage 2 being played", pve=stale, at=time.time() + 60)
+    back = StatusEvent(rev, Status.EVALUATING, "playing PvE again", at=time.time() + 61)
+    with open(older / f"s-{'w' + 'd' * 12}.jsonl", "w") as f:
+        f.write(json.dumps(late.to_dict()) + "\n" + json.dumps(back.to_dict()) + "\n")
+    state = StatusLog(older / "s.jsonl").get(rev)
+    assert state.status is Status.QUALIFIED and state.pve[-1].stage == 3
