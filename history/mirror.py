@@ -177,10 +177,16 @@ class HistoryPusher(CommitScheduler):
     # -- pushing -------------------------------------------------------------------------
     @property
     def ignore_patterns(self) -> list[str]:
-        """What a push leaves out: `not_pushed`, and the files of a compaction not yet
-        published, which its own commit sends. `CommitScheduler.push_to_hub` reads this
-        after it lists the folder, so a compaction begun meanwhile is left out too."""
-        return self.not_pushed + (self.store.unpublished() if self.store is not None else [])
+        """What a push leaves out: `not_pushed`, the files of a compaction not yet
+        published, which its own commit sends, and loose replays and logs of matches this
+        writer does not hold (`HistoryStore.orphans`: another writer recorded them first).
+        `CommitScheduler.push_to_hub` reads this after it lists the folder, so a compaction
+        begun meanwhile is left out too."""
+        if self.store is None:
+            return self.not_pushed
+        root = self.store.root
+        return [*self.not_pushed, *self.store.unpublished(),
+                *(path.relative_to(root).as_posix() for path in self.store.orphans(older_than_s=0.0))]
 
     @ignore_patterns.setter
     def ignore_patterns(self, patterns: list[str]) -> None:  # `CommitScheduler.__init__` sets them
@@ -300,6 +306,8 @@ class HistoryPusher(CommitScheduler):
             operations: list[Any] = [CommitOperationAdd(path_in_repo=output, path_or_fileobj=folder / output)
                                      for output in plan.outputs]
             operations += [CommitOperationDelete(path_in_repo=path) for path in plan.inputs if path in on_hub]
+            if not operations:  # only files never pushed (orphans): nothing to tell the Hub
+                break
             try:
                 self.api.create_commit(
                     repo_id=self.repo_id, repo_type=self.repo_type, revision=self.revision, operations=operations,

@@ -16,7 +16,10 @@ So the dataset has writers, and three rules keep them from harming one another:
    the same owed PvE match nor record the same verdict twice. Every writer plays PvP
    (random line-ups: no two writers draw the same match). When the leader stops cleanly
    its last heartbeat says so and the next writer leads at its next pull; when it is
-   killed, once its heartbeat is older than `ttl_s` (three pushes and a minute).
+   killed, once its heartbeat is older than `ttl_s` (three pushes and a minute). Killed
+   and restarted on its own disk before that, it goes on leading (its run's start is
+   kept): the lead never passes to another writer while the old leader's last matches are
+   only on its disk.
 3. **Readers take the union**: every writer's shards and journals, each match and each
    event once (`history.store` and `history.journal` drop duplicates).
 
@@ -33,7 +36,8 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +126,9 @@ class Heartbeat(Record):
     stopped: bool = False
     """It stopped cleanly: another writer may lead at once."""
     host: str = ""
+    claims: tuple[str, ...] = ()
+    """The PvE matches it was playing, or had recorded and not yet flushed, as it wrote
+    this: no other writer plays them while it lives (`Writers.claimed_elsewhere`)."""
 
 
 
@@ -135,12 +142,17 @@ class Writers:
         clock (`Callable`, *optional*): now, in Unix seconds.
     """
 
-    def __init__(self, history_dir: Path, writer: str, *, ttl_s: float, clock: Callable[[], float] = time.time):
+    def __init__(self, history_dir: Path, writer: str, *, ttl_s: float, clock: Callable[[], float] = time.time,
+                 recorded: Callable[[], Iterable[str]] = tuple):
         self.folder = Path(history_dir) / "writers"
+        self.recorded = recorded
+        """The matches this writer recorded and has not flushed yet (`HistoryStore.waiting`)."""
+        self._playing: set[str] = set()
+        self._claims_lock = threading.Lock()
         self.writer = writer
         self.ttl_s = ttl_s
         self.clock = clock
-        self.started_at = clock()
+        self.started_at = self._term(clock())
         self.caught_up = threading.Event()
         """Set once the dataset's heartbeats have been read (`history.restore`): no lead before."""
         self._stopped = False
@@ -149,10 +161,25 @@ class Writers:
     def own(self) -> Path:
         return self.folder / f"{self.writer}.json"
 
+    def _term(self, now: float) -> float:
+        """When this writer's run started, as the lead counts it: a writer restarted on its
+        own disk while its last heartbeat is still alive (killed, and back within `ttl_s`)
+        goes on with the run it had, so it keeps the lead it held rather than handing it to
+        a writer that started after it, before its own last matches are on the Hub; after a
+        clean stop, or once its heartbeat is dead (another writer may lead by then), it
+        starts a new run, the latest."""
+        try:
+            last = Heartbeat.from_dict(json.loads(self.own.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return now
+        return last.started_at if not last.stopped and now - last.at <= self.ttl_s else now
+
     def beat(self, *, stopped: bool = False) -> Heartbeat:
         """Write this writer's heartbeat (before a push: the push publishes it)."""
         self._stopped = self._stopped or stopped
-        beat = Heartbeat(self.writer, self.started_at, self.clock(), self._stopped, socket.gethostname())
+        with self._claims_lock:
+            claims = tuple(sorted(self._playing | set(self.recorded())))
+        beat = Heartbeat(self.writer, self.started_at, self.clock(), self._stopped, socket.gethostname(), claims)
         _write_json(self.own, beat.to_dict())
         return beat
 
@@ -185,6 +212,25 @@ class Writers:
         """Whether this writer leads: it has read the dataset's heartbeats and is the live
         writer that started first."""
         return self.caught_up.is_set() and self.leader(now) == self.writer
+
+    @contextmanager
+    def claiming(self, match_ids: Iterable[str]) -> Iterator[None]:
+        """Claim the PvE matches `match_ids` while they are played: the heartbeats written
+        meanwhile (before each push) name them, and no other writer plays them."""
+        ids = set(match_ids)
+        with self._claims_lock:
+            self._playing |= ids
+        try:
+            yield
+        finally:
+            with self._claims_lock:
+                self._playing -= ids
+
+    def claimed_elsewhere(self, now: float | None = None) -> set[str]:
+        """The matches other live writers claim (`Heartbeat.claims`): a writer that has just
+        taken the lead does not play them while their claimer lives; a dead writer's claims
+        die with it (its matches are then either in the dataset, or lost with its disk)."""
+        return {m for b in self.live(now) if b.writer != self.writer for m in b.claims}
 
     def role(self) -> str:
         """`leader`, `follower (w... leads)` or `catching up`, for the operator line."""

@@ -21,6 +21,7 @@ import pytest
 
 from arena import logs as logs_format
 from arena import replay as replay_format
+from arena.schema import rows as schema_rows
 from arena.simulation import Population, random_history
 from bench.history_growth import synthetic_logs, synthetic_replay
 from history.mirror import HubMirror
@@ -365,3 +366,51 @@ def test_a_compaction_that_loses_a_race_with_another_writer_is_made_again_on_the
     finally:
         a.stop()
         b.stop()
+
+
+def test_a_match_another_writer_recorded_first_is_dropped_with_its_replay_and_logs(tmp_path, hub_api):
+    """A writer restarted on its own disk meets, in the dataset, matches it recorded too
+    (another writer played them meanwhile): `reconcile` drops its copies from its WAL and
+    from its shards the dataset does not hold; their loose replays and logs are never pushed
+    again, and the next compaction deletes them here and on the Hub, in its commit."""
+    me, other = "w00000000000a", "w00000000000b"
+    clock = Clock()
+    store = HistoryStore(tmp_path / "history", clock=clock, writer=me)
+    mirror = HubMirror(store, api=hub_api, repo_id="arena/two-writers", every_minutes=60)
+    played = matches(6, seed=7)
+    try:
+        for m in played[:2]:  # flushed, not pushed
+            assert store.record(m, replay=synthetic_replay(m.match_id), logs=synthetic_logs(m.match_id))
+        unpushed = store.flush()
+        assert mirror.push_now()  # pushes the shard too: take it back as unpushed below
+        for m in played[2:4]:  # in the WAL, their loose files pushed
+            assert store.record(m, replay=synthetic_replay(m.match_id), logs=synthetic_logs(m.match_id))
+        assert mirror.push_now()
+        remote = set(hub_api.list_repo_files("arena/two-writers", repo_type="dataset"))
+        assert f"replays/loose/{played[2].match_id[:2]}/{played[2].match_id}.{me}.replay" in remote
+        # the other writer's shard holds played[1] and played[2] (it played them meanwhile)
+        theirs = store.data / "2026/12/01" / f"teams-20261201T230000000000-{other}.parquet"
+        rows = [row for m in (played[1], played[2]) for row in schema_rows(m)]
+        pq.write_table(pa.Table.from_pylist(rows, schema=TEAM_SCHEMA), theirs)
+        store.note_shard(theirs)
+        name = unpushed.relative_to(store.data).as_posix()
+        assert store.reconcile(pushed=[]) == 2  # one from its (unpushed) shard, one from its WAL
+        assert not unpushed.exists() and store.waiting() == [played[3].match_id]
+        ids = sorted(store.table().column("match_id").to_pylist())
+        assert sorted(set(ids)) == sorted(m.match_id for m in played[:4]) and len(ids) == 4 * 16  # each once
+        dropped = {played[1].match_id, played[2].match_id}
+        orphans = store.orphans(older_than_s=0.0)
+        assert {p.name.split(".")[0] for p in orphans} == dropped and len(orphans) == 4  # a replay and logs each
+        store.flush()
+        assert mirror.push_now()
+        remote = set(hub_api.list_repo_files("arena/two-writers", repo_type="dataset"))
+        assert f"data/{name}" in remote  # (pushed before the reconcile: the compaction replaces it)
+        clock.t += 3600
+        for path in orphans:  # a minute old: no record() under way writes them (`ORPHAN_AGE_S`)
+            os.utime(path, (time.time() - 120, time.time() - 120))
+        assert mirror.compact_now() is not None
+        remote = set(hub_api.list_repo_files("arena/two-writers", repo_type="dataset"))
+        assert not any(m in path for m in dropped for path in remote if "/loose/" in path)  # gone from the Hub
+        assert not [p for p in orphans if p.exists()] and store.orphans(older_than_s=0.0) == []  # and from here
+    finally:
+        mirror.stop()

@@ -24,6 +24,7 @@ from history.mirror import NOT_PUSHED, own_patterns
 from history.restore import PULLED_FOLDERS
 from history.statuses import StatusLog
 from history.store import HistoryStore
+from history.writers import Writers
 from leaderboard.about import incidents_markdown
 from localhub import LocalHub
 from matchmaking.engine.config import MatchConfig
@@ -98,8 +99,10 @@ def test_a_match_that_always_fails_is_tried_max_attempts_times_then_given_up(tmp
                              match_horizon=8)
     executor = _Broken()
     store = HistoryStore(settings.history_dir, writer="w00000000000a")
+    writers = Writers(settings.history_dir, "w00000000000a", ttl_s=60)
+    writers.caught_up.set()
     m = Matchmaker(settings, api=None, store=store, statuses=StatusLog(settings.status_log, writer="w00000000000a"),
-                   executor=executor, writer="w00000000000a")
+                   executor=executor, writers=writers)
     spec = _spec()
     assert m._play([spec]) == []
     assert executor.played == [spec.match_id] * MAX_ATTEMPTS  # played again at once, the same match

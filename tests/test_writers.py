@@ -135,3 +135,48 @@ def test_heartbeat_files_are_json_with_the_fields_readers_need(tmp_path):
     w.beat()
     data = json.loads((tmp_path / "writers" / "w00000000000a.json").read_text())
     assert {"writer", "started_at", "at", "stopped", "host"} <= set(data)
+
+
+def test_a_leader_restarted_on_its_own_disk_before_its_heartbeat_dies_keeps_the_lead(tmp_path):
+    """Leadership follows the data: a leader killed and restarted within `ttl_s` goes on with
+    its run (its start kept), so the lead never passes to a writer that started after it
+    while the old leader's last matches are only on its disk; restarted after its heartbeat
+    died, or after a clean stop, it starts a new run and follows."""
+    now = [1000.0]
+    clock = lambda: now[0]  # noqa: E731
+    a = Writers(tmp_path, "w00000000000a", ttl_s=60, clock=clock)
+    now[0] += 5
+    b = Writers(tmp_path, "w00000000000b", ttl_s=60, clock=clock)
+    for w in (a, b):
+        w.caught_up.set()
+        w.beat()
+    assert a.leads()
+    now[0] += 30  # a is killed (no clean stop) and restarted on its own disk
+    again = Writers(tmp_path, "w00000000000a", ttl_s=60, clock=clock)
+    again.caught_up.set()
+    again.beat()
+    assert again.started_at == a.started_at and again.leads() and not b.leads()
+    now[0] += 61  # killed again, back after its heartbeat died: b leads meanwhile, and on
+    b.beat()
+    assert b.leads()
+    late = Writers(tmp_path, "w00000000000a", ttl_s=60, clock=clock)
+    late.caught_up.set()
+    late.beat()
+    assert late.started_at == now[0] and b.leads() and not late.leads()
+    late.beat(stopped=True)  # and after a clean stop, a new run too
+    assert Writers(tmp_path, "w00000000000a", ttl_s=60, clock=clock).started_at == now[0]
+
+
+def test_a_live_writers_claims_are_played_by_no_other(tmp_path):
+    now = [1000.0]
+    clock = lambda: now[0]  # noqa: E731
+    a = Writers(tmp_path, "w00000000000a", ttl_s=60, clock=clock, recorded=lambda: ["m-recorded"])
+    b = Writers(tmp_path, "w00000000000b", ttl_s=60, clock=clock)
+    with a.claiming(["m-playing"]):
+        a.beat()  # a heartbeat written while it plays names what it plays and what it recorded
+    assert b.claimed_elsewhere() == {"m-playing", "m-recorded"} and a.claimed_elsewhere() == set()
+    assert json.loads(a.own.read_text())["claims"] == ["m-playing", "m-recorded"]
+    a.beat()
+    assert b.claimed_elsewhere() == {"m-recorded"}  # played: no longer claimed
+    now[0] += 61
+    assert b.claimed_elsewhere() == set()  # a dead writer's claims die with it

@@ -13,12 +13,13 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arena.errors import InvalidArgumentError
@@ -43,6 +44,10 @@ if TYPE_CHECKING:  # history.remote reads the store's layout
     from history.remote import HubFiles
 
 log = logging.getLogger(__name__)
+
+#: A loose replay or log younger than this is not yet an orphan: `record()` writes a match's
+#: files a moment before its WAL entry.
+ORPHAN_AGE_S = 60.0
 
 
 class HistoryStore(HistoryReader):
@@ -77,16 +82,17 @@ class HistoryStore(HistoryReader):
             write_atomically(card, DATASET_CARD.replace("{version}", str(SCHEMA_VERSION)).encode())
         self._lock = threading.Lock()
         self._compacting = threading.Lock()
-        self._sharded: set[str] = set()
+        self._sharded: dict[str, bool] = {}
+        """Every match a shard holds, and whether one of this writer's own shards does."""
         self.recover()
 
     def _write(self, path: Path, data: bytes | Callable[[Any], None]) -> None:
         write_atomically(path, data, durable=self.durable)
 
-    def stamp(self) -> tuple[str, str]:
+    def stamp(self, *, after: float = 0.0) -> tuple[str, str]:
         """(day folder, a name stamp sorting in the order written, ending in this writer's id)
-        for a new file, now."""
-        now = datetime.fromtimestamp(self.clock(), timezone.utc)
+        for a new file, now (or a microsecond after `after`, if now is not later)."""
+        now = datetime.fromtimestamp(max(self.clock(), after + 1e-6), timezone.utc)
         return now.strftime("%Y/%m/%d"), f"{now.strftime('%Y%m%dT%H%M%S%f')}-{self.writer or secrets.token_hex(4)}"
 
     def owns(self, name: str) -> bool:
@@ -101,15 +107,20 @@ class HistoryStore(HistoryReader):
         """Take in a shard another writer made (`history.restore` put it in place): its
         matches count as recorded from now on. Returns how many were new."""
         ids = set(pq.read_table(path, columns=["match_id"]).column("match_id").to_pylist())
+        own = self.owns(path.name)
         with self._lock:
-            new = ids - self._sharded
-            self._sharded.update(ids)
+            new = [m for m in ids if m not in self._sharded]
+            for match_id in ids:
+                self._sharded[match_id] = own or self._sharded.get(match_id, False)
         return len(new)
 
     def recover(self) -> None:
         """Start-up repair after a crash: drop temporary files and WAL entries already
-        sharded, and loose files of matches never recorded; roll back compactions killed
-        before their files were all written; move damaged shards aside."""
+        sharded (by this writer before the crash, or by another writer meanwhile); roll back
+        compactions killed before their files were all written; move damaged shards aside.
+        Loose files of matches this writer's shards and WAL do not hold wait for the next
+        compaction (`orphans`): they may be in the dataset already, and its commit deletes
+        them there too."""
         with self._lock:
             for folder in (self.data, self.wal, self.replays, self.logs_dir, self.journals):
                 for parent, _dirs, files in os.walk(folder):
@@ -119,25 +130,96 @@ class HistoryStore(HistoryReader):
             for path, plan in self.journal_plans():
                 if not all((self.root / output).exists() for output in plan.outputs):
                     self._roll_back(path, plan)
-            self._sharded = set()
+            self._sharded = {}
             for shard in self.shards():
                 try:
                     ids = pq.read_table(shard, columns=["match_id"]).column("match_id").to_pylist()
                 except (OSError, pa.ArrowException, ValueError) as exc:
                     self.quarantine(shard, f"{type(exc).__name__}: {str(exc)[:200]}")
                     continue
-                self._sharded.update(ids)
+                own = self.owns(shard.name)
+                for match_id in ids:
+                    self._sharded[match_id] = own or self._sharded.get(match_id, False)
             for entry in self._wal_entries():
                 if entry.stem in self._sharded:
                     entry.unlink()
-            # a record() killed between a match's replay or logs and its WAL entry left files of
-            # a match never recorded: nothing would ever compact them away
+
+    def orphans(self, *, older_than_s: float = ORPHAN_AGE_S) -> list[Path]:
+        """This writer's loose replays and logs of matches that neither its shards nor its WAL
+        hold: a copy of a match another writer recorded first (dropped when it arrived,
+        `reconcile`), or of one a killed `record()` never finished. Never pushed
+        (`history.mirror`), and deleted, here and in the dataset, by the next compaction.
+        Only files older than `older_than_s`: a `record()` under way writes a match's files
+        a moment before its WAL entry."""
+        now = time.time()
+        with self._lock:
             waiting = {entry.stem for entry in self._wal_entries()}
+            found = []
             for kind in (REPLAYS, LOGS):
                 for path in self.walk(self.root / kind.folder / "loose", kind.suffix):
-                    match_id = path.name.split(".", 1)[0]  # <id>[.<writer>]<suffix>
-                    if match_id not in self._sharded and match_id not in waiting:
-                        path.unlink(missing_ok=True)
+                    match_id, _, writer = path.name[: -len(kind.suffix)].partition(".")  # <id>[.<writer>]<suffix>
+                    own = writer == self.writer if writer else (self.writer is None or self.legacy)
+                    if not own or self._sharded.get(match_id) or match_id in waiting:
+                        continue
+                    try:
+                        if now - path.stat().st_mtime >= older_than_s:
+                            found.append(path)
+                    except FileNotFoundError:
+                        continue
+            return found
+
+    def reconcile(self, pushed: Iterable[str]) -> int:
+        """Drop this writer's copies of matches another writer's shards hold, from its shards
+        the dataset does not hold yet (`pushed`: the names of those it does) and from its
+        WAL: so that its next push sends no match the dataset already has. A writer restarted
+        on its own disk does this after its first pull and before its first push. The
+        copies' loose replays and logs become `orphans`. Returns how many were dropped."""
+        pushed = set(pushed)
+        dropped = 0
+        with self._lock:
+            for entry in self._wal_entries():
+                if self._sharded.get(entry.stem) is False:  # another writer's shard holds it
+                    entry.unlink(missing_ok=True)
+                    dropped += 1
+            unpushed = {}
+            for shard in self.shards():
+                if self.owns(shard.name) and shard.relative_to(self.data).as_posix() not in pushed:
+                    table = self.read_shard(shard)
+                    if table is not None:
+                        unpushed[shard] = table
+            mine = {m for table in unpushed.values() for m in table.column("match_id").to_pylist()}
+            elsewhere = self._in_foreign_shards(mine) if mine else set()
+            for shard, table in unpushed.items():
+                if not elsewhere & set(table.column("match_id").to_pylist()):
+                    continue
+                kept = table.filter(pc.invert(pc.is_in(table.column("match_id"), value_set=pa.array(sorted(elsewhere)))))
+                if kept.num_rows:  # a new name, later than the shard's own: it is never the shard it replaces
+                    day, stamp = self.stamp(after=_written_at(shard.name))
+                    self._write(self.data / day / f"teams-{stamp}.parquet", parquet_writer(kept))
+                shard.unlink()
+                gone = set(table.column("match_id").to_pylist()) & elsewhere
+                for match_id in gone:  # only the other writer's shard holds it now
+                    self._sharded[match_id] = False
+                dropped += len(gone)
+        if dropped:
+            log.info("dropped %d matches another writer recorded first (their replays and logs go at the next compaction)",
+                     dropped)
+        return dropped
+
+    def _in_foreign_shards(self, ids: set[str]) -> set[str]:
+        """Those of `ids` that another writer's shards hold."""
+        found: set[str] = set()
+        for shard in self.shards():
+            if not self.owns(shard.name):
+                try:
+                    found |= ids & set(pq.read_table(shard, columns=["match_id"]).column("match_id").to_pylist())
+                except (FileNotFoundError, OSError, pa.ArrowException):
+                    continue
+        return found
+
+    def waiting(self) -> list[str]:
+        """The ids of the matches recorded and not yet flushed into a shard (the WAL's)."""
+        return [entry.stem for entry in self._wal_entries()]
 
     def knows(self, match_id: str) -> bool:
         return match_id in self._sharded or (self.wal / f"{match_id}.json").exists()
@@ -177,7 +259,7 @@ class HistoryStore(HistoryReader):
                 day, stamp = self.stamp()
                 shard = self.data / day / f"teams-{stamp}.parquet"
                 self._write(shard, parquet_writer(table))
-                self._sharded.update(r.match_id for r in results)
+                self._sharded.update(dict.fromkeys((r.match_id for r in results), True))
             for entry in entries:
                 entry.unlink(missing_ok=True)
             return shard
@@ -215,8 +297,10 @@ class HistoryStore(HistoryReader):
                     report.finished += 1
                 else:
                     self._roll_back(path, plan)
+            orphans = self.orphans()  # deleted with the first plan, once
             while True:
-                made = self._plan(max_shards)
+                made = self._plan(max_shards, orphans)
+                orphans = []
                 if made is None:
                     return report
                 plan, writers = made
@@ -254,9 +338,9 @@ class HistoryStore(HistoryReader):
         journal.unlink(missing_ok=True)
         log.warning("compaction %s was interrupted before its files were written: rolled back", plan.name)
 
-    def _plan(self, max_shards: int) -> tuple[CompactionPlan, dict[str, Callable[[Any], None]]] | None:
-        """The next compaction (its plan, and a writer for each new file); None if no
-        flushed shard is left."""
+    def _plan(self, max_shards: int, orphans: list[Path]) -> tuple[CompactionPlan, dict[str, Callable[[Any], None]]] | None:
+        """The next compaction (its plan, and a writer for each new file), the `orphans`
+        deleted with it; None if no flushed shard and no orphan is left."""
         flushed = [p for p in self.shards() if p.name.startswith("teams-") and self.owns(p.name)][:max_shards]
         tables = []
         inputs: list[Path] = []
@@ -269,7 +353,10 @@ class HistoryStore(HistoryReader):
                 tables.append(table)
                 inputs.append(shard)
         if not inputs:
-            return None
+            if not orphans:
+                return None
+            return CompactionPlan(name=self.stamp()[1], outputs=(),
+                                  inputs=tuple(p.relative_to(self.root).as_posix() for p in orphans)), {}
         new = dedupe(pa.concat_tables(tables))
         _, stamp = self.stamp()
         starts = new.column("started_at").to_pylist()
@@ -305,7 +392,15 @@ class HistoryStore(HistoryReader):
         plan = CompactionPlan(
             name=stamp,
             outputs=tuple(writers),
-            inputs=tuple(dict.fromkeys(p.relative_to(self.root).as_posix() for p in inputs)),
+            inputs=tuple(dict.fromkeys(p.relative_to(self.root).as_posix() for p in [*inputs, *orphans])),
             matches=matches,
         )
         return plan, writers
+
+
+def _written_at(name: str) -> float:
+    """When a shard named `teams-<YYYYmmddTHHMMSSffffff>-<tag>.parquet` was written (0 for another name)."""
+    try:
+        return datetime.strptime(name.split("-")[1], "%Y%m%dT%H%M%S%f").replace(tzinfo=timezone.utc).timestamp()
+    except (IndexError, ValueError):
+        return 0.0

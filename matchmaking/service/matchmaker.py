@@ -27,7 +27,8 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from history.index import HistoryIndex
 from history.mirror import HubMirror
 from history.statuses import StatusLog
 from history.store import HistoryStore
+from history.writers import Writers
 from matchmaking.engine import game, maps
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, policies_for
@@ -81,14 +83,15 @@ class Matchmaker:
         mirror: HubMirror | None = None,
         health: HubHealth | None = None,
         workers: int = 1,
-        writer: str | None = None,
-        leads: Callable[[], bool] | None = None,
+        writers: Writers | None = None,
         isolation: IsolationGate | None = None,
     ):
         self.settings = settings
         self.isolation = isolation
         """Whether submitted code may run here (`matchmaking.isolation`); None: always."""
-        self.leads = leads or (lambda: True)
+        self.writers = writers
+        """This Space as a writer of the dataset (`history.writers`); None: its only writer."""
+        self.leads = writers.leads if writers is not None else (lambda: True)
         """Whether this Space leads the dataset's writers (`history.writers`): discovery,
         validation, PvE and audits are the leader's work alone (two writers never play the
         same owed PvE match); every writer plays PvP."""
@@ -124,6 +127,7 @@ class Matchmaker:
         self._queue_signature: Any = None
         self._sync_lock = threading.Lock()
         """Held by every discovery (scheduled, or for a webhook's push): one at a time."""
+        writer = writers.writer if writers is not None else None
         self.audits = AuditLog(settings.audit_log, writer=writer)
         self.incidents = IncidentLog(incident_log_path(settings.history_dir), writer=writer)
         """Matches lost to the platform (`history.incidents`): never rated, played again."""
@@ -314,11 +318,15 @@ class Matchmaker:
                 continue
             opponents = [builtin(name) for name in stage_opponents(item.stage)]
             specs.append(MatchSpec(seed=seed, policies=policies_for(ref, opponents), config=self.config, track="pve", stage=item.stage))
+        if self.writers is not None:  # never a match another live writer has begun (`Writers.claiming`)
+            claimed = self.writers.claimed_elsewhere()
+            specs = [spec for spec in specs if spec.match_id not in claimed]
         self._in_flight = {}
         for spec in specs:
             self._in_flight.setdefault(spec.policies[0].id, []).append(spec.seed)
         try:
-            played = self._play(specs)
+            with self.writers.claiming(s.match_id for s in specs) if self.writers is not None else nullcontext():
+                played = self._play(specs)
         finally:
             self._in_flight = {}
         self._check_faults(played)

@@ -127,7 +127,7 @@ class _History:
         remote = HubFiles(settings.history_repo, endpoint=api.endpoint, token=api.token if isinstance(api.token, str) else None)
         store = HistoryStore(settings.history_dir, writer=me.writer, legacy=me.legacy, remote=remote)
         statuses = StatusLog(settings.status_log, writer=me.writer)
-        writers = Writers(settings.history_dir, me.writer, ttl_s=settings.writer_ttl_s)
+        writers = Writers(settings.history_dir, me.writer, ttl_s=settings.writer_ttl_s, recorded=store.waiting)
         pull = DatasetPull(store, api=api, repo_id=settings.history_repo, writers=writers, reload=[statuses.reload])
         # one read side for the matchmaker and the tables; during the first pull it waits for all of it
         index = HistoryIndex(store, ready=lambda: not pull.restoring())
@@ -213,7 +213,7 @@ class Arena:
         threading.Thread(target=_self_test, args=(gate,), daemon=True, name="isolation").start()
         matchmaker = Matchmaker(settings, api=api, store=history.store, index=history.index, statuses=history.statuses,
                                 executor=_executor(settings, api, workers), mirror=mirror, health=health, workers=workers,
-                                writer=history.writers.writer, leads=history.writers.leads, isolation=gate)
+                                writers=history.writers, isolation=gate)
         receiver = reactor = None
         if secret:
             reactor = PushReactor(matchmaker.sync, then=lambda: matchmaker.wake("validate"))
@@ -247,8 +247,12 @@ class Arena:
             self.health.ok()
             if pulled.marked_pushed:  # this writer's files the dataset already holds: not pushed again
                 self.mirror.mark_pushed(pulled.marked_pushed)
-            # announce this writer (its heartbeat) before it discovers or plays anything: a
-            # writer started meanwhile then sees that an earlier one leads
+            # before anything else, what this writer recorded before a restart goes to the Hub:
+            # without the matches another writer recorded meanwhile, in one shard, with its
+            # heartbeat, which a writer started meanwhile reads to see that this one leads
+            data = self.store.data
+            self.store.reconcile(p.relative_to(data).as_posix() for p in pulled.marked_pushed if data in p.parents)
+            self.store.flush()
             self.mirror.push_now()
             self._tried.set()
             break
