@@ -4,11 +4,13 @@ Space talks to huggingface.co (`history.restore`, `history.writers`, `history.jo
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import replace
@@ -17,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from arena.lifecycle import Status
+from arena.lifecycle import StageFigures, Status, pve_progress
 from arena.revision import Revision
 from arena.settings import ArenaSettings
 from history.mirror import own_patterns
@@ -30,6 +32,7 @@ from tests_support import (
     EXAMPLES,
     TESTS,
     ServedHub,
+    hub_dataset_files,
     hub_match_ids_by_shard,
     hub_status_events,
     push_policy,
@@ -302,3 +305,82 @@ def test_two_spaces_on_one_dataset_play_every_match_once_and_record_every_event_
     assert any(e["repo_id"] == "dave/late" and e["status"] in ("evaluated", "qualified") for e in decoded)
     writers = {p.rsplit("-", 1)[-1].split(".")[0] for p in shards}
     assert writers <= {old_writer, new_writer}
+
+
+def _lines(proc: subprocess.Popen, into: list[str]) -> threading.Thread:
+    """Read a Space's stdout into `into`, line by line, in the background."""
+    def read() -> None:
+        for line in proc.stdout:
+            into.append(line.rstrip("\n"))
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_leader_killed_as_it_pushes_and_restarted_loses_nothing_and_doubles_nothing(served, tmp_path):
+    """Two Spaces on one dataset; the leader is killed (SIGKILL) as a push starts, with
+    matches only on its disk, and restarted on that disk. It keeps the lead (its heartbeat is
+    still alive), pushes what it had recorded before anything else, and the follower never
+    plays PvE meanwhile. Read from the Hub's files alone, afterwards: every match once, no
+    PvE seed played twice, no revision's status moving backwards, no loose replay or log of
+    a match another writer's shard holds."""
+    api = served.api()
+    repos = {"alice/gatherer": "gatherer", "bob/wanderer": "wanderer", "carol/explorer": "explorer", "dave/forager": "gatherer"}
+    for repo, example in repos.items():
+        push_policy(api, repo, EXAMPLES / example)
+    a_lines: list[str] = []
+    a = _space(tmp_path / "a", served, 600)
+    a_writer = _wait_for(a, "ready").split()[1]
+    _lines(a, a_lines)
+    b_lines: list[str] = []
+    b = _space(tmp_path / "b", served, 600)
+    b_writer = _wait_for(b, "ready").split()[1]
+    _lines(b, b_lines)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # some PvE recorded, then the next push starts: kill it there
+        recorded = [line for line in a_lines if line.startswith("match") and " pve " in line]
+        if recorded and a_lines and a_lines[-1] == "pushing":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the leader recorded no PvE before a push: {a_lines[-5:]}")
+    os.killpg(a.pid, signal.SIGKILL)
+    a.wait()
+    killed_at = time.time()
+    again = _space(tmp_path / "a", served, 600)  # on its own disk
+    assert _wait_for(again, "ready").split()[1] == a_writer
+    again_lines: list[str] = []
+    _lines(again, again_lines)
+    time.sleep(40)
+    for proc in (again, b):
+        proc.terminate()  # a clean stop: a last compaction and push
+    for proc in (again, b):
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+    # the follower played no PvE while the leader was away
+    by_b = [line.split() for line in b_lines if line.startswith("match")]
+    assert not [m for m in by_b if m[2] == "pve"], by_b
+    # the Hub's files alone
+    shards = hub_match_ids_by_shard(api, REPO)
+    counts = Counter(m for ids in shards.values() for m in ids)
+    assert counts and set(counts.values()) == {1}, [m for m, n in counts.items() if n > 1]  # every match once
+    recorded_before_kill = {line.split()[1] for line in a_lines if line.startswith("match")}
+    assert recorded_before_kill <= set(counts)  # nothing the killed leader had recorded is lost
+    rows = [r for path, data in hub_dataset_files(api, REPO, "data").items() if path.endswith(".parquet")
+            for r in pq.read_table(io.BytesIO(data)).to_pylist()]
+    pve = {(r["policy_id"], r["revision"], r["stage"], r["seed"]) for r in rows if r["track"] == "pve" and r["slot"] == 0}
+    assert len(pve) == len({r["match_id"] for r in rows if r["track"] == "pve"})  # no PvE seed twice
+    owner = {m: path.rsplit("-", 1)[-1].split(".")[0] for path, ids in shards.items() for m in ids}
+    loose = [path for path in api.list_repo_files(REPO, repo_type="dataset") if "/loose/" in path]
+    strays = [p for p in loose if owner.get(p.rsplit("/", 1)[-1].split(".")[0]) not in (None, p.rsplit("/", 1)[-1].split(".")[1])]
+    assert not strays, strays  # no loose file of a match another writer's shard holds
+    events = sorted((json.loads(e) for e in hub_status_events(api, REPO)), key=lambda e: e["at"])
+    for repo in repos:
+        progress = [pve_progress(tuple(StageFigures(**f) for f in e["pve"])) for e in events
+                    if e["repo_id"] == repo and e.get("pve")]
+        assert progress == sorted(progress), (repo, progress)  # no status moving backwards
+    assert {owner[m] for m in counts} <= {a_writer, b_writer} and killed_at

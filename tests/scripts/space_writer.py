@@ -5,7 +5,7 @@ dataset in the two-writer test.
     space_writer.py DATA HUB SECONDS
 
 Prints `ready WRITER` once restored, `match ID TRACK STARTED_AT` as each match is recorded,
-then `stopped WRITER UNIX_TIME` once its last push is done."""
+`pushing` as each push starts, then `stopped WRITER UNIX_TIME` once its last push is done."""
 
 import signal
 import sys
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from arena.settings import ArenaSettings
+from history.mirror import HistoryPusher
 from history.store import HistoryStore
 from matchmaking.service.space import Arena
 
@@ -33,6 +34,13 @@ if __name__ == "__main__":
         return fresh
 
     HistoryStore.record = record
+    push = HistoryPusher.push_to_hub
+
+    def pushing(self):
+        print("pushing", flush=True)
+        return push(self)
+
+    HistoryPusher.push_to_hub = pushing
     stop = threading.Event()
     arena = Arena.start(settings)
     arena.wait_restored()
