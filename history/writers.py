@@ -22,6 +22,8 @@ So the dataset has writers, and three rules keep them from harming one another:
    only on its disk.
 3. **Readers take the union**: every writer's shards and journals, each match and each
    event once (`history.store` and `history.journal` drop duplicates).
+4. **Claims**: each heartbeat names the PvE matches its writer is playing or has recorded
+   and not flushed (`claiming`), and no writer plays a match another live writer claims.
 
 A writer does not lead before it has read the dataset's heartbeats (`history.restore`
 marks `caught_up`), so a new container never takes the lead from a live old one.

@@ -41,6 +41,10 @@ How a match is recorded exactly once, whatever happens (`HistoryStore`):
    written, its journal is rolled back (the partial new files deleted); killed after, the
    next `compact()` rolls it forward (publishes again, deletes what is left).
 4. `history.mirror.HubMirror` pushes the folder to the Hub dataset.
+5. Another writer may record a match first (two leaders across a network partition, or a
+   writer restarted after others played on): `reconcile()` drops this writer's copies
+   from its WAL and its shards not yet pushed; their loose replays and logs (`orphans()`)
+   are never pushed, and the next compaction deletes them, here and in the dataset.
 
 Reading (`HistoryReader`) needs no lock. The Space reads the folder through its one read
 side (`history.index`), shard by shard and the WAL's matches as they are recorded; it, like
