@@ -199,6 +199,7 @@ def restart(root: Path, endpoint: str, args: argparse.Namespace, written: Writte
             "replayed_matches": len(set(handed) & written.match_ids),
             "status_events_lost": len(written.events - events_b),
             "matches_played_after": len(set(handed) - written.match_ids),
+            "published_fit_used": bool(refresher.standings().mle_writer),
         }
     finally:
         b.stop()

@@ -146,12 +146,16 @@ class StandingsRefresher:
             now = time.monotonic()
             previous = self._standings
             mle_due = now - self._computed_at >= self.mle_every_s
-            if previous is None or (self._generation < 0 and not restoring):
-                # the first standings, or the first of a restored history: computed whole, once
-                fits = read_fits(self.store.root) if not restoring else []
-                self._standings = compute(snapshot.folded, bootstrap=0 if restoring else self.bootstrap, source=source,
-                                          fits=fits)
-                self._generation = self._fitted = -1 if restoring else snapshot.generation
+            if restoring:  # the tables wait for all of it (those of no match meanwhile)
+                if previous is None:
+                    self._standings = compute(snapshot.folded, bootstrap=0, source=source)
+                    self._generation = self._fitted = -1
+            elif previous is None or self._generation < 0:
+                # the first standings, or the first of a restored history: computed whole, once,
+                # with a fit a writer published of the same results rather than fitting again
+                self._standings = compute(snapshot.folded, bootstrap=self.bootstrap, source=source,
+                                          fits=read_fits(self.store.root))
+                self._generation = self._fitted = snapshot.generation
                 self._computed_at = now
             elif snapshot.generation != self._generation or (mle_due and self._fitted != snapshot.generation):
                 self._standings = compute(snapshot.folded, previous=previous, refresh_mle=mle_due,

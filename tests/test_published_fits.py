@@ -114,3 +114,24 @@ def test_a_damaged_fit_is_skipped_not_trusted(tmp_path, caplog):
     standings = published_refresher(copy).refresh()
     assert standings.mle and standings.mle_writer == ""
     assert "cannot be read" in caplog.text
+
+
+def test_tables_asked_during_the_restore_wait_then_show_the_writers_fit(tmp_path):
+    """The pages ask for tables while the restore runs (the index waits for it): they are
+    those of no match meanwhile, and the first after it are the whole history's, with the
+    writer's fit (a refresh during the wait once made the first after it an update of the
+    empty tables, which then fitted again instead)."""
+    from history.index import HistoryIndex
+
+    store, _ = a_writer(tmp_path)
+    theirs = published_refresher(store, writer=WRITER).refresh()
+    copy = restored(tmp_path, store)
+    done = [False]
+    ours = StandingsRefresher(HistoryIndex(copy, ready=lambda: done[0]), bootstrap=5, mle_every_s=3600.0,
+                              published=copy.shard_names)
+    for _ in range(3):
+        waiting = ours.refresh()
+        assert waiting.matches == 0 and not ours.covers(copy.shard_names())
+    done[0] = True
+    first = ours.refresh()
+    assert first.mle_writer == WRITER and first.mle == theirs.mle and ours.covers(copy.shard_names())
