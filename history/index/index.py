@@ -11,7 +11,9 @@ It is incremental: a `refresh` folds only the shards and the write-ahead log's m
 has not seen, so a match is in every reader's view a moment after `HistoryStore.record`
 wrote it, not after the next flush or push. One instance serves a whole Space (the
 matchmaker and the leaderboard's refresher): `snapshot()` is an immutable view a reader
-keeps while the index moves on.
+keeps while the index moves on. Matches are only ever added: a shard replaced by a
+compaction leaves its matches counted (its replacement holds them), and so does one moved
+aside as damaged after it was read, until the next start (the operator line names it).
 """
 
 from __future__ import annotations
