@@ -62,6 +62,16 @@ def browser():
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+        new_context = b.new_context
+
+        def patient_context(**options):
+            # a page on a busy machine (two busy loops beside the suite) draws slowly: a wait or
+            # a screenshot given no bound of its own waits up to a minute rather than 30 s
+            context = new_context(**options)
+            context.set_default_timeout(60_000)
+            return context
+
+        b.new_context = patient_context
         yield b
         b.close()
 

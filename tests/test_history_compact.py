@@ -414,3 +414,20 @@ def test_a_match_another_writer_recorded_first_is_dropped_with_its_replay_and_lo
         assert not [p for p in orphans if p.exists()] and store.orphans(older_than_s=0.0) == []  # and from here
     finally:
         mirror.stop()
+
+
+def test_files_of_a_record_killed_before_its_wal_entry_go_at_the_next_compaction(tmp_path):
+    """A `record()` killed between a match's replay and logs and its WAL entry left files of
+    a match never recorded: found at the next start, whatever their age, and deleted by the
+    next compaction (never pushed meanwhile: `orphans`)."""
+    store = HistoryStore(tmp_path, writer="w00000000000a")
+    (m,) = matches(1, seed=9)
+    for kind, data in (("replays", synthetic_replay(m.match_id)), ("logs", synthetic_logs(m.match_id))):
+        path = tmp_path / ({"replays": "replays/loose", "logs": "logs/loose"}[kind]) / m.match_id[:2]
+        path.mkdir(parents=True, exist_ok=True)
+        (path / f"{m.match_id}.w00000000000a{'.replay' if kind == 'replays' else '.json.gz'}").write_bytes(data)
+    assert store.orphans() == []  # this store's own record() could be writing them
+    restarted = HistoryStore(tmp_path, writer="w00000000000a")
+    assert len(restarted.orphans()) == 2  # left by a process killed before it opened
+    restarted.compact()
+    assert not files(tmp_path, "replays/loose") and not files(tmp_path, "logs/loose")

@@ -256,7 +256,7 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
             for tab, note in (("PvP leaderboard", "#pvp-empty"), ("PvE", "#pve-empty"), ("Submissions", "#submissions-empty"),
                               ("Matches", "#matches-empty"), ("Policy", "#policy-empty")):
                 page.get_by_role("tab", name=tab).click()
-                page.locator(note).wait_for(state="visible", timeout=10000)
+                page.locator(note).wait_for(state="visible", timeout=30000)
                 assert len(page.locator(note).inner_text()) > 40, tab  # says what will fill it, and how
                 headers = " ".join(page.locator("th").all_inner_texts())
                 assert not re.search(r"(^|\s)1\s+2\s+3(\s|$)", headers), (tab, headers)  # no placeholder headers
@@ -271,19 +271,26 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
 def test_a_page_opened_later_shows_what_happened_since_the_app_was_built(browser, app):
     """Tables are computed per page load: a revision seen after `build` is on the first
     frame of a new page, before any timer tick. (Needs the page to load within the timer's
-    10 s, `REFRESH_S`: after that, a row could be the timer's.)"""
+    10 s, `REFRESH_S`: after that, a row could be the timer's. On a machine too busy for
+    that three times over, it says so and skips: nothing can be told apart there.)"""
     from leaderboard.pages import REFRESH_S
 
-    app["statuses"].record(Revision("frank/later", "f" * 40), Status.QUEUED, "waiting for validation")
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    opened = time.monotonic()  # the page's timer starts later than this: its first tick is REFRESH_S after that
-    page.goto(app["url"])
-    page.get_by_role("tab", name="PvE").click()
-    before_the_timer_ms = (REFRESH_S - (time.monotonic() - opened)) * 1000
-    assert before_the_timer_ms > 0, "the page took longer to open than the timer takes to tick"
-    page.locator("#pve-table a:visible", has_text="frank/later").wait_for(timeout=before_the_timer_ms)
-    context.close()
+    for attempt in range(3):
+        repo = f"frank/later-{attempt}"
+        app["statuses"].record(Revision(repo, "f" * 40), Status.QUEUED, "waiting for validation")
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        try:
+            page = context.new_page()
+            opened = time.monotonic()  # the page's timer starts later than this: its first tick is REFRESH_S after that
+            page.goto(app["url"])
+            page.get_by_role("tab", name="PvE").click()
+            before_the_timer_ms = (REFRESH_S - (time.monotonic() - opened)) * 1000
+            if before_the_timer_ms > 0:
+                page.locator("#pve-table a:visible", has_text=repo).wait_for(timeout=before_the_timer_ms)
+                return
+        finally:
+            context.close()
+    pytest.skip(f"the page took longer than the timer's {REFRESH_S:g} s to open, three times: too busy a machine to tell")
 
 
 def test_the_pvp_tab_says_what_it_was_computed_from(page, app):
@@ -342,7 +349,7 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
                  ("Matches", "#matches-empty"))
         for tab, note in notes:
             page.get_by_role("tab", name=tab).click()
-            page.locator(note).wait_for(state="visible", timeout=10000)
+            page.locator(note).wait_for(state="visible", timeout=30000)
             assert "This table is being restored from the history dataset" in page.locator(note).inner_text(), tab
             assert "4,100 of about 10,000 matches" in page.locator(note).inner_text()
         assert "Restoring 4,100 of about 10,000" in page.locator("#operator-status").inner_text()
@@ -351,11 +358,11 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
         state["line"] = None  # restored
         page.reload()
         page.get_by_role("tab", name="PvP leaderboard").wait_for()
-        page.locator("#pvp-empty").wait_for(state="visible", timeout=10000)
+        page.locator("#pvp-empty").wait_for(state="visible", timeout=30000)
         assert "No PvP matches yet" in page.locator("#pvp-empty").inner_text()
         # The status line is a callable value: the page first shows the value Gradio rendered
         # at build time and replaces it when the load event answers, so wait for the answer.
-        expect(page.locator("#operator-status")).not_to_contain_text("Restoring", timeout=10000)
+        expect(page.locator("#operator-status")).not_to_contain_text("Restoring", timeout=30000)
         expect(page.locator("#operator-status")).to_contain_text("0 files waiting to be pushed")
         assert errors == [], errors
         context.close()
@@ -385,7 +392,7 @@ def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoi
         page = context.new_page()
         page.goto(url)
         banner = page.locator("#isolation-banner [role=alert]")
-        banner.wait_for(state="visible", timeout=10000)
+        banner.wait_for(state="visible", timeout=30000)
         assert "isolation missing on this Space (files), and submitted code runs anyway" in banner.inner_text()
         assert "rgb(176, 0, 32)" in banner.evaluate("e => getComputedStyle(e).backgroundColor")
         assert "Isolation MISSING (files MISSING, network held" in page.locator("#operator-status").inner_text()

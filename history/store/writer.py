@@ -84,6 +84,8 @@ class HistoryStore(HistoryReader):
         self._compacting = threading.Lock()
         self._sharded: dict[str, bool] = {}
         """Every match a shard holds, and whether one of this writer's own shards does."""
+        self._opened = time.time()
+        """When this store opened its folder: no `record()` of it wrote a file older than that."""
         self.recover()
 
     def _write(self, path: Path, data: bytes | Callable[[Any], None]) -> None:
@@ -149,8 +151,8 @@ class HistoryStore(HistoryReader):
         hold: a copy of a match another writer recorded first (dropped when it arrived,
         `reconcile`), or of one a killed `record()` never finished. Never pushed
         (`history.mirror`), and deleted, here and in the dataset, by the next compaction.
-        Only files older than `older_than_s`: a `record()` under way writes a match's files
-        a moment before its WAL entry."""
+        Only files older than `older_than_s`, or than this store's opening (a killed process
+        left them): a `record()` under way writes a match's files a moment before its WAL entry."""
         now = time.time()
         with self._lock:
             waiting = {entry.stem for entry in self._wal_entries()}
@@ -162,7 +164,8 @@ class HistoryStore(HistoryReader):
                     if not own or self._sharded.get(match_id) or match_id in waiting:
                         continue
                     try:
-                        if now - path.stat().st_mtime >= older_than_s:
+                        written = path.stat().st_mtime
+                        if now - written >= older_than_s or written < self._opened:
                             found.append(path)
                     except FileNotFoundError:
                         continue
