@@ -60,6 +60,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
@@ -72,12 +73,19 @@ from arena.rules import POOL_FILL, PVE, stage_opponents
 from arena.schema import TASK_NAMES, MatchResult
 from arena.settings import ArenaSettings
 from matchmaking.engine.config import MatchConfig
-from matchmaking.engine.match import MatchSpec, policies_for
-from matchmaking.practice import MAX_OPPONENTS, AgainstArgs, Opponent, choose_opponents, fetch, parse_against
-from matchmaking.sandbox import isolation
-from matchmaking.sandbox.host import protect_process, sandboxed_host
-from matchmaking.service.executor import default_workers, run_matches
+from matchmaking.practice import (
+    MAX_OPPONENTS,
+    AgainstArgs,
+    Opponent,
+    choose_opponents,
+    fetch,
+    own_namespaces,
+    parse_against,
+)
 from matchmaking.service.pve import PolicySummary, summarize
+
+if TYPE_CHECKING:  # the engine, the sandbox and the workers load nmmo and numba: imported when a run starts,
+    from matchmaking.engine.match import MatchSpec  # so that --help and a bad argument answer at once
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,13 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--matches", type=int, default=10, help="matches to play (default 10, as PvE)")
     parser.add_argument("--horizon", type=int, default=1024, help="ticks per match (default 1024)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first match; match i uses seed+i")
-    parser.add_argument("--workers", type=int, default=default_workers(), help="parallel worker processes")
+    parser.add_argument("--workers", type=int, default=None, help="parallel worker processes (default: one per core)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return parser
 
 
 def evaluation_specs(target: PolicyRef, *, matches: int, horizon: int, seed: int) -> list[MatchSpec]:
     """The stage-1 matches of an evaluation run."""
+    from matchmaking.engine.match import MatchSpec, policies_for
+
     opponents = [builtin(name) for name in stage_opponents(1)]
     config = MatchConfig(horizon=horizon)
     return [
@@ -120,6 +130,8 @@ def practice_specs(target: PolicyRef, opponents: Sequence[PolicyRef], *, matches
     """The matches of a practice run: TARGET, the opponents, and the built-ins of a PvP pool's
     fill (`POOL_FILL` in turn) in the seats left over; match `i` on seed `seed + i`, its seats
     in an order drawn from that seed (as a PvP pool's are random)."""
+    from matchmaking.engine.match import MatchSpec
+
     config = MatchConfig(horizon=horizon)
     fill = [builtin(POOL_FILL[i % len(POOL_FILL)]) for i in range(config.num_teams - 1 - len(opponents))]
     lineup = [target, *opponents, *fill]
@@ -203,6 +215,8 @@ def format_report(summary: PolicySummary, results: Sequence[MatchResult], failur
 
 def _gate(mode_default: str, environ: Mapping[str, str]) -> int:
     """The isolation self-test before submitted code runs: 0 to go on, else the exit code."""
+    from matchmaking.sandbox import isolation
+
     try:
         mode = ArenaSettings.read("isolation", environ, default=mode_default)
     except SettingsError as exc:
@@ -225,6 +239,7 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
     from huggingface_hub.utils import disable_progress_bars
 
     from matchmaking.hub.connection import connect
+    from matchmaking.sandbox.host import protect_process
 
     disable_progress_bars()
 
@@ -235,8 +250,9 @@ def _hub_opponents(args: argparse.Namespace, against: AgainstArgs,
     connection = connect(settings, hub=args.hub, environ=environ, purpose="this practice run")
     try:
         say(f"Hub: {connection.describe()}")
-        opponents = choose_opponents(connection.api, against, settings=settings, say=say)
-        code = _gate(isolation.STRICT, environ)  # other people's code: strict unless NMMO_ARENA_ISOLATION says warn
+        opponents = choose_opponents(connection.api, against, settings=settings, say=say,
+                                     mine=own_namespaces(connection.api))
+        code = _gate("strict", environ)  # other people's code: strict unless NMMO_ARENA_ISOLATION says warn
         if code:
             return code
         protect_process()
@@ -258,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.matches < 1:
             raise InvalidArgumentError(f"--matches must be at least 1, got {args.matches}.")
-        if args.workers < 1:
+        if args.workers is not None and args.workers < 1:
             raise InvalidArgumentError(f"--workers must be at least 1, got {args.workers}.")
         target = parse_target(args.target)
         against = parse_against(args.against)
@@ -279,16 +295,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     elif not target.is_builtin:
-        code = _gate(isolation.WARN, environ)  # the participant's own code on their own machine
+        code = _gate("warn", environ)  # the participant's own code on their own machine
         if code:
             return code
+
+    from matchmaking.sandbox.host import protect_process, sandboxed_host
+    from matchmaking.service.executor import default_workers, run_matches
 
     protect_process()
     where = f"{len(opponents)} from the Hub" if opponents else "PvE stage 1"
     results: list[MatchResult] = []
     failures: list[str] = []
     with tqdm(total=len(specs), desc=f"{target.policy_id} vs {where}", unit="match", file=sys.stderr) as bar:
-        for outcome in run_matches(specs, workers=args.workers, host_factory=sandboxed_host):
+        for outcome in run_matches(specs, workers=args.workers or default_workers(), host_factory=sandboxed_host):
             if outcome.result is not None:
                 results.append(outcome.result)
             else:

@@ -222,10 +222,23 @@ def _latest_revisions(table: RatedTable) -> list[str]:
     return [player for _, player in latest.values()]
 
 
+def own_namespaces(api) -> frozenset[str]:
+    """The namespaces the caller's token speaks for on the Hub (its user and organisations;
+    none without a token, or where the Hub cannot tell)."""
+    if not api.token:
+        return frozenset()
+    try:
+        me = api.whoami()
+    except Exception:  # noqa: BLE001 - only a courtesy: top:K then skips nothing
+        return frozenset()
+    return frozenset([str(me.get("name", "")), *(str(o.get("name", "")) for o in me.get("orgs") or [])]) - {""}
+
+
 def choose_opponents(api, against: AgainstArgs, *, settings: ArenaSettings,
-                     say: Callable[[str], None] = lambda line: None) -> list[Opponent]:
+                     say: Callable[[str], None] = lambda line: None, mine: frozenset[str] = frozenset()) -> list[Opponent]:
     """The opponents `--against` names, pinned to commit shas and checked, named first and
-    then the top K (a revision named twice plays once).
+    then the top K (a revision named twice plays once). `top:K` skips the submissions of the
+    namespaces in `mine` (the caller's own: practising against yourself teaches nothing).
 
     Raises:
         `PolicyNotFoundError`, `InvalidArgumentError`, `NoHubError`: see `resolve` and
@@ -236,6 +249,10 @@ def choose_opponents(api, against: AgainstArgs, *, settings: ArenaSettings,
               for repo, rev in against.named]
     if against.top:
         ranking = field_ranking(api, settings.history_repo, settings.cache_dir / "practice" / "history")
+        yours = [e for e in ranking if e.id.policy_id.split("/")[0] in mine]
+        for entry in yours:
+            say(f"top:{against.top}: skipping {entry.id.label} (rank {entry.rank}): it is your own")
+        ranking = [e for e in ranking if e not in yours]
         if len(ranking) < against.top:
             raise InvalidArgumentError(
                 f"--against top:{against.top}: the PvP leaderboard of {settings.history_repo} on {api.endpoint} holds "

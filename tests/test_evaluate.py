@@ -65,3 +65,16 @@ def test_bad_targets_are_refused_with_a_reason():
     assert unknown.returncode == 2 and "Available: builtin:random" in unknown.stderr
     bad_count = evaluate("builtin:forage", "--matches", "0")
     assert bad_count.returncode == 2 and "--matches must be at least 1" in bad_count.stderr
+
+
+def test_help_and_bad_arguments_answer_without_loading_the_game():
+    """`--help` and an argument it refuses answer at once: nothing of nmmo, numba, torch or
+    the sandbox is imported before a run starts (they took `--help` 10 s)."""
+    code = ("import sys\nfrom matchmaking import evaluate\n"
+            "for argv in (['--help'], ['no-such-folder', '--matches', '0']):\n"
+            "    try:\n        evaluate.main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('nmmo', 'numba', 'torch', 'matchmaking.sandbox.host') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=TESTS.parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+    assert "--matches must be at least 1" in done.stderr

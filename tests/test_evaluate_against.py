@@ -114,6 +114,20 @@ def test_top_k_is_the_pvp_tables_order_of_current_revisions(field, tmp_path):
     assert {f"carol/gatherer@{field['old_carol']}"} & {e.id.player for e in ranking} == set()
 
 
+def test_top_k_skips_the_callers_own_submissions(field, tmp_path):
+    """Practising against yourself teaches nothing: top:K passes over the submissions of the
+    namespaces the caller's token speaks for, and says so."""
+    from arena.settings import ArenaSettings
+    from matchmaking.practice import AgainstArgs, choose_opponents
+
+    settings = ArenaSettings(data_dir=tmp_path / "data", cache_dir=tmp_path / "cache", history_repo=HISTORY)
+    said: list[str] = []
+    chosen = choose_opponents(field["api"], AgainstArgs((), 2), settings=settings, say=said.append,
+                              mine=frozenset({"alice"}))
+    assert [o.id.policy_id for o in chosen] == ["carol/gatherer", "bob/wanderer"]
+    assert any("skipping alice/explorer@" in line and "your own" in line for line in said)
+
+
 @pytest.mark.slow  # real sandboxed matches: make test, not make check
 def test_against_named_and_top_plays_sandboxed_and_records_nothing(field, local_hub, tmp_path):
     api, sha = field["api"], field["sha"]
