@@ -3,16 +3,17 @@
 Usage::
 
     python -m matchmaking.submit FOLDER --repo OWNER/NAME [--hub URL] [--data DIR]
-                                        [--validate] [--message TEXT]
+                                        [--no-validate] [--message TEXT]
 
 (`nmmo-arena-submit` once the project is installed with `pip install .`.)
 
 1. **Checks**, in this process and without running the policy: the files that would be
    uploaded (as `upload_folder` lists them) go through discovery's own format and size
    checks (`matchmaking.hub.discovery.format_problem`, `size_problem`), and `policy.py` is
-   parsed, not imported, to see that it binds `Team`. `--validate` also plays the
-   Arena's 16-tick validation match in its sandbox (`matchmaking.service.validation`), exactly
-   as the Space will: the policy never runs in this process.
+   parsed, not imported, to see that it binds `Team`. Then it plays the Arena's 16-tick
+   validation match in its sandbox (`matchmaking.service.validation`), exactly as the Space
+   will (`--no-validate` skips it): the policy never runs in this process, and a broken
+   helper module, a missing package or malformed actions are found before the push.
 2. **The model card**: the submission tag (`NMMO_ARENA_TAG`, `nmmo-arena`) is added to
    `README.md`'s metadata with `huggingface_hub.ModelCard` (its other metadata and its
    text are kept); a folder without a `README.md` gets one.
@@ -64,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "embedded Hub of the Space whose data folder is NMMO_ARENA_DATA)")
     parser.add_argument("--data", type=Path, default=None, help="the Space's data folder, to find its embedded Hub "
                         "(default: NMMO_ARENA_DATA, as the Space reads it)")
-    parser.add_argument("--validate", action="store_true", help="also play the Arena's validation match in its sandbox "
-                        "before pushing (needs nmmo; about 10 s)")
+    parser.add_argument("--validate", action=argparse.BooleanOptionalAction, default=True,
+                        help="play the Arena's validation match in its sandbox before pushing, as the Space will (the "
+                        "default: about 10 s); --no-validate pushes without it")
     parser.add_argument("--message", default=None, help="the commit message (default: 'Submit FOLDER')")
     return parser
 

@@ -88,6 +88,7 @@ def test_a_folder_is_checked_tagged_pushed_and_discovered(space_hub, tmp_path):
     assert f"Repo: {space_hub['hub'].endpoint}/alice/walkers" in done.stdout
     assert "embedded Hub of the Space on" in done.stdout and "Submissions tab of http://127.0.0.1:7860" in done.stdout
     assert "Added the tag 'nmmo-arena'" in done.stdout
+    assert "Validated in the sandbox:" in done.stdout  # by default, as the Space will
     assert sorted(s.rfilename for s in info.siblings) == ["README.md", "policy.py"]  # no caches
     card = ModelCard.load(folder / "README.md")  # the card kept its metadata and text, and gained the tag
     assert card.data.tags == ["ppo", "nmmo-arena"] and card.data.team_name == "Far Walkers" and card.data.license == "mit"
@@ -97,8 +98,9 @@ def test_a_folder_is_checked_tagged_pushed_and_discovered(space_hub, tmp_path):
 
     with open(folder / "policy.py", "a") as f:
         f.write("# walk further\n")
-    again = submit(str(folder), "--repo", "alice/walkers", "--message", "second", data=space_hub["data"])
+    again = submit(str(folder), "--repo", "alice/walkers", "--message", "second", "--no-validate", data=space_hub["data"])
     assert again.returncode == 0 and "Added the tag" not in again.stdout  # tagged once
+    assert "Validated" not in again.stdout  # --no-validate skips the match
     titles = [c.title for c in api.list_repo_commits("alice/walkers")]
     assert titles[0] == "second" and f"Commit: {api.model_info('alice/walkers').sha}" in again.stdout
     same = submit(str(folder), "--repo", "alice/walkers", data=space_hub["data"])
