@@ -15,6 +15,9 @@ Every revision moves through::
     evaluating, qualified, evaluated -> error      repeated faults in matches
     rejected -> queued                             only a rejection by the Space's own size
                                                    limit, once that limit has changed
+    any of them -> withdrawn                       its repo no longer carries the Arena's tag
+                                                   (`python -m matchmaking.submit --withdraw`):
+                                                   out of every pool, its history kept
 
 `TRANSITIONS` is that diagram as data; `check_transition` enforces it for every new
 event. A new commit to a repo is a new revision with its own lifecycle; the older one
@@ -46,22 +49,27 @@ class Status(str, Enum):
     EVALUATED = "evaluated"
     QUALIFIED = "qualified"
     ERROR = "error"
+    WITHDRAWN = "withdrawn"
 
 
 #: Allowed changes of status (None: a revision not seen before).
+_OUT = frozenset({Status.WITHDRAWN})
+"""The owner may withdraw a revision from any status (its repo no longer carries the tag)."""
+
 TRANSITIONS: dict[Status | None, frozenset[Status]] = {
     None: frozenset({Status.QUEUED}),
-    Status.QUEUED: frozenset({Status.VALIDATING, Status.QUEUED}),
-    Status.VALIDATING: frozenset({Status.VALIDATING, Status.QUEUED, Status.EVALUATING, Status.REJECTED, Status.ERROR}),
-    Status.EVALUATING: frozenset({Status.QUALIFIED, Status.EVALUATED, Status.ERROR}),
-    Status.QUALIFIED: frozenset({Status.QUALIFIED, Status.ERROR}),
-    Status.EVALUATED: frozenset({Status.EVALUATED, Status.ERROR}),
-    Status.REJECTED: frozenset({Status.QUEUED}),
-    Status.ERROR: frozenset(),
+    Status.QUEUED: frozenset({Status.VALIDATING, Status.QUEUED}) | _OUT,
+    Status.VALIDATING: frozenset({Status.VALIDATING, Status.QUEUED, Status.EVALUATING, Status.REJECTED, Status.ERROR}) | _OUT,
+    Status.EVALUATING: frozenset({Status.QUALIFIED, Status.EVALUATED, Status.ERROR}) | _OUT,
+    Status.QUALIFIED: frozenset({Status.QUALIFIED, Status.ERROR}) | _OUT,
+    Status.EVALUATED: frozenset({Status.EVALUATED, Status.ERROR}) | _OUT,
+    Status.REJECTED: frozenset({Status.QUEUED}) | _OUT,
+    Status.ERROR: _OUT,
+    Status.WITHDRAWN: frozenset(),
 }
 
 #: Statuses after which a revision is never played again.
-FINAL = frozenset({Status.REJECTED, Status.ERROR})
+FINAL = frozenset({Status.REJECTED, Status.ERROR, Status.WITHDRAWN})
 
 #: Statuses of work the Space still owes a revision: resumed after a restart.
 IN_FLIGHT = frozenset({Status.QUEUED, Status.VALIDATING, Status.EVALUATING})
@@ -200,12 +208,12 @@ class RevisionState:
 
     def stale(self, event: StatusEvent) -> bool:
         """Whether `event` would put this revision behind where it stands: back from its
-        PvE verdict (qualified or evaluated) where the lifecycle allows no way back, or PvE
+        PvE verdict (qualified or evaluated) or its withdrawal where the lifecycle allows no way back, or PvE
         figures of fewer matches than it holds. Such an event comes from a writer that
         decided from less of the history than the dataset holds (two writers around a change
         of leader): it is not recorded, and a reader that meets one in older data keeps the
         more advanced state. (Earlier lifecycles allowed other changes, which still read.)"""
-        if self.status in VERDICTS and event.status not in TRANSITIONS[self.status]:
+        if self.status in VERDICTS | {Status.WITHDRAWN} and event.status not in TRANSITIONS[self.status]:
             return True
         return event.pve is not None and bool(self.pve) and pve_progress(event.pve) < pve_progress(self.pve)
 

@@ -4,6 +4,7 @@ Usage::
 
     python -m matchmaking.submit FOLDER --repo OWNER/NAME [--hub URL] [--data DIR]
                                         [--no-validate] [--message TEXT]
+    python -m matchmaking.submit --withdraw OWNER/NAME [--hub URL] [--data DIR]
 
 (`nmmo-arena-submit` once the project is installed with `pip install .`.)
 
@@ -36,11 +37,12 @@ import argparse
 import ast
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from huggingface_hub import HfApi, ModelCard, ModelCardData, get_token
-from huggingface_hub.errors import HfHubHTTPError, HFValidationError, RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, HFValidationError, RepositoryNotFoundError
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects, validate_repo_id
 
 from arena.errors import HubAuthError, NoHubError, SettingsError, SubmissionCheckError
@@ -59,8 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
         "to the Arena's Hub (the embedded one of a Space on this machine, or a real one).",
         epilog="Exit status: 0 pushed; 2 something to fix (the message says what); 1 the Hub failed otherwise.",
     )
-    parser.add_argument("folder", type=Path, help="the policy folder: policy.py at its root, plus what it loads")
-    parser.add_argument("--repo", required=True, help="the model repo to push to, OWNER/NAME (created if missing)")
+    parser.add_argument("folder", type=Path, nargs="?", help="the policy folder: policy.py at its root, plus what it loads")
+    parser.add_argument("--repo", help="the model repo to push to, OWNER/NAME (created if missing)")
+    parser.add_argument("--withdraw", metavar="OWNER/NAME", help="withdraw a submission instead: remove the Arena's tag "
+                        "from its model card (one commit); the Arena takes it out of every pool at its next look, and "
+                        "its matches stay in the history. Submit again (with the tag) to take part again")
     parser.add_argument("--hub", default=None, help="URL of the Hub (default: NMMO_ARENA_HUB, HF_ENDPOINT, else the "
                         "embedded Hub of the Space whose data folder is NMMO_ARENA_DATA)")
     parser.add_argument("--data", type=Path, default=None, help="the Space's data folder, to find its embedded Hub "
@@ -172,17 +177,54 @@ def push(target: HubTarget, folder: Path, repo_id: str, *, message: str) -> tupl
     Raises:
         `HubAuthError`: the Hub refused the token. `NoHubError`: it does not answer.
     """
-    token = target.token if target.token is not None else get_token()
-    if token is None:
-        raise HubAuthError(f"No token for {target.endpoint}: log in with `hf auth login` or set HF_TOKEN, then submit again.")
-    api = HfApi(endpoint=target.endpoint, token=token)
-    try:
+    api = _api(target)
+    with _hub_errors(target, repo_id):
         try:
             before = api.model_info(repo_id).sha
         except RepositoryNotFoundError:
             before = None
         sha = push_submission(api, repo_id, folder=folder, message=message)
         return sha, sha != before
+
+
+def withdraw(target: HubTarget, repo_id: str, *, tag: str) -> str | None:
+    """Remove `tag` from the repo's model card on the Hub, in one commit: the Arena withdraws
+    the submission at its next look (`matchmaking.service.submissions.sync`), its matches kept
+    in the history. Returns the commit's sha; None when the card carried no such tag.
+
+    Raises:
+        `SubmissionCheckError`: no such repo, or no model card. `HubAuthError`, `NoHubError`: as `push`.
+    """
+    api = _api(target)
+    with _hub_errors(target, repo_id):
+        try:
+            card = ModelCard.load(api.hf_hub_download(repo_id, CARD))
+        except RepositoryNotFoundError:
+            raise SubmissionCheckError(f"{target.endpoint} has no repo {repo_id}: check OWNER/NAME.") from None
+        except EntryNotFoundError:
+            raise SubmissionCheckError(f"{repo_id} has no {CARD}, so no tag: it is not a submission.") from None
+        tags = card.data.tags or []
+        tags = [tags] if isinstance(tags, str) else list(tags)
+        if tag not in tags:
+            return None
+        card.data.tags = [t for t in tags if t != tag]
+        info = api.upload_file(path_or_fileobj=str(card).encode(), path_in_repo=CARD, repo_id=repo_id,
+                               commit_message="Withdraw from the NMMO Arena")
+        return info.oid
+
+
+def _api(target: HubTarget) -> HfApi:
+    token = target.token if target.token is not None else get_token()
+    if token is None:
+        raise HubAuthError(f"No token for {target.endpoint}: log in with `hf auth login` or set HF_TOKEN, then try again.")
+    return HfApi(endpoint=target.endpoint, token=token)
+
+
+@contextmanager
+def _hub_errors(target: HubTarget, repo_id: str) -> Iterator[None]:
+    """The Hub's refusals and silence as the errors a submitter can act on."""
+    try:
+        yield
     except HfHubHTTPError as exc:
         if exc.response is not None and exc.response.status_code in (401, 403):
             whose = "the embedded Hub's token" if target.token is not None else "your token (HF_TOKEN or `hf auth login`)"
@@ -222,10 +264,15 @@ def _validate(folder: Path, ticks: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.withdraw is None and (args.folder is None or args.repo is None):
+        parser.error("give the policy FOLDER and --repo OWNER/NAME to submit (or --withdraw OWNER/NAME)")
     environ = dict(os.environ)
     if args.data is not None:
         environ["NMMO_ARENA_DATA"] = str(args.data)
+    if args.withdraw is not None:
+        return _withdraw(args, environ)
     try:
         settings = ArenaSettings.from_env(environ)
         repo_id = check_repo_id(args.repo)
@@ -252,6 +299,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Nothing changed since the last push of {repo_id} to {target.endpoint}: the Arena already has this revision.")
     print(f"Repo: {target.endpoint}/{repo_id}")
     print(f"Commit: {sha}")
+    print(watch_hint(target, repo_id))
+    return 0
+
+
+def _withdraw(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    try:
+        settings = ArenaSettings.from_env(environ)
+        repo_id = check_repo_id(args.withdraw)
+        target = find_hub(settings, hub=args.hub, environ=environ)
+        sha = withdraw(target, repo_id, tag=settings.submission_tag)
+    except (SettingsError, SubmissionCheckError, NoHubError, HubAuthError) as exc:
+        print(f"Not withdrawn. {exc}", file=sys.stderr)
+        return 2
+    except HfHubHTTPError as exc:
+        print(f"Not withdrawn: the Hub failed: {describe(exc)}", file=sys.stderr)
+        return 1
+    if sha is None:
+        print(f"{repo_id}'s card on {target.endpoint} carries no tag {settings.submission_tag!r}: it is not submitted.")
+    else:
+        print(f"Removed the tag {settings.submission_tag!r} from {repo_id}'s card (commit {sha}): the Arena withdraws it "
+              "at its next look; its matches stay in the history. Submit again to take part again.")
     print(watch_hint(target, repo_id))
     return 0
 

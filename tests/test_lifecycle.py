@@ -37,7 +37,7 @@ def test_every_status_is_reachable_and_final_ones_lead_nowhere_but_reconsiderati
     assert TRANSITIONS[Status.ERROR] == frozenset()
     assert TRANSITIONS[Status.EVALUATED] == {Status.EVALUATED, Status.ERROR}  # later PvE stages still played
     assert TRANSITIONS[Status.REJECTED] == {Status.QUEUED}  # only a size rejection, once the limit changed
-    assert FINAL == {Status.REJECTED, Status.ERROR}
+    assert FINAL == {Status.REJECTED, Status.ERROR, Status.WITHDRAWN}
 
 
 def test_the_log_refuses_transitions_the_lifecycle_does_not_allow(tmp_path):

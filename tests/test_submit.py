@@ -224,3 +224,33 @@ def test_the_about_tab_gives_the_command_and_where_the_hub_is(tmp_path):
     assert "embedded Hub at http://127.0.0.1:7861" in text and str(tmp_path / "data" / "local-hub-token") in text
     real = about_markdown(ArenaSettings(hub_endpoint="https://huggingface.co"), hub_url="https://huggingface.co")
     assert "Hub at **https://huggingface.co**" in real and "hf auth login" in real and "local-hub-token" not in real
+
+
+def test_withdraw_takes_a_submission_out_and_keeps_its_history(space_hub, tmp_path):
+    """`--withdraw OWNER/NAME` removes the Arena's tag from the card, in one commit; the
+    Space's next look withdraws the repo's latest revision (out of every pool, its history
+    kept); pushed again with the tag, the policy takes part again, as a new revision."""
+    from arena.lifecycle import Status
+    from history.statuses import StatusLog
+    from matchmaking.service.submissions import sync
+
+    api = space_hub["api"]
+    folder = team(tmp_path)
+    assert submit(str(folder), "--repo", "gina/walkers", "--no-validate", data=space_hub["data"]).returncode == 0
+    statuses = StatusLog(tmp_path / "statuses.jsonl")
+    (queued,) = sync(api, statuses, tag="nmmo-arena")
+    done = submit("--withdraw", "gina/walkers", data=space_hub["data"])
+    assert done.returncode == 0, done.stderr
+    assert "Removed the tag 'nmmo-arena' from gina/walkers's card" in done.stdout
+    assert [c.title for c in api.list_repo_commits("gina/walkers")][0] == "Withdraw from the NMMO Arena"
+    assert "nmmo-arena" not in (api.model_info("gina/walkers").tags or [])
+    assert sync(api, statuses, tag="nmmo-arena") == []
+    state = statuses.get(queued.id)
+    assert state.status is Status.WITHDRAWN and "no longer carries the tag" in state.reason
+    again = submit("--withdraw", "gina/walkers", data=space_hub["data"])
+    assert again.returncode == 0 and "carries no tag" in again.stdout  # nothing to do
+    assert submit("--withdraw", "gina/nothing", data=space_hub["data"]).returncode == 2  # no such repo: said so
+    # back in: the same policy, its card (with the tag, as the folder still has it) pushed again: a new revision
+    assert submit(str(folder), "--repo", "gina/walkers", "--no-validate", data=space_hub["data"]).returncode == 0
+    (back,) = sync(api, statuses, tag="nmmo-arena")
+    assert back.id != queued.id and back.status is Status.QUEUED and statuses.get(queued.id).status is Status.WITHDRAWN

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from arena.lifecycle import Status
 from arena.settings import ArenaSettings
 from arena.settling import Settling
 from leaderboard import meter
@@ -59,8 +60,9 @@ class TabContext:
         return gr.Markdown(self.filled(empty), visible=frame.empty and not filtered)
 
     def latest_players(self) -> set[str]:
-        """The players of every submission's latest revision."""
-        return {s.id.player for s in self.data.statuses() if s.latest}
+        """The players of every submission's latest revision, but those withdrawn (their
+        pages and matches stay; the tables' default view leaves them out)."""
+        return {s.id.player for s in self.data.statuses() if s.latest and s.status is not Status.WITHDRAWN}
 
     def settling(self) -> dict[str, Settling]:
         """The meter of every qualified revision (`leaderboard.meter`)."""

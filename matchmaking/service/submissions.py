@@ -24,7 +24,7 @@ from huggingface_hub import HfApi
 
 from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.policies import PolicyRef
-from arena.revision import Revision
+from arena.revision import Revision, is_builtin
 from history.statuses import StatusLog
 from matchmaking.hub.discovery import (
     CARD_FILE,
@@ -43,17 +43,22 @@ log = logging.getLogger(__name__)
 
 def sync(api: HfApi, statuses: StatusLog, *, tag: str, repo_ids: Iterable[str] | None = None) -> list[RevisionState]:
     """Discover tagged repos (every one, or only `repo_ids`, the repos a webhook named) and
-    queue every revision not seen before. Returns the new ones."""
+    queue every revision not seen before; withdraw the latest revision of a repo that no
+    longer carries the tag (or is gone). Returns the new ones."""
     if repo_ids is None:
         found = discover(api, tag=tag)
+        looked_at = {state.id.policy_id for state in statuses.states() if state.latest} | {s.id.policy_id for s in found}
     else:
-        found = [s for repo_id in sorted(set(repo_ids)) if (s := discover_repo(api, repo_id, tag=tag)) is not None]
+        looked_at = set(repo_ids)
+        found = [s for repo_id in sorted(looked_at) if (s := discover_repo(api, repo_id, tag=tag)) is not None]
+    _withdraw_untagged(api, statuses, tag=tag, repos=looked_at - {s.id.policy_id for s in found})
     new = []
     for submission in found:
         if statuses.get(submission.id) is not None:
             continue
         latest = next((s for s in statuses.states() if s.id.policy_id == submission.id.policy_id and s.latest), None)
-        if latest is not None and submission.content and latest.submission.content == submission.content:
+        if (latest is not None and latest.status is not Status.WITHDRAWN and submission.content
+                and latest.submission.content == submission.content):
             # only the model card changed (the owner merged the Arena's results pull request, or
             # edited the description): the same policy keeps its revision, its results and its place
             (log.info if repo_ids is not None else log.debug)(
@@ -63,6 +68,22 @@ def sync(api: HfApi, statuses: StatusLog, *, tag: str, repo_ids: Iterable[str] |
         new.append(statuses.record(submission.id, Status.QUEUED, "waiting for validation",
                                    submission=submission.info()))
     return new
+
+
+def _withdraw_untagged(api: HfApi, statuses: StatusLog, *, tag: str, repos: Iterable[str]) -> None:
+    """Withdraw the latest revision of each of `repos` that the Hub confirms no longer
+    carries `tag` (or holds no more): out of every pool and queue, its history kept. Asked
+    of the repo itself, one at a time: a listing that came back short never withdraws."""
+    for repo_id in sorted(repos):
+        if is_builtin(repo_id):
+            continue
+        latest = next((s for s in statuses.states() if s.id.policy_id == repo_id and s.latest), None)
+        if latest is None or latest.status is Status.WITHDRAWN or discover_repo(api, repo_id, tag=tag) is not None:
+            continue
+        statuses.record(latest.id, Status.WITHDRAWN,
+                        f"Withdrawn: the repo no longer carries the tag {tag!r}. Its matches stay in the history; push "
+                        "a commit with the tag to take part again.")
+        log.info("%s@%s withdrawn: its repo no longer carries the tag %r", repo_id, latest.id.short, tag)
 
 
 @dataclass
