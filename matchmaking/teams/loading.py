@@ -2,19 +2,83 @@
 
 Call it only inside the process meant to host the team: a sandbox process for untrusted
 policies (`matchmaking.sandbox.worker`), the match's own process for the Arena's built-ins.
+
+What a policy may import is the contract's (`IMPORTABLE`, as docs/participants.md lists
+it): the standard library, its own folder's modules, and the packages the Arena installs
+for it. An `import` in the policy's own files of anything else fails as a missing module
+would (a `try: import x except ImportError:` fallback still works), with a message that
+says what is allowed, even where the package happens to be installed for the Arena's own
+use (pandas, scipy): a policy that validates here runs on any Space.
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import importlib.util
+import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from arena.errors import PolicyLoadError
 from arena.policies import POLICY_FILE
+
+#: Packages beyond the standard library a policy may import: what the Arena installs and
+#: preloads for it (`requirements.txt`), with what the docs say of each.
+IMPORTABLE: dict[str, str] = {
+    "numpy": "nmmo's pin",
+    "torch": "CPU build; one intra-op and one inter-op thread",
+    "onnxruntime": "`CPUExecutionProvider`; sessions get one thread",
+    "nmmo": "with its `scripted` baselines",
+    "scripted": "nmmo's scripted baselines (installed with nmmo)",
+}
+
+
+class _ImportGuard:
+    """`builtins.__import__`, refusing the policies' own files what the contract does not
+    allow (installed once per process; each loaded policy folder is registered)."""
+
+    def __init__(self) -> None:
+        self.folders: dict[str, frozenset[str]] = {}
+        """Each policy folder (resolved, with a trailing separator) -> its own top-level module names."""
+        self.lock = threading.Lock()
+        self.original = builtins.__import__
+
+    def register(self, folder: Path) -> None:
+        own = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
+        with self.lock:
+            self.folders[os.path.join(os.path.realpath(folder), "")] = frozenset(own)
+            if builtins.__import__ is not self:
+                builtins.__import__ = self
+
+    def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level == 0 and globals:
+            where = globals.get("__file__") or ""
+            if where and self.folders:
+                top = name.partition(".")[0]
+                here = os.path.realpath(where)
+                for folder, own in self.folders.items():
+                    if here.startswith(folder) and not allowed(top, own):
+                        raise ModuleNotFoundError(refusal(top, os.path.relpath(here, folder)), name=top)
+        return self.original(name, globals, locals, fromlist, level)
+
+
+def allowed(top: str, own: frozenset[str] = frozenset()) -> bool:
+    """Whether a policy may import the top-level module `top` (its own modules are `own`)."""
+    return top in sys.stdlib_module_names or top in IMPORTABLE or top in own or top == "__future__"
+
+
+def refusal(top: str, where: str) -> str:
+    """Why `import top` in the policy's file `where` fails, and what to do."""
+    return (f"{where} imports {top!r}, which the Arena does not provide to policies. A policy may import the Python "
+            f"standard library, the modules of its own folder, and {', '.join(sorted(IMPORTABLE))} "
+            "(docs/participants.md, 'Writing a policy'): vendor a small pure-Python dependency into your folder.")
+
+
+_GUARD = _ImportGuard()
 
 #: Constructor of a team: `(team_id, env_config) -> object with act()`.
 TeamFactory = Callable[[int, dict[str, Any]], Any]
@@ -33,6 +97,7 @@ def load_team_class(path: Path) -> type:
     file = Path(path) / POLICY_FILE
     if not file.is_file():
         raise PolicyLoadError(f"{file} does not exist: a policy folder must hold {POLICY_FILE}.")
+    _GUARD.register(file.parent)
     module_name = f"arena_policy_{hashlib.sha1(str(file).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(module_name, file)
     assert spec is not None and spec.loader is not None
