@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,10 +40,16 @@ from history.store.layout import (
     upgraded,
 )
 
-if TYPE_CHECKING:  # history.remote reads the store's layout
-    from history.remote import HubFiles
-
 log = logging.getLogger(__name__)
+
+
+class RemoteFiles(Protocol):
+    """Where a match's replay and logs are read from when this folder lacks them (a Space
+    restored on an empty disk copies none): `history.remote.HubFiles`, the dataset by range."""
+
+    def replay(self, match_id: str, *, started_at: str) -> bytes | None: ...
+
+    def logs(self, match_id: str, *, started_at: str) -> bytes | None: ...
 
 
 class HistoryReader:
@@ -51,12 +57,12 @@ class HistoryReader:
 
     Args:
         root (`Path`): the history folder.
-        remote (`HubFiles`, *optional*): where replays and logs not in this folder are read
+        remote (`RemoteFiles`, *optional*): where replays and logs not in this folder are read
             from, by range (`history.remote.HubFiles` of the dataset): a Space restored on an
             empty disk copies no replay (`history.restore`). None: this folder only.
     """
 
-    def __init__(self, root: Path, *, remote: HubFiles | None = None):
+    def __init__(self, root: Path, *, remote: RemoteFiles | None = None):
         # The reader rereads a table that only grows. pyarrow's default allocator (mimalloc)
         # keeps every segment it has used, so a Space's memory grew with each reread (about
         # 170 KB a match in `bench.soak`, flat with the system allocator). One allocator per

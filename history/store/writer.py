@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,10 +38,7 @@ from history.store.layout import (
     dedupe,
     parquet_writer,
 )
-from history.store.reader import HistoryReader
-
-if TYPE_CHECKING:  # history.remote reads the store's layout
-    from history.remote import HubFiles
+from history.store.reader import HistoryReader, RemoteFiles
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +62,7 @@ class HistoryStore(HistoryReader):
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.time, durable: bool = True,
                  writer: str | None = None, legacy: bool = True, on_stage: StageHook | None = None,
-                 remote: HubFiles | None = None):
+                 remote: RemoteFiles | None = None):
         super().__init__(root, remote=remote)
         self.clock = clock
         self.durable = durable
