@@ -15,6 +15,11 @@ class PolicyNotFoundError(ArenaError, LookupError):
     """A policy reference names nothing: no such folder, built-in or `policy.py`."""
 
 
+class ImportNotAllowedError(ArenaError, ModuleNotFoundError):
+    """A policy's own file imports a module the contract does not provide to policies. A
+    `ModuleNotFoundError`, so that a policy's `except ImportError:` fallback still works."""
+
+
 class PolicyLoadError(ArenaError, ImportError):
     """A policy's `policy.py` failed to import or does not define the contract's `Team`."""
 

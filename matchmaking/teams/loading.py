@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arena.errors import PolicyLoadError
+from arena.errors import ImportNotAllowedError, PolicyLoadError
 from arena.policies import POLICY_FILE
 
 #: Packages beyond the standard library a policy may import: what the Arena installs and
@@ -62,7 +62,7 @@ class _ImportGuard:
                 here = os.path.realpath(where)
                 for folder, own in self.folders.items():
                     if here.startswith(folder) and not allowed(top, own):
-                        raise ModuleNotFoundError(refusal(top, os.path.relpath(here, folder)), name=top)
+                        raise ImportNotAllowedError(refusal(top, os.path.relpath(here, folder)), name=top)
         return self.original(name, globals, locals, fromlist, level)
 
 
