@@ -40,7 +40,7 @@ from leaderboard.exposure import (
     revision_exposure,
 )
 from leaderboard.refresher import StandingsRefresher
-from tests_support import SCREENSHOTS, TESTS, serve_app
+from tests_support import SCREENSHOTS, TESTS, UI_WAIT_MS, serve_app
 
 SCRIPT = TESTS.parent / "examples" / "recompute_exposure.py"
 
@@ -336,19 +336,19 @@ def _cells(page, elem_id: str) -> list[str]:
 def test_the_policy_page_shows_the_ledger(browser, app):
     context, page, errors = _policy_page(browser, app)
     choice = page.locator("#policy-choice input").first
-    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=20000)  # filled at page load
+    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=UI_WAIT_MS)  # filled at page load
     note = page.locator("#policy-exposure-note")
-    note.get_by_text("Ratings and means rest on").wait_for(timeout=15000)  # the ledger of the policy it opened on
+    note.get_by_text("Ratings and means rest on").wait_for(timeout=UI_WAIT_MS)  # the ledger of the policy it opened on
     choice.click()
     choice.fill(player(ALICE_1))
     choice.press("Enter")
-    note.get_by_text(f"{player(ALICE_1)} played").wait_for(timeout=15000)
+    note.get_by_text(f"{player(ALICE_1)} played").wait_for(timeout=UI_WAIT_MS)
     assert "8 PvP" in note.inner_text() and "stage 1: 4, stage 2: 2" in note.inner_text()
-    page.locator("#policy-exposure").get_by_role("gridcell", name="PvE", exact=True).first.wait_for(timeout=15000)
+    page.locator("#policy-exposure").get_by_role("gridcell", name="PvE", exact=True).first.wait_for(timeout=UI_WAIT_MS)
     tracks = _cells(page, "policy-exposure")
     pve = tracks.index("PvE")
     assert tracks[pve:pve + 2] == ["PvE", "6"] and tracks[pve - 8:pve - 6] == ["PvP", "8"], tracks
-    page.locator("#policy-exposure-opponents").get_by_role("gridcell", name=player(BOB)).first.wait_for(timeout=15000)
+    page.locator("#policy-exposure-opponents").get_by_role("gridcell", name=player(BOB)).first.wait_for(timeout=UI_WAIT_MS)
     opponents = _cells(page, "policy-exposure-opponents")
     bob = opponents.index(player(BOB))
     assert opponents[bob - 1:bob + 3] == ["PvP", player(BOB), "8", "8"], opponents
@@ -365,9 +365,9 @@ def test_the_policy_page_shows_the_ledger(browser, app):
 @pytest.mark.browser
 def test_the_policy_page_without_data_says_what_will_fill_the_ledger(browser, empty_app):
     context, page, errors = _policy_page(browser, empty_app)
-    page.locator("#policy-empty").wait_for(state="visible", timeout=15000)
+    page.locator("#policy-empty").wait_for(state="visible", timeout=UI_WAIT_MS)
     note = page.locator("#policy-exposure-note")
-    note.wait_for(state="visible", timeout=15000)
+    note.wait_for(state="visible", timeout=UI_WAIT_MS)
     assert "exposure" in note.inner_text().lower() and len(note.inner_text()) > 60
     for table in ("#policy-exposure", "#policy-exposure-seats", "#policy-exposure-opponents"):
         assert not page.locator(table).is_visible(), table

@@ -16,7 +16,7 @@ from arena.errors import NotEnoughMatchesError
 from arena.luck import SHARE_GROUPS, decompose, fit_effects, luck_report, seats
 from arena.schema import rows
 from arena.simulation import Population, SeatEffects, play, random_history, seated_history
-from tests_support import TESTS
+from tests_support import TESTS, UI_WAIT_MS
 
 MAPS = 8
 
@@ -207,7 +207,7 @@ def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
         page.goto(f"http://127.0.0.1:{port}/")
         page.get_by_role("tab", name="About / Submit").click()
         section = page.locator("#about-luck")
-        section.get_by_text("How much is luck?").wait_for(timeout=20000)
+        section.get_by_text("How much is luck?").wait_for(timeout=UI_WAIT_MS)
         text = section.inner_text()
         assert "From the latest 20 full matches" in text and "spawn side" in text and "unexplained" in text
         page.close()

@@ -18,7 +18,7 @@ from history.store import HistoryStore
 from leaderboard import meter, tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings import compute
-from tests_support import SCREENSHOTS, serve_app
+from tests_support import SCREENSHOTS, UI_WAIT_MS, serve_app
 
 
 def qualified(player: str, *, latest: bool = True, status: Status = Status.QUALIFIED) -> RevisionState:
@@ -122,22 +122,22 @@ def test_the_pvp_table_and_the_policy_page_show_the_meter(browser, app):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     table = page.locator("#pvp-table")
-    table.get_by_role("columnheader", name="Settling").first.wait_for(timeout=20000)
-    table.get_by_role("gridcell", name="settled", exact=True).first.wait_for(timeout=20000)
+    table.get_by_role("columnheader", name="Settling").first.wait_for(timeout=UI_WAIT_MS)
+    table.get_by_role("gridcell", name="settled", exact=True).first.wait_for(timeout=UI_WAIT_MS)
     search = page.locator("#pvp-search textarea, #pvp-search input").first
     search.fill(provisional.split("@")[0])  # the table shows its rows as you scroll: bring this one up
-    table.get_by_role("gridcell", name=readings[provisional].text(), exact=True).first.wait_for(timeout=20000)
+    table.get_by_role("gridcell", name=readings[provisional].text(), exact=True).first.wait_for(timeout=UI_WAIT_MS)
     page.screenshot(path=str(SCREENSHOTS / "pvp-settling.png"), full_page=False)
     search.fill("")
 
     page.get_by_role("tab", name="Policy").click()
     choice = page.locator("#policy-choice input").first
-    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=20000)
+    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=UI_WAIT_MS)
     choice.click()
     choice.fill(provisional)
     choice.press("Enter")
     line = page.locator("#policy-settling")
-    line.get_by_text("PvP rank: provisional").wait_for(timeout=15000)
+    line.get_by_text("PvP rank: provisional").wait_for(timeout=UI_WAIT_MS)
     assert readings[provisional].text() in line.inner_text()
     page.screenshot(path=str(SCREENSHOTS / "policy-settling.png"), full_page=False)
     assert errors == [], errors

@@ -28,7 +28,7 @@ from matchmaking.engine.match import MatchSpec, policies_for, run_match
 from matchmaking.service.live import REPORT_EVERY_S, LiveBoard
 from matchmaking.service.pve_queue import PveWork, forecast
 from matchmaking.teams.factory import in_process_host
-from tests_support import SCREENSHOTS, free_port, record_lifecycle, serve_app
+from tests_support import SCREENSHOTS, UI_WAIT_MS, free_port, record_lifecycle, serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -136,12 +136,12 @@ def test_tabs_and_filters(page):
     page.get_by_role("tab", name="PvP leaderboard").click()
     before = len(page.locator("#pvp-table").get_by_role("row").all())
     page.locator("#pvp-search textarea, #pvp-search input").first.fill("alice")
-    page.wait_for_function(f"() => document.querySelectorAll('#pvp-table [role=row]').length < {before}", timeout=15000)
+    page.wait_for_function(f"() => document.querySelectorAll('#pvp-table [role=row]').length < {before}", timeout=UI_WAIT_MS)
     cells = " ".join(visible_cells(page, "pvp-table"))
     assert STRONG in cells and WEAK not in cells
     page.locator("#pvp-search textarea, #pvp-search input").first.fill("")
     page.locator("#pvp-min-matches input").fill("1000")  # nobody played that much: only the header remains
-    page.wait_for_function("() => document.querySelectorAll('#pvp-table [role=gridcell]').length === 0", timeout=15000)
+    page.wait_for_function("() => document.querySelectorAll('#pvp-table [role=gridcell]').length === 0", timeout=UI_WAIT_MS)
     page.get_by_role("tab", name="PvE").click()
     page.locator("#builtin-table").get_by_role("gridcell", name="builtin:elite").wait_for()
 
@@ -149,18 +149,18 @@ def test_tabs_and_filters(page):
 def test_a_replay_plays_and_scrubs(page, app):
     page.get_by_role("tab", name="Matches").click()
     page.locator("#matches-table").get_by_role("gridcell", name=app["real"].match_id).first.click()
-    page.wait_for_function("() => window.__replayReady === true", timeout=20000)
+    page.wait_for_function("() => window.__replayReady === true", timeout=UI_WAIT_MS)
     assert page.evaluate("window.__replayLoadMs") < 1000  # first frame within 1 s of choosing
     overview = page.locator("#replay-viewer .nr-overview")
     first = overview.screenshot()
     page.locator("#replay-viewer .nr-play").click()
-    page.wait_for_function("() => window.__replayTick >= 20", timeout=20000)
+    page.wait_for_function("() => window.__replayTick >= 20", timeout=UI_WAIT_MS)
     assert overview.screenshot() != first  # the canvas changes as the match plays
     page.locator("#replay-viewer .nr-play").click()  # pause
     page.evaluate(
         "() => { const s = document.querySelector('#replay-viewer .nr-scrub'); s.value = '45'; s.dispatchEvent(new Event('input')); }"
     )
-    page.wait_for_function("() => window.__replayTick === 45", timeout=5000)
+    page.wait_for_function("() => window.__replayTick === 45", timeout=UI_WAIT_MS)
     assert "tick 45 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
     assert "health" in page.locator("#replay-viewer .nr-panel").inner_text()
 
@@ -170,11 +170,11 @@ def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
     page.get_by_role("tab", name="Replay").click()
     page.locator("#replay-match textarea, #replay-match input").first.fill("sim-0000000")
     page.locator("#replay-load").click()
-    page.wait_for_function("() => typeof window.__replayError === 'string'", timeout=20000)
+    page.wait_for_function("() => typeof window.__replayError === 'string'", timeout=UI_WAIT_MS)
     status = page.locator("#replay-viewer .nr-status").inner_text()
     assert "damaged and cannot be played" in status and "loading" not in status
     page.screenshot(path=str(SHOTS / "replay-damaged.png"), full_page=True)
-    page.wait_for_function("() => document.querySelector('#operator-status').innerText.includes('quarantine')", timeout=20000)
+    page.wait_for_function("() => document.querySelector('#operator-status').innerText.includes('quarantine')", timeout=UI_WAIT_MS)
 
 
 @pytest.fixture(scope="module")
@@ -221,15 +221,15 @@ def test_headers_wrap_between_words_never_letter_by_letter(page):
 def test_the_policy_tab_opens_on_a_policy_and_draws_it(page):
     page.get_by_role("tab", name="Policy").click()
     choice = page.locator("#policy-choice input").first
-    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=20000)  # filled at page load
+    page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=UI_WAIT_MS)  # filled at page load
     assert choice.input_value().startswith(STRONG)  # the PvP leader
-    page.locator("#policy-recent").get_by_role("gridcell").first.wait_for(timeout=15000)
-    page.locator("#policy-rating canvas, #policy-rating svg").first.wait_for(timeout=15000)
+    page.locator("#policy-recent").get_by_role("gridcell").first.wait_for(timeout=UI_WAIT_MS)
+    page.locator("#policy-rating canvas, #policy-rating svg").first.wait_for(timeout=UI_WAIT_MS)
 
 
 def test_now_playing_and_the_queue_with_its_estimate(page):
     playing = page.locator("#now-playing")
-    playing.get_by_text("PvE stage 1").wait_for(timeout=10000)
+    playing.get_by_text("PvE stage 1").wait_for(timeout=UI_WAIT_MS)
     text = playing.inner_text()
     assert "tick 512 of 1024 (50%)" in text and "against 15 built-in teams" in text
     assert playing.locator("a", has_text="erin/pending").count() == 1
@@ -256,7 +256,7 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
             for tab, note in (("PvP leaderboard", "#pvp-empty"), ("PvE", "#pve-empty"), ("Submissions", "#submissions-empty"),
                               ("Matches", "#matches-empty"), ("Policy", "#policy-empty")):
                 page.get_by_role("tab", name=tab).click()
-                page.locator(note).wait_for(state="visible", timeout=30000)
+                page.locator(note).wait_for(state="visible", timeout=UI_WAIT_MS)
                 assert len(page.locator(note).inner_text()) > 40, tab  # says what will fill it, and how
                 headers = " ".join(page.locator("th").all_inner_texts())
                 assert not re.search(r"(^|\s)1\s+2\s+3(\s|$)", headers), (tab, headers)  # no placeholder headers
@@ -317,7 +317,7 @@ def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
     page.get_by_role("tab", name="Replay").click()
     page.locator("#replay-match textarea, #replay-match input").first.fill(app["real"].match_id)
     page.locator("#replay-load").click()
-    page.wait_for_function("() => window.__replayReady === true", timeout=20000)
+    page.wait_for_function("() => window.__replayReady === true", timeout=UI_WAIT_MS)
     assert page.evaluate("window.__replayLoadMs") < 1000
     assert "tick 0 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
     context.close()
@@ -349,7 +349,7 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
                  ("Matches", "#matches-empty"))
         for tab, note in notes:
             page.get_by_role("tab", name=tab).click()
-            page.locator(note).wait_for(state="visible", timeout=30000)
+            page.locator(note).wait_for(state="visible", timeout=UI_WAIT_MS)
             assert "This table is being restored from the history dataset" in page.locator(note).inner_text(), tab
             assert "4,100 of about 10,000 matches" in page.locator(note).inner_text()
         assert "Restoring 4,100 of about 10,000" in page.locator("#operator-status").inner_text()
@@ -358,11 +358,11 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
         state["line"] = None  # restored
         page.reload()
         page.get_by_role("tab", name="PvP leaderboard").wait_for()
-        page.locator("#pvp-empty").wait_for(state="visible", timeout=30000)
+        page.locator("#pvp-empty").wait_for(state="visible", timeout=UI_WAIT_MS)
         assert "No PvP matches yet" in page.locator("#pvp-empty").inner_text()
         # The status line is a callable value: the page first shows the value Gradio rendered
         # at build time and replaces it when the load event answers, so wait for the answer.
-        expect(page.locator("#operator-status")).not_to_contain_text("Restoring", timeout=30000)
+        expect(page.locator("#operator-status")).not_to_contain_text("Restoring", timeout=UI_WAIT_MS)
         expect(page.locator("#operator-status")).to_contain_text("0 files waiting to be pushed")
         assert errors == [], errors
         context.close()
@@ -392,7 +392,7 @@ def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoi
         page = context.new_page()
         page.goto(url)
         banner = page.locator("#isolation-banner [role=alert]")
-        banner.wait_for(state="visible", timeout=30000)
+        banner.wait_for(state="visible", timeout=UI_WAIT_MS)
         assert "isolation missing on this Space (files), and submitted code runs anyway" in banner.inner_text()
         assert "rgb(176, 0, 32)" in banner.evaluate("e => getComputedStyle(e).backgroundColor")
         assert "Isolation MISSING (files MISSING, network held" in page.locator("#operator-status").inner_text()
@@ -402,12 +402,12 @@ def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoi
         assert answer["mechanisms"]["network"]["held"] and len(answer["probes"]) == len(PROBES)
         state["report"] = IsolationReport("strict", probes, {}, {}).to_dict()
         page.reload()
-        expect(page.locator("#isolation-banner")).to_contain_text("submitted code does not run here", timeout=10000)
+        expect(page.locator("#isolation-banner")).to_contain_text("submitted code does not run here", timeout=UI_WAIT_MS)
         page.screenshot(path=str(SHOTS / "isolation-strict.png"))
         state["report"] = IsolationReport("strict", tuple(ProbeResult(n, False, "stopped") for n in PROBES)).to_dict()
         page.reload()
         page.get_by_role("tab", name="PvP leaderboard").wait_for()
-        expect(page.locator("#isolation-banner [role=alert]")).to_have_count(0, timeout=10000)  # all hold: no banner
+        expect(page.locator("#isolation-banner [role=alert]")).to_have_count(0, timeout=UI_WAIT_MS)  # all hold: no banner
         context.close()
     finally:
         demo.close()

@@ -15,7 +15,7 @@ from history.store import HistoryStore
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.teams.factory import in_process_host
-from tests_support import SCREENSHOTS, serve_app
+from tests_support import SCREENSHOTS, UI_WAIT_MS, serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -79,8 +79,8 @@ def test_the_tab_draws_a_policy_from_its_replays(browser, app):
     chooser.click()
     page.get_by_role("option", name="builtin:elite").click()
     for plot in PLOTS:
-        page.locator(f"#{plot} .js-plotly-plot .main-svg").first.wait_for(timeout=20000)
-    page.locator("#analytics-summary").get_by_text("2 matches analysed").wait_for(timeout=10000)
+        page.locator(f"#{plot} .js-plotly-plot .main-svg").first.wait_for(timeout=UI_WAIT_MS)
+    page.locator("#analytics-summary").get_by_text("2 matches analysed").wait_for(timeout=UI_WAIT_MS)
     assert not page.locator("#analytics-empty").is_visible()
     page.wait_for_timeout(800)  # plotly finishes drawing
     for plot in PLOTS:
@@ -92,7 +92,7 @@ def test_the_tab_draws_a_policy_from_its_replays(browser, app):
     page.locator("#analytics-match input").first.click()
     other = next(m.match_id for m in app["played"] if m.match_id != first)
     page.get_by_role("option", name=other).click()
-    page.locator("#analytics-trajectories").get_by_text(f"Trajectories in match {other}").wait_for(timeout=20000)
+    page.locator("#analytics-trajectories").get_by_text(f"Trajectories in match {other}").wait_for(timeout=UI_WAIT_MS)
     page.screenshot(path=str(SCREENSHOTS / "analytics-elite.png"), full_page=True)
     assert errors == [], errors
     context.close()
@@ -124,7 +124,7 @@ def test_an_empty_app_says_what_fills_the_tab(browser, empty_app):
     page.goto(empty_app)
     page.get_by_role("tab", name="Analytics").click()
     note = page.locator("#analytics-empty")
-    note.wait_for(state="visible", timeout=10000)
+    note.wait_for(state="visible", timeout=UI_WAIT_MS)
     assert "replay" in note.inner_text() and len(note.inner_text()) > 60
     page.screenshot(path=str(SCREENSHOTS / "analytics-empty.png"), full_page=True)
     context.close()

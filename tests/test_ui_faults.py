@@ -19,7 +19,7 @@ from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec
 from matchmaking.sandbox.host import sandboxed_host
 from matchmaking.service.executor import play_outcome
-from tests_support import POLICIES, SCREENSHOTS, free_port
+from tests_support import POLICIES, SCREENSHOTS, UI_WAIT_MS, free_port
 
 pytestmark = pytest.mark.browser
 
@@ -59,7 +59,7 @@ def viewer(browser, app):
     page.get_by_role("tab", name="Replay").click()
     page.locator("#replay-match textarea, #replay-match input").first.fill(app["result"].match_id)
     page.locator("#replay-load").click()
-    page.wait_for_function("() => window.__replayReady === true && window.__logsReady === true", timeout=30000)
+    page.wait_for_function("() => window.__replayReady === true && window.__logsReady === true", timeout=UI_WAIT_MS)
     yield page
     assert errors == [], errors
     context.close()
@@ -113,7 +113,7 @@ def test_the_faults_are_on_the_timeline_and_listed_per_team(viewer, app):
 def test_clicking_a_fault_jumps_to_its_tick_and_team(viewer):
     row = viewer.locator("#replay-viewer .nr-faults tr.nr-fault", has_text="TIMEOUT").first
     row.click()
-    viewer.wait_for_function("() => window.__replayTick === 9", timeout=5000)
+    viewer.wait_for_function("() => window.__replayTick === 9", timeout=UI_WAIT_MS)
     assert "tick 9 / 16" in viewer.locator("#replay-viewer .nr-tick").inner_text()
     assert "(team 0)" in viewer.locator("#replay-viewer .nr-panel").inner_text()  # follows the faulting team
     assert "nr-current" in (row.get_attribute("class") or "")
@@ -121,12 +121,12 @@ def test_clicking_a_fault_jumps_to_its_tick_and_team(viewer):
     assert "output during tick 9" in lines and "stdout | sleeping at tick 9" in lines and "stdout | woke up at tick 9" in lines
     viewer.locator("#replay-viewer").screenshot(path=str(SCREENSHOTS / "replay-fault-jump.png"))
     click_timeline_at(viewer, 5)  # the marker on the timeline
-    viewer.wait_for_function("() => window.__replayTick === 5", timeout=5000)
+    viewer.wait_for_function("() => window.__replayTick === 5", timeout=UI_WAIT_MS)
     viewer.locator("#replay-viewer .nr-jump-kind").select_option("faults")  # and previous / next, like kills
     viewer.locator("#replay-viewer .nr-next").click()
-    viewer.wait_for_function("() => window.__replayTick === 9", timeout=5000)
+    viewer.wait_for_function("() => window.__replayTick === 9", timeout=UI_WAIT_MS)
     viewer.locator("#replay-viewer .nr-prev").click()
-    viewer.wait_for_function("() => window.__replayTick === 5", timeout=5000)
+    viewer.wait_for_function("() => window.__replayTick === 5", timeout=UI_WAIT_MS)
 
 
 def test_the_log_download_holds_the_team_lines_with_their_ticks(viewer, app, tmp_path):

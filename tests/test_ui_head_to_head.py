@@ -15,7 +15,7 @@ from arena.simulation import Population, play
 from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard.tables import HEATMAP_TOP
-from tests_support import SCREENSHOTS, serve_app
+from tests_support import SCREENSHOTS, UI_WAIT_MS, serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -81,7 +81,7 @@ def _open(browser, url: str):
 def test_the_heatmap_shows_the_best_thirty_with_shares_counts_and_intervals(browser, app):
     context, page, errors = _open(browser, app)
     heatmap = page.locator("#h2h-heatmap table.h2h-heatmap")
-    heatmap.wait_for(timeout=15000)
+    heatmap.wait_for(timeout=UI_WAIT_MS)
     shown = HEATMAP_TOP  # 34 players in all: 3 in the cycle, a crowd of 30, one built-in
     assert page.locator("#h2h-heatmap td.h2h-cell").count() == shown * (shown - 1)
     assert page.locator("#h2h-heatmap td.h2h-self").count() == shown
@@ -126,7 +126,7 @@ def test_the_api_answers_every_pair_the_cycle_and_the_nash_average(app):
 def test_before_any_pvp_match_the_tab_says_what_will_fill_it(browser, empty_app):
     context, page, errors = _open(browser, empty_app)
     note = page.locator("#h2h-empty")
-    note.wait_for(state="visible", timeout=15000)
+    note.wait_for(state="visible", timeout=UI_WAIT_MS)
     assert "No PvP matches yet" in note.inner_text() and len(note.inner_text()) > 80
     assert page.locator("#h2h-heatmap td").count() == 0
     assert "none yet" in page.locator("#h2h-cycles").inner_text()

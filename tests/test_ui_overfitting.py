@@ -21,7 +21,7 @@ from history.statuses import StatusLog
 from history.store import HistoryStore
 from leaderboard import tables
 from leaderboard.standings import compute, far_threshold
-from tests_support import SCREENSHOTS, serve_app
+from tests_support import SCREENSHOTS, UI_WAIT_MS, serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -121,7 +121,7 @@ def _open(browser, url: str):
 def test_the_plot_draws_the_policies_and_names_the_far_one(browser, apps):
     context, page, errors = _open(browser, apps["data"])
     plot = page.locator("#overfitting-plot")
-    plot.locator(".main-svg").first.wait_for(timeout=90000)  # plotly drew it
+    plot.locator(".main-svg").first.wait_for(timeout=UI_WAIT_MS)  # plotly drew it
     texts = plot.locator("text").evaluate_all("els => els.map(e => e.textContent)")  # SVG text
     assert f"{OVERFIT}@sim" in texts and sum(t.endswith("/honest@sim") for t in texts) == 7, texts
     assert any("held-out maps" in t for t in texts)  # the axis and title say what is plotted
@@ -143,8 +143,8 @@ def test_the_plot_draws_the_policies_and_names_the_far_one(browser, apps):
 def test_the_plot_without_results_says_what_will_fill_it(browser, apps):
     context, page, errors = _open(browser, apps["empty"])
     note = page.locator("#overfitting-note")
-    note.wait_for(state="visible", timeout=60000)
-    page.wait_for_function("document.querySelector('#overfitting-note').innerText.includes('No policy')", timeout=60000)
+    note.wait_for(state="visible", timeout=UI_WAIT_MS)
+    page.wait_for_function("document.querySelector('#overfitting-note').innerText.includes('No policy')", timeout=UI_WAIT_MS)
     assert "PvE rank against its PvP rank on held-out maps" in note.inner_text()
     assert not page.locator("#overfitting-plot").is_visible()
     page.screenshot(path=str(SHOTS / "overfitting-empty.png"), full_page=True)

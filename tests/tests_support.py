@@ -72,6 +72,11 @@ def fault_of(result, name: str):
 
 # -- browser tests (Debian's Chromium through Playwright; never a downloaded browser) -----
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: How long a browser test waits for what a page should show: a page on a busy machine (two
+#: busy loops beside the suite, Chromium starved) once took 15 s to filter a table. A bound
+#: for the wait, not a measure: a test that times the page measures it itself.
+UI_WAIT_MS = 60_000
+
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 #: Where browser tests keep their screenshots (test artifacts).
