@@ -34,9 +34,11 @@ def test_every_status_is_reachable_and_final_ones_lead_nowhere_but_reconsiderati
                 reachable.add(nxt)
                 frontier.append(nxt)
     assert reachable - {None} == set(Status)
-    assert TRANSITIONS[Status.ERROR] == frozenset()
-    assert TRANSITIONS[Status.EVALUATED] == {Status.EVALUATED, Status.ERROR}  # later PvE stages still played
-    assert TRANSITIONS[Status.REJECTED] == {Status.QUEUED}  # only a size rejection, once the limit changed
+    assert TRANSITIONS[Status.ERROR] == {Status.WITHDRAWN}  # an owner may still withdraw it
+    assert TRANSITIONS[Status.WITHDRAWN] == frozenset()
+    assert TRANSITIONS[Status.EVALUATED] == {Status.EVALUATED, Status.ERROR, Status.WITHDRAWN}  # later PvE stages still played
+    assert TRANSITIONS[Status.REJECTED] == {Status.QUEUED, Status.WITHDRAWN}  # only a size rejection, once the limit changed
+    assert all(Status.WITHDRAWN in TRANSITIONS[s] for s in Status if s is not Status.WITHDRAWN)  # any revision can be withdrawn
     assert FINAL == {Status.REJECTED, Status.ERROR, Status.WITHDRAWN}
 
 
@@ -48,6 +50,9 @@ def test_the_log_refuses_transitions_the_lifecycle_does_not_allow(tmp_path):
     with pytest.raises(TransitionError, match="queued to evaluating; allowed: queued, validating"):
         log.record(Revision("a/b", SHA), Status.EVALUATING)
     record_lifecycle(log, "c/d", SHA, Status.ERROR, "broken")
+    with pytest.raises(TransitionError, match="error to queued; allowed: withdrawn"):
+        log.record(Revision("c/d", SHA), Status.QUEUED)
+    log.record(Revision("c/d", SHA), Status.WITHDRAWN, "withdrawn by its owner")
     with pytest.raises(TransitionError, match="it is final"):
         log.record(Revision("c/d", SHA), Status.QUEUED)
     assert [line for line in (tmp_path / "s.jsonl").read_text().splitlines()]  # refused events wrote nothing

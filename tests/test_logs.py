@@ -146,7 +146,7 @@ def test_a_writer_flooding_the_pipe_is_never_held_up():
 
 
 # -- real matches ----------------------------------------------------------------------
-CONFIG = MatchConfig(horizon=14, step_wall_timeout_s=1.0)
+CONFIG = MatchConfig(horizon=14, time_bank_s=0.4)
 
 
 @pytest.fixture(scope="module")

@@ -64,10 +64,11 @@ def test_anything_else_fails_validation_saying_what_is_allowed(tmp_path):
     use, and a policy that imports it is refused all the same, in its own files only."""
     report = validated(policy(tmp_path, "pandas", "import pandas\nOK = 1\n"))
     assert not report.ok
-    assert "policy.py imports 'pandas', which the Arena does not provide to policies" in report.reason
+    assert "a policy may not import 'pandas'" in report.reason and "(at policy.py:1)" in report.reason
+    assert "vendor a small pure-Python dependency" in report.reason
     assert all(name in report.reason for name in ("numpy", "torch", "onnxruntime", "nmmo", "standard library"))
     helper = validated(policy(tmp_path, "helper", "import helper\nOK = 1\n", **{"helper.py": "import scipy\n"}))
-    assert not helper.ok and "helper.py imports 'scipy'" in helper.reason
+    assert not helper.ok and "may not import 'scipy'" in helper.reason and "(at helper.py:1)" in helper.reason
 
 
 def test_a_fallback_for_a_missing_package_still_works(tmp_path):
@@ -81,3 +82,37 @@ def test_a_fallback_for_a_missing_package_still_works(tmp_path):
 def test_each_listed_package_imports_in_the_sandbox(tmp_path, name):
     report = validated(policy(tmp_path, f"uses-{name}", f"import {name}\nOK = 1\n"))
     assert report.ok, report.reason
+
+
+def test_the_docs_give_the_deadline_and_time_bank_the_runner_applies():
+    from matchmaking.engine.config import MatchConfig
+
+    config, text = MatchConfig(), " ".join(DOCS.read_text().split())
+    assert f"due within {config.step_timeout_s * 1000:.0f} ms" in text
+    assert f"time bank, {config.time_bank_s:.0f} s for the whole match" in text
+
+
+def test_a_policy_slower_than_the_deadline_every_tick_is_refused_with_its_figure(tmp_path):
+    """'Validation ... refuses a policy whose median tick, over a 1024-tick match, would
+    overdraw the bank, with the figure': 0.7 s a tick is 0.1 s over, 102 s a match."""
+    head = "import time\nOK = 1\n"
+    slow = TEAM.replace("        return {", "        time.sleep(0.7)\n        return {")
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "policy.py").write_text(head + slow)
+    report = validated(folder)
+    assert not report.ok and report.reason.startswith("TIMEOUT: act() took 7"), report.reason
+    assert "600 ms deadline" in report.reason and "more than the 60 s time bank" in report.reason
+    assert not report.faults  # each answer stood: the bank paid for it
+
+
+def test_the_odd_slow_tick_is_paid_from_the_bank(tmp_path):
+    """'the odd slow tick (a garbage collection, a first call that compiles) costs nothing'."""
+    head = "import time\nOK = 1\n"
+    once = TEAM.replace("        return {", "        if next(iter(observations.values()))['CurrentTick'] == 1:\n"
+                                          "            time.sleep(1.5)\n        return {")
+    folder = tmp_path / "once"
+    folder.mkdir()
+    (folder / "policy.py").write_text(head + once)
+    report = validated(folder)
+    assert report.ok and not report.faults, report.reason

@@ -48,7 +48,7 @@ BUILTINS = ("combat", "forage", "combat", "random", "forage")
 # hang_timeout_s: just past the wait for an answer. The hanging team's idle members starve by
 # tick 25, so it must be stopped within 21 ticks of tick 3's wait: 0.1 s is a few ticks of a
 # fast machine, and a busy machine's slower ticks only stop it sooner (at tick 4 at the latest)
-CONFIG = MatchConfig(horizon=60, step_wall_timeout_s=1.0, hang_timeout_s=1.1, max_faults_recorded=100, fault_message_chars=1000)
+CONFIG = MatchConfig(horizon=60, time_bank_s=0.4, hang_timeout_s=1.1, max_faults_recorded=100, fault_message_chars=1000)
 SECRET = "hf_arena_test_secret_4f1d9c"
 
 
@@ -171,7 +171,7 @@ class WokenWhenLeftBehind(SandboxedTeam):
 
 #: The sleeper's match: the default `hang_timeout_s` (10 s), far above anything it waits for;
 #: short of tick 25, when its idle members starve.
-SLEEPER_CONFIG = MatchConfig(horizon=16, step_wall_timeout_s=1.0, max_faults_recorded=100, fault_message_chars=1000)
+SLEEPER_CONFIG = MatchConfig(horizon=16, time_bank_s=0.4, max_faults_recorded=100, fault_message_chars=1000)
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,8 @@ def test_sleeping_past_the_deadline_costs_only_those_ticks(sleeper):
     assert result.ticks == SLEEPER_CONFIG.horizon
     assert team.fault_counts == {"TIMEOUT": 2}, faults
     # waited for once; then, still asleep, passed over without a wait
-    assert faults.startswith("3:TIMEOUT:no answer within 1.00 s / 4:TIMEOUT:still busy with tick 3 ("), faults
+    assert faults.startswith("3:TIMEOUT:no answer within 1.00 s (its deadline and the rest of its time bank) / "
+                             "4:TIMEOUT:still busy with tick 3 ("), faults
     assert host.woken_at == 4 and not host.stopped  # it woke up ...
     assert host.answered == [1, 2, *range(5, SLEEPER_CONFIG.horizon + 1)]  # ... and answered every later tick
 

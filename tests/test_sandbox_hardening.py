@@ -17,14 +17,15 @@ import pytest
 from arena.policies import builtin, local
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
-from matchmaking.sandbox.host import SANDBOX_ROOT, remove_stale_sandboxes, sandboxed_host
+from matchmaking.sandbox.host import sandboxed_host
+from matchmaking.sandbox.leftovers import SANDBOX_ROOT, remove_stale_sandboxes
 from matchmaking.sandbox.protocol import SHM_PREFIX, SharedBlock
 from matchmaking.teams.factory import in_process_host
 from tests_support import POLICIES, fault_of
 
 HOSTILE = ("nested_reply", "wrong_shape_reply", "wrong_time_reply", "oversized_reply", "disk_filler", "x32_fork")
 BYSTANDERS = ("combat", "forage", "random") * 3 + ("combat",)
-CONFIG = MatchConfig(horizon=30, step_wall_timeout_s=1.0, hang_timeout_s=2.0, max_faults_recorded=100, fault_message_chars=1000)
+CONFIG = MatchConfig(horizon=30, time_bank_s=0.4, hang_timeout_s=2.0, max_faults_recorded=100, fault_message_chars=1000)
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ def test_validation_accepts_good_and_rejects_bad_with_reasons(pushed, tmp_path):
     assert not (tmp_path / "downloads" / "carol/huge").exists()  # refused before downloading
     assert state["dave/broken"].status is Status.REJECTED
     assert "INIT while being built" in state["dave/broken"].reason
-    assert "ModuleNotFoundError" in state["dave/broken"].reason
+    assert "ImportNotAllowedError" in state["dave/broken"].reason
 
     # the log is the state: a new registry on the same file sees the same
     again = {s.id.policy_id: (s.status, s.reason) for s in StatusLog(tmp_path / "status.jsonl").states()}

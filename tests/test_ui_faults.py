@@ -23,7 +23,7 @@ from tests_support import POLICIES, SCREENSHOTS, UI_WAIT_MS, free_port
 
 pytestmark = pytest.mark.browser
 
-CONFIG = MatchConfig(horizon=16, step_wall_timeout_s=1.0)
+CONFIG = MatchConfig(horizon=16, time_bank_s=0.4)
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
 

@@ -39,19 +39,21 @@ class MatchConfig:
     and map pool play on the same map."""
 
     step_timeout_s: float = 0.6
-    """CPU time a team may spend answering one tick (the IJCAI budget). CPU rather than wall
-    time, so that a team is not punished for sharing a busy machine. A later answer is
-    dropped (the team's agents idle that tick) and recorded as a TIMEOUT fault."""
+    """The deadline of one tick's answer, in wall time (the IJCAI budget of 600 ms): what
+    `act()` takes beyond it is drawn from the team's `time_bank_s`."""
 
-    step_wall_timeout_s: float = 2.0
-    """Wall time the runner waits for an answer: catches teams that sleep, block or hang,
-    which use no CPU. Generous, because 16 teams share the machine's cores."""
+    time_bank_s: float = 60.0
+    """A team's overage for a whole match (Kaggle's): the time beyond its deadlines its
+    answers may take in all. It absorbs the odd slow tick (a garbage collection, a busy
+    machine) and no more: once it is spent, an answer later than the deadline is dropped
+    (the team's agents idle that tick) and recorded as a TIMEOUT fault, so that no team holds
+    a worker much longer than a normal match (at most this, and `max_timeouts` deadlines)."""
 
     max_timeouts: int = 5
-    """Times in one match the runner may wait out `step_wall_timeout_s` for a sandboxed
-    team before it stops the team for the rest of the match (a slow team must not hold
-    the match up; ticks on which the team is still busy with an earlier one cost no wait
-    and do not count, though its agents idle and each is a TIMEOUT fault)."""
+    """Times in one match the runner may wait out a sandboxed team's deadline with its bank
+    spent before it stops the team for the rest of the match (ticks on which the team is
+    still busy with an earlier one cost no wait and do not count, though its agents idle
+    and each is a TIMEOUT fault)."""
 
     hang_timeout_s: float = 10.0
     """A sandboxed team still busy with one tick after this long is stopped: it hangs."""
@@ -127,10 +129,12 @@ class MatchConfig:
             raise InvalidArgumentError(f"`horizon` must be between 1 and 1024 ticks, got {self.horizon}.")
         if self.map_pool < 1:
             raise InvalidArgumentError(f"`map_pool` must be at least 1, got {self.map_pool}.")
+        if self.time_bank_s < 0:
+            raise InvalidArgumentError(f"`time_bank_s` must be 0 or more seconds, got {self.time_bank_s}.")
         for name in ("log_head_bytes", "log_tail_bytes"):
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"`{name}` must be 0 or more bytes, got {getattr(self, name)}.")
-        for name in ("step_timeout_s", "step_wall_timeout_s", "init_timeout_s", "hang_timeout_s"):
+        for name in ("step_timeout_s", "init_timeout_s", "hang_timeout_s"):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"`{name}` must be positive, got {getattr(self, name)}.")
 

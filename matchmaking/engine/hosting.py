@@ -16,12 +16,15 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from arena.logs import TeamLog
 from arena.schema import Fault, FaultKind
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.observations import ObservationLayout
+
+_ARENA_CODE = str(Path(__file__).resolve().parents[2] / "matchmaking")
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,13 @@ class TeamHost(Protocol):
 
 def describe_exception(exc: BaseException, *, limit: int) -> str:
     """`Type: message (at file:line)`, cut to `limit` characters, for a fault record; the
-    line is that of the original error when `exc` wraps one (a policy's own line)."""
+    line is that of the original error when `exc` wraps one, and the last outside the
+    Arena's own code (a policy's own line, not the loader's or the import guard's)."""
     where = ""
     frames = traceback.extract_tb((exc.__cause__ or exc).__traceback__)
-    if frames:
-        last = frames[-1]
+    outside = [f for f in frames if not f.filename.startswith(_ARENA_CODE)] or frames
+    if outside:
+        last = outside[-1]
         where = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno})"
     text = f"{type(exc).__name__}: {exc}{where}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -94,7 +99,7 @@ class InProcessTeam(TeamHost):
     """A team whose code runs in the calling process (no isolation: trusted code only).
 
     Exceptions (and `SystemExit`) from the team's constructor, `reset` or `act` become
-    faults, and so does an answer over the CPU or wall-time budget. A team in an endless
+    faults, and so does an answer late beyond its time bank (`TimeBank`). A team in an endless
     loop cannot be stopped here, which is why untrusted teams use `matchmaking.sandbox.host`.
     """
 
@@ -103,6 +108,7 @@ class InProcessTeam(TeamHost):
         self.slot = slot
         self.config = slot.config
         self.team: Any = None
+        self.bank = TimeBank(slot.config)
         self._request: tuple[int, Mapping[int, Mapping[str, Any]]] | None = None
 
     def start(self) -> Fault | None:
@@ -126,13 +132,13 @@ class InProcessTeam(TeamHost):
         self._request = None
         # this thread's CPU, not the process's: the team runs here, beside the host's other
         # threads (a test run's leftover servers once charged a built-in 698 ms for one tick)
-        wall, cpu = time.perf_counter(), time.thread_time()
+        wall = time.perf_counter()
         try:
             actions = self.team.act(observations)
         except (Exception, SystemExit) as exc:  # noqa: BLE001
             return Answer(fault=Fault(tick, FaultKind.ERROR, describe_exception(exc, limit=self.config.fault_message_chars)))
-        over = over_budget(time.perf_counter() - wall, time.thread_time() - cpu, self.config)
-        return Answer(fault=Fault(tick, FaultKind.TIMEOUT, over)) if over else Answer(actions=actions)
+        late = self.bank.charge(time.perf_counter() - wall)
+        return Answer(fault=Fault(tick, FaultKind.TIMEOUT, late)) if late else Answer(actions=actions)
 
     def close(self) -> None:
         self.team = None
@@ -147,10 +153,32 @@ class InProcessTeam(TeamHost):
         return None  # it writes to the match's own output
 
 
-def over_budget(wall_s: float, cpu_s: float, config: MatchConfig) -> str:
-    """Why an answer broke the time limits, or "" if it did not."""
-    if cpu_s > config.step_timeout_s:
-        return f"act() used {cpu_s * 1000:.0f} ms of CPU, over the {config.step_timeout_s * 1000:.0f} ms limit"
-    if wall_s > config.step_wall_timeout_s:
-        return f"act() took {wall_s:.2f} s, over the {config.step_wall_timeout_s:.2f} s wall-time limit"
-    return ""
+class TimeBank:
+    """A team's time over a match: each answer's deadline (`step_timeout_s`, wall time), and
+    the overage it may draw beyond them in all (`time_bank_s`), as Kaggle's agents have."""
+
+    def __init__(self, config: MatchConfig):
+        self.deadline_s = config.step_timeout_s
+        self.left_s = config.time_bank_s
+
+    @property
+    def wait_s(self) -> float:
+        """How long the runner waits for an answer now: its deadline and what is left of the bank."""
+        return self.deadline_s + self.left_s
+
+    def charge(self, took_s: float) -> str:
+        """Charge an answer that took `took_s`: why it is late beyond what the bank covers
+        (the answer then stands no more), or "" if it stands."""
+        over = took_s - self.deadline_s
+        if over <= 0:
+            return ""
+        if over <= self.left_s:
+            self.left_s -= over
+            return ""
+        self.left_s = 0.0
+        return (f"act() took {took_s:.2f} s, over the {self.deadline_s * 1000:.0f} ms deadline, and the team's time bank "
+                "for the match is spent")
+
+    def spend(self) -> None:
+        """The runner waited the bank out for an answer that did not come."""
+        self.left_s = 0.0

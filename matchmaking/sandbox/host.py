@@ -31,7 +31,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -44,10 +43,10 @@ from arena.logs import BoundedLog, TeamLog
 from arena.policies import PolicyRef
 from arena.schema import Fault, FaultKind
 from matchmaking.engine.config import MatchConfig
-from matchmaking.engine.hosting import Answer, TeamHost, TeamSlot, over_budget
+from matchmaking.engine.hosting import Answer, TeamHost, TeamSlot, TimeBank
+from matchmaking.sandbox.leftovers import private_folder
 from matchmaking.sandbox.output import OutputCapture
 from matchmaking.sandbox.protocol import (
-    SHM_PREFIX,
     SharedBlock,
     parse_ready,
     parse_reply,
@@ -66,60 +65,6 @@ MEMORY_POLL_S = 0.05
 #: in s. Waited only when the pipe closed (a crash); the zygote reaps every 0.05 s, and a
 #: team that closed its pipe but lives on is stopped after this wait all the same.
 EXIT_REPORT_S = 2.0
-
-#: Where every team process's private working folder (and each zygote's home) is made:
-#: `<kind>-<pid of the match process>-<random>`, so that the folders of a match process
-#: killed before it could clean up are found and removed at the next start. One per user
-#: of the Arena; open to passing through (0711) and to nothing else, since a team that runs
-#: as its own user (`confine.team_ids`) must reach its folder, and only its folder.
-SANDBOX_ROOT = Path(tempfile.gettempdir()) / f"nmmo-arena-sandboxes-{os.getuid()}"
-
-
-def _private_folder(kind: str) -> Path:
-    SANDBOX_ROOT.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(SANDBOX_ROOT, 0o711)
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=SANDBOX_ROOT))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_sandboxes() -> int:
-    """Remove the working folders and shared-memory blocks of match processes that are
-    gone (killed with kill -9, say: their teams' folders and memory outlive them).
-    Returns how many were removed. Safe while other match processes run: only the
-    leftovers of dead processes are touched, and only this user's (another user's
-    Arena on the same machine keeps its own)."""
-    removed = 0
-    candidates = [(p, p.name.split("-")) for p in SANDBOX_ROOT.glob("*-*-*")] if SANDBOX_ROOT.is_dir() else []
-    shm = Path("/dev/shm")
-    if shm.is_dir():
-        candidates += [(p, ["shm", *p.name[len(SHM_PREFIX):].split("-")]) for p in shm.glob(f"{SHM_PREFIX}*")]
-    for path, parts in candidates:
-        try:
-            pid = int(parts[1])
-        except (IndexError, ValueError):
-            continue
-        try:
-            if _alive(pid) or path.lstat().st_uid != os.getuid():
-                continue
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
-        except OSError:  # gone meanwhile, or not ours to remove
-            continue
-        removed += 1
-    return removed
-
-
 
 def protect_process() -> None:
     """Make this process's `/proc` entries (environ, memory) unreadable to its children.
@@ -169,7 +114,7 @@ class _Zygote:
     def __init__(self) -> None:
         self.owner = os.getpid()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        home = self.home = _private_folder("zygote")
+        home = self.home = private_folder("zygote")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "matchmaking.sandbox.zygote", str(theirs.fileno())],
             env=_clean_environment(home),
@@ -251,6 +196,7 @@ class SandboxedTeam(TeamHost):
         self._busy_fault: Fault | None = None
         self._crash_fault: Fault | None = None
         self._waited_timeouts = 0
+        self.bank = TimeBank(slot.config)
         self._check_disk = False  # True where no tmpfs quota could be mounted: the host checks
         # Per answer, the CPU and the wall-clock time the team's act() reported, for validation
         # reports. The figures come from the team's own process (the host waits on 16 teams in
@@ -270,7 +216,7 @@ class SandboxedTeam(TeamHost):
         layout = self.slot.layout
         self.shm = SharedBlock.create(layout.total_bytes)
         self.views = layout.views(self.shm.buf)
-        self.workdir = _private_folder(f"team{self.slot.team_id}")
+        self.workdir = private_folder(f"team{self.slot.team_id}")
         limits = {
             "cpu_index": self.slot.team_id,
             "cpu_count": self.config.cpu_limit,
@@ -278,7 +224,8 @@ class SandboxedTeam(TeamHost):
             "workdir_mb": self.config.workdir_mb,
             "memory_limit_mb": self.config.memory_limit_mb,
             # a backstop far above the per-step budget: a team that spins forever dies
-            "cpu_seconds": int(self.config.init_timeout_s + self.config.horizon * self.config.step_timeout_s * 2 + 10),
+            "cpu_seconds": int(self.config.init_timeout_s + self.config.horizon * self.config.step_timeout_s * 2
+                               + self.config.time_bank_s + 10),
             "workdir": str(self.workdir),
         }
 
@@ -415,7 +362,7 @@ class SandboxedTeam(TeamHost):
         if self.stopped or self._pending is None:
             return Answer(actions={})
         tick = self._pending
-        wall_limit = self.config.step_wall_timeout_s
+        wall_limit = self.bank.wait_s
         try:
             message, memory = self._await_reply(tick, self._sent_at + wall_limit)
         except ProtocolError as exc:
@@ -423,7 +370,9 @@ class SandboxedTeam(TeamHost):
         if memory is not None:
             return Answer(fault=memory)
         if message is None:
-            return Answer(fault=self._timeout(tick, f"no answer within {wall_limit:.2f} s"))
+            self.bank.spend()
+            return Answer(fault=self._timeout(tick, f"no answer within {wall_limit:.2f} s (its deadline and the rest of "
+                                                    "its time bank)"))
         self._pending = None
         try:
             reply = parse_reply(message)
@@ -442,9 +391,9 @@ class SandboxedTeam(TeamHost):
             return Answer(fault=Fault(tick, FaultKind(reply.error_kind), reply.message[: self.config.fault_message_chars]))
         self.step_cpu_s.append(reply.cpu_s)
         self.step_wall_s.append(reply.wall_s)
-        over = over_budget(reply.wall_s, reply.cpu_s, self.config)
-        if over:
-            return Answer(fault=self._timeout(tick, over, answered=True))
+        late = self.bank.charge(reply.wall_s)
+        if late:
+            return Answer(fault=self._timeout(tick, late, answered=True))
         return Answer(actions=reply.actions)
 
     def _await_reply(self, tick: int, deadline: float) -> tuple[dict | None, Fault | None]:

@@ -309,7 +309,7 @@ def _run_probe(folder: Path, *, timeout_s: float) -> tuple[dict[str, str], list[
     from matchmaking.sandbox.host import SandboxedTeam
     from matchmaking.sandbox.probe import MARKER
 
-    config = MatchConfig(num_teams=1, team_size=1, horizon=2, step_timeout_s=timeout_s, step_wall_timeout_s=timeout_s,
+    config = MatchConfig(num_teams=1, team_size=1, horizon=2, step_timeout_s=timeout_s, time_bank_s=0.0,
                          hang_timeout_s=timeout_s, init_timeout_s=timeout_s, cache_dir=None)
     sample = {"CurrentTick": np.zeros((), dtype=np.int64)}
     slot = TeamSlot(0, {}, config, ObservationLayout.from_observation(sample, 1))

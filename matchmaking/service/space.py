@@ -35,8 +35,9 @@ from matchmaking.hub import embedded as embedded_hub
 from matchmaking.hub.health import HubHealth
 from matchmaking.hub.pushing import push_submission, submission_card
 from matchmaking.hub.webhooks import PushReactor, WebhookReceiver, register, space_webhook_url, webhook_secret
-from matchmaking.sandbox.host import protect_process, remove_stale_sandboxes, sandboxed_host, start_zygote
+from matchmaking.sandbox.host import protect_process, sandboxed_host, start_zygote
 from matchmaking.sandbox.isolation import IsolationGate
+from matchmaking.sandbox.leftovers import remove_stale_sandboxes
 from matchmaking.service.executor import LocalExecutor, MatchExecutor, RayExecutor, default_workers
 from matchmaking.service.live import LiveBoard
 from matchmaking.service.matchmaker import Matchmaker

@@ -47,19 +47,32 @@ def explain(fault: Fault, config: MatchConfig) -> str:
     """A fault in words an author can act on."""
     where = f"at tick {fault.tick}" if fault.tick else "while being built"
     advice = {
-        FaultKind.INIT: "Check that policy.py imports with the packages the Arena provides (numpy, torch, onnxruntime, nmmo "
-        "and their dependencies: see 'Writing a policy' in docs/participants.md) and that Team(team_id, env_config) succeeds; "
+        FaultKind.INIT: "Check that your files import only what 'Writing a policy' in docs/participants.md lists (vendor a "
+        "small pure-Python dependency into your folder) and that Team(team_id, env_config) succeeds; "
         "`python -m matchmaking.evaluate FOLDER` shows the same error locally.",
         FaultKind.ERROR: "Fix the exception; `python -m matchmaking.evaluate FOLDER --matches 1 --horizon 32` reproduces the match locally.",
         FaultKind.INVALID: "act() must return {member index: {action name: {argument name: integer index}}}, e.g. "
         "{0: {\"Move\": {\"Direction\": 2}}}; see 'Writing a policy' in docs/participants.md.",
-        FaultKind.TIMEOUT: f"Each tick may take {config.step_timeout_s * 1000:.0f} ms of CPU and {config.step_wall_timeout_s:.1f} s "
-        "of wall time; make act() faster.",
+        FaultKind.TIMEOUT: f"Each tick's answer is due within {config.step_timeout_s * 1000:.0f} ms, and a match allows "
+        f"{config.time_bank_s:.0f} s beyond those deadlines in all; make act() faster.",
         FaultKind.CRASH: "The process running your team ended: avoid os._exit, native crashes and subprocesses (the sandbox forbids them).",
         FaultKind.MEMORY: f"A team may use {config.memory_limit_mb} MB beyond the interpreter and the preloaded frameworks; "
         "load smaller weights or keep less state.",
     }[fault.kind]
     return f"{fault.kind.value} {where}: {fault.message}. {advice}"
+
+
+def too_slow(median_s: float, config: MatchConfig) -> str:
+    """Why a team whose act() takes `median_s` a tick would spend its time bank before a
+    full match ends (most of its answers then dropped), or "". The median, not the sum: a
+    first tick that loads or compiles something is no sign of the ticks to come."""
+    overage = max(0.0, median_s - config.step_timeout_s) * config.horizon
+    if overage <= config.time_bank_s:
+        return ""
+    return (f"TIMEOUT: act() took {median_s * 1000:.0f} ms a tick (median), over the {config.step_timeout_s * 1000:.0f} ms "
+            f"deadline: over a {config.horizon}-tick match that is about {overage:.0f} s beyond its deadlines, more than "
+            f"the {config.time_bank_s:.0f} s time bank a match allows, so most of its answers would be dropped. Make act() "
+            "faster (`python -m matchmaking.evaluate FOLDER` reports the time per tick).")
 
 
 def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 16) -> ValidationReport:
@@ -97,10 +110,14 @@ def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 
     memory = max((h.peak_memory_mb for h in hosts), default=0.0)
     if team.faults:
         return ValidationReport(False, explain(team.faults[0], base), cpu_ms, memory, team.faults, median, p99)
+    slow = too_slow(median / 1000, base)
+    if slow:
+        return ValidationReport(False, slow, cpu_ms, memory, (), median, p99)
     return ValidationReport(
         True,
         f"Played {result.ticks} ticks without a fault: {median:.1f} ms per tick (median; 99th percentile "
-        f"{p99:.1f} ms; most CPU in one tick {cpu_ms:.0f} ms, limit {base.step_timeout_s * 1000:.0f} ms), peak memory {memory:.0f} MB "
-        f"beyond the preloaded frameworks (limit {base.memory_limit_mb} MB).",
+        f"{p99:.1f} ms; deadline {base.step_timeout_s * 1000:.0f} ms, time bank {base.time_bank_s:.0f} s a match; most "
+        f"CPU in one tick {cpu_ms:.0f} ms), peak memory {memory:.0f} MB beyond the preloaded frameworks (limit "
+        f"{base.memory_limit_mb} MB).",
         cpu_ms, memory, (), median, p99,
     )

@@ -14,7 +14,7 @@ from typing import Any
 from arena.errors import PolicyNotFoundError
 from arena.policies import PolicyRef
 from matchmaking.engine.hosting import InProcessTeam, TeamHost, TeamSlot
-from matchmaking.teams.builtin import builtin_factory
+from matchmaking.teams.builtin import builtin_factory, is_packaged
 from matchmaking.teams.loading import TeamFactory, load_team_class
 
 
@@ -24,7 +24,7 @@ def team_factory(ref: PolicyRef) -> TeamFactory:
         return builtin_factory(ref.builtin_name)
     if ref.path is None:
         raise PolicyNotFoundError(f"Policy {ref.policy_id} has no files: download it before playing.")
-    return load_team_class(ref.path)
+    return load_team_class(ref.path, arena_code=is_packaged(ref.path))
 
 
 class BuiltinHost(InProcessTeam):

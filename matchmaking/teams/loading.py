@@ -47,8 +47,8 @@ class _ImportGuard:
         self.lock = threading.Lock()
         self.original = builtins.__import__
 
-    def register(self, folder: Path) -> None:
-        own = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
+    def register(self, folder: Path, extra: frozenset[str] = frozenset()) -> None:
+        own = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()} | extra
         with self.lock:
             self.folders[os.path.join(os.path.realpath(folder), "")] = frozenset(own)
             if builtins.__import__ is not self:
@@ -62,7 +62,7 @@ class _ImportGuard:
                 here = os.path.realpath(where)
                 for folder, own in self.folders.items():
                     if here.startswith(folder) and not allowed(top, own):
-                        raise ImportNotAllowedError(refusal(top, os.path.relpath(here, folder)), name=top)
+                        raise ImportNotAllowedError(refusal(top), name=top)
         return self.original(name, globals, locals, fromlist, level)
 
 
@@ -71,11 +71,10 @@ def allowed(top: str, own: frozenset[str] = frozenset()) -> bool:
     return top in sys.stdlib_module_names or top in IMPORTABLE or top in own or top == "__future__"
 
 
-def refusal(top: str, where: str) -> str:
-    """Why `import top` in the policy's file `where` fails, and what to do."""
-    return (f"{where} imports {top!r}, which the Arena does not provide to policies. A policy may import the Python "
-            f"standard library, the modules of its own folder, and {', '.join(sorted(IMPORTABLE))} "
-            "(docs/participants.md, 'Writing a policy'): vendor a small pure-Python dependency into your folder.")
+def refusal(top: str) -> str:
+    """Why a policy's `import top` fails (the fault record adds the file and line)."""
+    return (f"a policy may not import {top!r}, only the standard library, its own folder's modules and "
+            f"{', '.join(sorted(IMPORTABLE))}")
 
 
 _GUARD = _ImportGuard()
@@ -84,12 +83,14 @@ _GUARD = _ImportGuard()
 TeamFactory = Callable[[int, dict[str, Any]], Any]
 
 
-def load_team_class(path: Path) -> type:
+def load_team_class(path: Path, arena_code: bool = False) -> type:
     """Import `policy.py` from a folder and return its `Team` class.
 
     The folder goes first on `sys.path` so `policy.py` can import its own modules. This
     runs the policy's code in the calling process: call it only where the team is meant to
-    live (a sandbox process for untrusted policies).
+    live (a sandbox process for untrusted policies). `arena_code` marks a folder holding
+    only the Arena's own code (a packaged built-in, `matchmaking.teams.builtin.is_packaged`),
+    which may import `matchmaking`; no submitted folder may.
 
     Raises:
         `PolicyLoadError`: the import failed, or `Team` is missing or not a class with `act`.
@@ -97,7 +98,7 @@ def load_team_class(path: Path) -> type:
     file = Path(path) / POLICY_FILE
     if not file.is_file():
         raise PolicyLoadError(f"{file} does not exist: a policy folder must hold {POLICY_FILE}.")
-    _GUARD.register(file.parent)
+    _GUARD.register(file.parent, frozenset({"matchmaking"}) if arena_code else frozenset())
     module_name = f"arena_policy_{hashlib.sha1(str(file).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(module_name, file)
     assert spec is not None and spec.loader is not None

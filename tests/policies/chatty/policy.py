@@ -1,6 +1,6 @@
 """Test policy for logs and faults: prints a line to stdout on every tick (and while being
-built), writes to stderr and raises at tick 5, and sleeps 1.5 s at tick 9 (past a 1 s
-wall-time limit: a TIMEOUT), printing before and after the sleep. It idles otherwise.
+built), writes to stderr and raises at tick 5, and sleeps 1.5 s at tick 9 (past the 0.6 s
+deadline and the 0.4 s time bank the tests give it: a TIMEOUT), printing before and after the sleep. It idles otherwise.
 A tick here is the match's (1-based): nmmo's CurrentTick is one less."""
 
 import sys

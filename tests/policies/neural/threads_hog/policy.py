@@ -12,8 +12,8 @@ class Team:
         torch.set_num_threads(16)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 16
-        self.ort_threads = options.intra_op_num_threads
         self.ort_options = options
+        self.ort_threads = self.ort_session_threads()  # built here: an export takes longer than a tick
         try:
             os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
             self.widened = "allowed"
@@ -27,18 +27,16 @@ class Team:
             while time.perf_counter() - wall < 0.5:
                 a = torch.tanh(a @ a)
             ratio = (time.process_time() - cpu) / (time.perf_counter() - wall)
-            raise RuntimeError(f"threads={torch.get_num_threads()} ort_threads={self.ort_session_threads()} cores={len(os.sched_getaffinity(0))} "
+            raise RuntimeError(f"threads={torch.get_num_threads()} ort_threads={self.ort_threads} cores={len(os.sched_getaffinity(0))} "
                                f"widen={self.widened} cpu_per_wall={ratio:.2f}")
         return {}
 
     def ort_session_threads(self):
-        """The intra-op threads a session built with 16 asked for really has."""
-        from onnx import TensorProto, helper
+        """The intra-op threads a session built with 16 asked for really has (the model is
+        exported by torch: a policy may not import the `onnx` package itself)."""
+        import io
 
-        node = helper.make_node("Identity", ["x"], ["y"])
-        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-        model.ir_version = 8
-        session = ort.InferenceSession(model.SerializeToString(), self.ort_options)
+        buffer = io.BytesIO()
+        torch.onnx.export(torch.nn.Identity(), (torch.zeros(1),), buffer, dynamo=False)
+        session = ort.InferenceSession(buffer.getvalue(), self.ort_options)
         return session.get_session_options().intra_op_num_threads
