@@ -10,9 +10,12 @@ Usage::
 
 TARGET is a folder holding `policy.py` or `builtin:NAME`. Match `i` uses seed `S + i`, so a
 run is reproducible. A folder's team, and every Hub revision, is isolated in its own
-sandboxed process exactly as on the Arena (`matchmaking.sandbox.host`). The report gives
-Top1Ratio, mean Achievement and mean points per task, each match with TARGET's rank, and
-the line-up's per-team table; `--json` prints one JSON object on stdout instead (progress
+sandboxed process exactly as on the Arena (`matchmaking.sandbox.host`). A folder is first
+validated as the Space validates a submission: the report gives that verdict and its time
+per tick (median and 99th percentile, the tables' "ms / tick"), and a rejection is a
+warning on stderr, the matches are played anyway. The report then gives Top1Ratio, mean
+Achievement (and how far it is from the 25 of stage 1 that qualifies for PvP), mean points
+per task, each match with TARGET's rank, and the line-up's per-team table; `--json` prints one JSON object on stdout instead (progress
 stays on stderr), with every match's full record.
 
 **PvE (no `--against`).** Each match puts TARGET's team against 3 Combat, 5 Forage and 7
@@ -176,14 +179,50 @@ def lineup_table(results: Sequence[MatchResult], target_id: str) -> list[LineupR
     return sorted(rows, key=lambda r: (r.id.policy_id != target_id, r.mean_rank, r.id))
 
 
+@dataclass(frozen=True)
+class Timing(Record):
+    """TARGET's validation, as the Space runs it: its verdict and time per tick (what the
+    tables show as "ms / tick")."""
+
+    ok: bool
+    reason: str
+    median_step_ms: float
+    p99_step_ms: float
+
+
+def timing(target: PolicyRef) -> Timing | None:
+    """Validate TARGET in its sandbox as the Space would (None for a built-in: no sandbox)."""
+    if target.is_builtin:
+        return None
+    from matchmaking.service.validation import validate
+
+    report = validate(target)
+    return Timing(report.ok, report.reason, round(report.median_step_ms, 2), round(report.p99_step_ms, 2))
+
+
+def pvp_bar(summary: PolicySummary) -> str:
+    """How far TARGET's mean Achievement is from the PvP bar (`PVE.qualify_achievement` in
+    stage 1), in words."""
+    gap = PVE.qualify_achievement - summary.mean_achievement
+    bar = f"the {PVE.qualify_achievement:.0f} that qualifies for PvP (mean Achievement in PvE stage 1)"
+    return f"{gap:.1f} below {bar}" if gap > 0 else f"{-gap:.1f} above {bar}"
+
+
 def format_report(summary: PolicySummary, results: Sequence[MatchResult], failures: Sequence[str],
-                  against: str = "", lineup: Sequence[LineupRow] = ()) -> str:
-    """The human-readable report: TARGET's figures, each match, and (with `lineup`) each team's."""
+                  against: str = "", lineup: Sequence[LineupRow] = (), timed: Timing | None = None) -> str:
+    """The human-readable report: TARGET's validation and figures, each match, and (with
+    `lineup`) each team's."""
     lines = [
         f"Policy        {summary.policy_id} (revision {summary.revision[:12]})",
+    ]
+    if timed is not None:
+        lines += [f"Validation    {'accepted' if timed.ok else 'REJECTED'}: {timed.reason}",
+                  f"Time / tick   {timed.median_step_ms:.1f} ms median, {timed.p99_step_ms:.1f} ms 99th percentile "
+                  f"(deadline {MatchConfig().step_timeout_s * 1000:.0f} ms)"]
+    lines += [
         f"Matches       {summary.matches} against {against or f'PvE stage 1 ({PVE.describe(1)})'}",
         f"Top1Ratio     {summary.top1_ratio:.2f} ({summary.wins} won)",
-        f"Achievement   {summary.mean_achievement:.1f} mean of 84",
+        f"Achievement   {summary.mean_achievement:.1f} mean of 84: {pvp_bar(summary)}",
         "",
         f"{'task':<11}{'points':>8}{'raw value':>11}",
     ]
@@ -303,6 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from matchmaking.service.executor import default_workers, run_matches
 
     protect_process()
+    timed = timing(target)
+    if timed is not None and not timed.ok:
+        print(f"warning: the Space would reject this policy at validation: {timed.reason}", file=sys.stderr)
     where = f"{len(opponents)} from the Hub" if opponents else "PvE stage 1"
     results: list[MatchResult] = []
     failures: list[str] = []
@@ -329,13 +371,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "failed_matches": failures,
         }
         payload["match_count"] = summary.matches
+        payload["validation"] = None if timed is None else timed.to_dict()
+        payload["pvp_bar"] = PVE.qualify_achievement
+        payload["to_pvp_bar"] = round(PVE.qualify_achievement - summary.mean_achievement, 3)
         if opponents:
             payload["opponents"] = [{"repo_id": o.id.policy_id, "revision": o.id.sha, "why": o.why} for o in opponents]
             payload["lineup"] = [row.to_dict() for row in lineup]
         json.dump(payload, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(format_report(summary, results, failures, described, lineup))
+        print(format_report(summary, results, failures, described, lineup, timed))
     return 0 if not failures else 1
 
 

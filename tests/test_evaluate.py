@@ -38,6 +38,10 @@ def test_json_report_of_a_policy_folder_with_two_workers():
     assert report["top1_ratio"] == sum(t.rank == 1 for t in mine) / 3
     assert abs(report["mean_achievement"] - sum(t.achievement for t in mine) / 3) < 1e-9
     assert "match" in run.stderr  # the progress bar goes to stderr
+    # validated as the Space validates it, with its time per tick; the distance to the PvP bar
+    assert report["validation"]["ok"] and 0 < report["validation"]["median_step_ms"] <= report["validation"]["p99_step_ms"]
+    assert report["validation"]["reason"].startswith("Played 16 ticks without a fault")
+    assert report["pvp_bar"] == 25.0 and abs(report["to_pvp_bar"] - (25.0 - report["mean_achievement"])) < 1e-3
 
 
 def test_text_report_shows_faults_of_a_failing_policy():
@@ -46,6 +50,10 @@ def test_text_report_shows_faults_of_a_failing_policy():
     assert "Top1Ratio" in run.stdout and "Achievement" in run.stdout
     assert "ERROR x8" in run.stdout
     assert "first fault at tick 1: ERROR: RuntimeError: deliberate failure on call 1" in run.stdout
+    # the Space would reject it: said at once, and the matches are played all the same
+    assert "warning: the Space would reject this policy at validation: ERROR at tick 1" in run.stderr
+    assert "Validation    REJECTED: ERROR at tick 1" in run.stdout and "Time / tick   " in run.stdout
+    assert "below the 25 that qualifies for PvP (mean Achievement in PvE stage 1)" in run.stdout
 
 
 def test_builtin_target_and_json_faults():
@@ -54,6 +62,7 @@ def test_builtin_target_and_json_faults():
     report = json.loads(run.stdout)
     assert report["policy_id"] == "builtin:forage"
     assert report["matches"][0]["teams"][0]["fault_counts"] == {}
+    assert report["validation"] is None  # the Arena's own code: no sandbox, nothing to validate
 
 
 def test_bad_targets_are_refused_with_a_reason():
