@@ -116,3 +116,35 @@ def test_the_odd_slow_tick_is_paid_from_the_bank(tmp_path):
     (folder / "policy.py").write_text(head + once)
     report = validated(folder)
     assert report.ok and not report.faults, report.reason
+
+
+def test_the_docs_observation_and_action_layout_is_what_nmmo_defines():
+    """'Written out from nmmo 2.1.2's own definitions ... checked against them by a test'."""
+    from matchmaking.engine.layout_reference import BEGIN, END, reference
+
+    text = DOCS.read_text()
+    assert text.split(BEGIN)[1].split(END)[0].strip() == reference().strip(), \
+        "docs/participants.md's layout is out of date: run python -m matchmaking.engine.layout_reference --write"
+
+
+def test_what_nmmo_keeps_in_code_is_as_the_layout_says():
+    """The two facts nmmo writes in methods, not data: which skill harvests which material
+    (and whether from an adjacent tile), and the NPC types' numbers."""
+    import inspect
+
+    from nmmo.entity import npc
+    from nmmo.lib import material
+    from nmmo.systems import skill
+
+    from matchmaking.engine.layout_reference import HARVESTS
+
+    for sk, matl, adjacent in HARVESTS:
+        call = f"{'harvest_adjacent' if adjacent else 'harvest'}(material.{matl.__name__}"
+        assert call in inspect.getsource(sk.update), (sk.__name__, call)
+    skills = [cls for cls in vars(skill).values()
+              if isinstance(cls, type) and cls.__module__ == skill.__name__ and "update" in vars(cls)]
+    harvesting = {cls for cls in skills if "self.harvest" in inspect.getsource(cls.update)}
+    assert harvesting == {sk for sk, _, _ in HARVESTS}, harvesting
+    assert {m for _, m, _ in HARVESTS} == {m for m in material.All.materials if getattr(m, "deplete", None) or m is material.Water}
+    for cls, number in ((npc.Passive, 1), (npc.PassiveAggressive, 2), (npc.Aggressive, 3)):
+        assert f", {number})" in inspect.getsource(cls.__init__), cls
