@@ -40,9 +40,11 @@ class QueueEntry:
     id: Revision
     stage: int
     place: int
-    """1 + the revisions whose next match starts before this one's."""
+    """1 + the revisions whose verdict comes before this one's (`matchmaking.service.pve_queue`)."""
     matches_left: int
     """Matches of the stage still to play, at most (those in flight included)."""
     eta_s: float | None
     """Seconds from the forecast until the stage's last match should end (None: no match
     duration measured yet)."""
+    played: int = 0
+    """Matches of the stage recorded so far."""

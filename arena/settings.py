@@ -115,6 +115,10 @@ def _repo_id(v: str) -> str:
     return "" if _REPO_ID.match(v) else "a Hub repo id OWNER/NAME"
 
 
+def _owner(v: str) -> str:
+    return "" if _REPO_ID.match(f"{v}/x") else "a Hub user or organisation name"
+
+
 def _tag(v: str) -> str:
     return "" if _TAG.match(v) else "a Hub tag: letters, digits and . _ : -"
 
@@ -229,6 +233,9 @@ class ArenaSettings:
         doc="least minutes between two publications of one revision's results (the first, at qualification, waits for none)")
     seed_examples: bool = setting(True, env="SEED_EXAMPLES", parse=_boolean,
         doc="push the example and built-in submissions to an empty embedded Hub at start")
+    seed_owner: str = setting("nmmo-arena", env="SEED_OWNER", parse=_text, check=_owner,
+        doc="namespace of the Arena's own seeded submissions (examples, packaged built-ins): their PvE matches "
+            "yield to every other submission's")
     local_hub_port: int = setting(7861, env="LOCAL_HUB_PORT", parse=_integer, check=_between(0, 65535),
         doc="port of the embedded Hub on 127.0.0.1 (a free one if taken; 0: always a free one)")
     webhook_secret: str | None = setting(None, env="WEBHOOK_SECRET", parse=_optional, check=_webhook_secret, secret=True,

@@ -36,8 +36,9 @@ from leaderboard.tabs.pvp import pvp_tab
 from leaderboard.tabs.replay import replay_tab
 from leaderboard.tabs.submissions import submissions_tab
 
-#: Seconds between refreshes of the tables.
-REFRESH_S = 10.0
+#: Seconds between a page's looks at the standings (it redraws only what changed, so a
+#: match recorded reaches an open page within this and the refresher's second).
+REFRESH_S = 5.0
 
 
 def isolation_banner(report: Mapping[str, Any] | None) -> str:
@@ -156,8 +157,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
             return (*pvp.view(search_text, show_older, at_least), *pve.view(), *matches.view(*values), policy.choose(chosen))
 
-        timer.tick(refresh, inputs=[*pvp.inputs, policy.chooser, *matches.inputs],
-                   outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser], api_visibility="private")
+        page.tick(timer, refresh, inputs=[*pvp.inputs, policy.chooser, *matches.inputs],
+                  outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
+        page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs)  # the open policy's page, too
 
         def refresh_live():
             return (*subs.view(), *lines.view())

@@ -113,6 +113,8 @@ class StandingsRefresher:
         self.bootstrap = bootstrap
         self.published = published
         self._standings: Standings | None = None
+        self.version = 0
+        """Counts the standings computed: a page compares it to skip a refresh with nothing new."""
         self._generation = -1
         """The index's generation the standings are of (-1: none yet, or those of a restore's wait)."""
         self._fitted = -1
@@ -168,6 +170,8 @@ class StandingsRefresher:
                 self._standings = replace(previous, source=source, mle_source=source if fitted else previous.mle_source)
             standings = self._standings
             assert standings is not None  # set by the first branch at the latest
+            if standings is not previous:
+                self.version += 1
             self._publish(standings)
         # analytics: only the new replays are read; a backlog is worked off over the next calls
         if standings.source != self._analysed or self.analytics.backlog:
@@ -229,14 +233,17 @@ class StandingsRefresher:
             self._luck = str(exc)
         return self._luck
 
-    def run_in_background(self, every_s: float = 5.0) -> threading.Thread:
+    def run_in_background(self, every_s: float = 1.0) -> threading.Thread:
+        """Refresh every `every_s` (a look at the history folder's signature while nothing
+        changed: a recorded match reaches the standings within about that) and recompute the
+        luck report at most every `luck_every_s`, each in a daemon thread."""
         def luck_loop() -> None:
             while True:
                 try:
                     self.refresh_luck()
                 except Exception:  # noqa: BLE001 - keep serving the last figures
                     log.exception("luck report failed")
-                if self._stop.wait(max(every_s, 30.0)):
+                if self._stop.wait(30.0):
                     return
 
         # its own thread: a luck report takes a minute, the standings must not wait for it

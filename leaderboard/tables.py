@@ -16,7 +16,7 @@ import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
 from arena.head_to_head import MIN_MEETINGS, HeadToHead
-from arena.lifecycle import RevisionState
+from arena.lifecycle import RevisionState, Status
 from arena.ratings import interval_ranks
 from arena.revision import Revision, is_builtin
 from arena.rules import ANCHORS
@@ -242,8 +242,10 @@ def pve_table(standings: Standings, statuses: Sequence[RevisionState], *, hub_ur
 SUBMISSION_COLUMNS = [
     Column("Policy", "markdown", "Hub repo (a link to its page) and the revision's first 7 hex digits", "210px"),
     Column("Status", "str", "queued, validating, rejected, evaluating, qualified, evaluated or error", "105px"),
-    Column("Reason", "str", "why, in words: what was measured, or what to fix", "350px"),
-    Column("Queue", "str", "place in the PvE queue (earliest stage first, then round-robin)", "85px"),
+    Column("Reason", "str", "where it is now (in PvE: its stage, matches played and the time to its verdict), or why, "
+           "in words: what was measured, or what to fix", "350px"),
+    Column("Queue", "str", "its verdict's place among those in PvE (earliest stage first, the Arena's seeded demos "
+           "last, then the earliest push): it only moves forward", "85px"),
     Column("Verdict in", "str", "estimated time to the end of its current PvE stage (stage 1: its PvP verdict)", "140px"),
     Column("Team", "str", "the model card's team name", "100px"),
     Column("Seen", "str", "when discovery first saw the revision (UTC)", "105px"),
@@ -259,10 +261,24 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
+def where_now(entry: QueueEntry) -> str:
+    """A revision's line while in PvE: "PvE stage 1: 4 of 10 matches, about 3 min to a verdict"."""
+    of = entry.played + entry.matches_left
+    goal = "a verdict" if entry.stage == 1 else f"the end of stage {entry.stage}"
+    if entry.eta_s is None:
+        when = f"the time to {goal} is known once a match is timed"
+    elif entry.eta_s < 60:
+        when = f"under a minute to {goal}"
+    else:
+        when = f"about {round(entry.eta_s / 60):d} min to {goal}"
+    return f"PvE stage {entry.stage}: {entry.played} of {of} matches, {when}"
+
+
 def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue: Mapping[Revision, QueueEntry] | None = None
                       ) -> pd.DataFrame:
-    """Every revision seen, newest first, with its status, the reason in words, and for
-    those in PvE their place in the queue and the forecast of their verdict."""
+    """Every revision seen, newest first, with its status, the reason in words (for those in
+    PvE, where they are now: `where_now`), their place in the queue and the forecast of
+    their verdict."""
     queue = queue or {}
     total = len(queue)
     rows = []
@@ -278,7 +294,7 @@ def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue:
         rows.append({
             "Policy": _link(s.id, hub_url),
             "Status": s.status.value + ("" if s.latest else " (superseded)"),
-            "Reason": s.reason,
+            "Reason": s.reason if entry is None else where_now(entry) + (f" ({s.reason})" if s.status is not Status.EVALUATING else ""),
             "Queue": place,
             "Verdict in": eta,
             "Team": s.submission.team_name,

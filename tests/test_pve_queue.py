@@ -1,5 +1,6 @@
-"""The PvE queue: earliest stage first, round-robin by matches played, newcomers boosted;
-and the forecast that plays that order forward."""
+"""The PvE queue: earliest stage first, the Arena's seeded submissions last, a newcomer's
+first match boosted, then earliest pushed first; and the forecast that plays that order
+forward."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from arena.revision import Revision
 from matchmaking.service.pve_queue import PveWork, forecast, pick
 
 
-def work(name: str, stage: int, played: int, since: float, left: int | None = None) -> PveWork:
+def work(name: str, stage: int, played: int, since: float, left: int | None = None, seeded: bool = False) -> PveWork:
     left = 10 - played if left is None else left
-    return PveWork(Revision(f"u/{name}", name * 4), stage, tuple(range(1000 * len(name), 1000 * len(name) + left)), played, since)
+    return PveWork(Revision(f"u/{name}", name * 4), stage, tuple(range(1000 * len(name), 1000 * len(name) + left)), played, since,
+                   seeded=seeded)
 
 
 def test_stage_one_goes_ahead_of_later_stages_of_revisions_pushed_before():
@@ -22,18 +24,40 @@ def test_stage_one_goes_ahead_of_later_stages_of_revisions_pushed_before():
     assert [w.id.policy_id for w, _ in pick(old, 3)] == ["u/b", "u/b", "u/b"]  # stage 2 before 3
 
 
-def test_revisions_in_a_stage_share_round_robin_and_a_newcomer_catches_up_first():
+def test_a_newcomer_plays_its_first_match_first_then_verdicts_come_in_push_order():
     early = [work("a", 1, 3, since=1.0), work("b", 1, 3, since=2.0)]
     new = work("nn", 1, 0, since=9.0)
-    chosen = [w.id.policy_id for w, _ in pick([*early, new], 7)]
-    assert chosen[:3] == ["u/nn"] * 3  # catches up to the others' 3 ...
-    assert chosen[3:] == ["u/a", "u/b", "u/nn", "u/a"]  # ... then turns, oldest first among equals
+    chosen = [w.id.policy_id for w, _ in pick([*early, new], 12)]
+    assert chosen[0] == "u/nn"  # its first figure after one match ...
+    assert chosen[1:] == ["u/a"] * 7 + ["u/b"] * 4  # ... then the earliest pushed, with every free worker
+
+
+def test_the_arenas_seeded_submissions_yield_to_every_other_revision():
+    seeded = [work("a", 1, 0, since=1.0, seeded=True), work("b", 1, 2, since=2.0, seeded=True)]
+    new = work("nn", 1, 4, since=9.0)
+    assert [w.id.policy_id for w, _ in pick([*seeded, new], 7)] == ["u/nn"] * 6 + ["u/a"]
+    later = work("c", 2, 0, since=0.0)  # a later stage still waits for the seeded ones' stage 1
+    assert [w.id.policy_id for w, _ in pick([later, *seeded], 2)] == ["u/a", "u/a"]
+
+
+def test_a_place_in_the_queue_only_moves_forward_as_matches_are_played():
+    revisions = [work(name, 1, 0, since=float(i), left=3) for i, name in enumerate(["a", "b", "c", "d"])]
+    last = revisions[3].id
+    places = []
+    while any(w.id == last for w in revisions):
+        places.append(forecast(revisions, workers=2, match_s=30.0)[last].place)
+        (item, _), = pick(revisions, 1)
+        revisions = [w if w is not item else PveWork(w.id, 1, w.seeds[1:], w.played + 1, w.since) for w in revisions]
+        revisions = [w for w in revisions if w.seeds]  # a stage played out: its verdict
+    assert places == sorted(places, reverse=True) and places[0] == 4 and places[-1] == 1, places  # forward only
 
 
 def test_seeds_in_flight_are_not_started_twice_and_count_as_played():
     a, b = work("a", 1, 0, since=1.0), work("b", 1, 1, since=2.0)
     chosen = pick([a, b], 2, in_flight={a.id: [a.seeds[0], a.seeds[1]]})
-    assert [(w.id.policy_id, seed) for w, seed in chosen] == [("u/b", b.seeds[0]), ("u/a", a.seeds[2])]
+    assert [(w.id.policy_id, seed) for w, seed in chosen] == [("u/a", a.seeds[2]), ("u/a", a.seeds[3])]
+    fresh = work("c", 1, 0, since=3.0)  # no match yet, none in flight: boosted ahead of both
+    assert [w.id.policy_id for w, _ in pick([a, b, fresh], 2, in_flight={a.id: [a.seeds[0]]})] == ["u/c", "u/a"]
 
 
 def test_forecast_places_and_times_follow_the_order():

@@ -47,6 +47,7 @@ BAD = {
     "NMMO_ARENA_MODEL_CARDS_MINUTES": ("-1", "at least 0"),
     "NMMO_ARENA_AUDIT_MINUTES": ("-5", "at least 0"),
     "NMMO_ARENA_SEED_EXAMPLES": ("maybe", "one of 1, 0, true, false"),
+    "NMMO_ARENA_SEED_OWNER": ("two/parts", "a Hub user or organisation name"),
     "NMMO_ARENA_ISOLATION": ("off", "one of strict, warn"),
     "NMMO_ARENA_LOG": ("LOUD", "one of DEBUG, INFO, WARNING, ERROR"),
     "NMMO_ARENA_LOCAL_HUB_PORT": ("70000", "from 0 to 65535"),

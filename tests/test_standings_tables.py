@@ -105,6 +105,21 @@ def test_the_pve_and_submissions_tables_follow_the_statuses(standings, tmp_path)
     assert list(subs["Status"]) == ["queued", "queued", "qualified (superseded)"]
 
 
+def test_a_revision_in_pve_says_where_it_is_now(tmp_path):
+    from arena.activity import QueueEntry
+
+    statuses = StatusLog(tmp_path / "s.jsonl")
+    record_lifecycle(statuses, "ann/new", "a" * 40, Status.EVALUATING, "Played 16 ticks without a fault: ...")
+    record_lifecycle(statuses, "bob/on", "b" * 40, Status.QUALIFIED, "qualified: mean Achievement 30.0 in PvE stage 1")
+    ann, bob = (s.id for s in sorted(statuses.states(), key=lambda s: s.id.policy_id))
+    queue = {ann: QueueEntry(ann, 1, 1, 6, 170.0, played=4), bob: QueueEntry(bob, 2, 2, 10, None, played=0)}
+    subs = tables.submissions_table(statuses.states(), hub_url="http://hub", queue=queue).set_index("Status")
+    assert subs.loc["evaluating", "Reason"] == "PvE stage 1: 4 of 10 matches, about 3 min to a verdict"
+    assert subs.loc["qualified", "Reason"] == ("PvE stage 2: 0 of 10 matches, the time to the end of stage 2 is known once "
+                                               "a match is timed (qualified: mean Achievement 30.0 in PvE stage 1)")
+    assert sorted(subs["Queue"]) == ["1st of 2", "2nd of 2"]
+
+
 def test_a_policy_page_has_its_rating_tasks_matches_and_rivals(standings):
     page = tables.policy_frames(standings, "alice/strong@" + "a" * 40)
     assert len(page["trajectory"]) == 60 and page["trajectory"]["mu"].iloc[-1] > 25

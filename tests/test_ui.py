@@ -237,6 +237,8 @@ def test_now_playing_and_the_queue_with_its_estimate(page):
     row = page.locator("#submissions-table").get_by_role("row").filter(has_text="erin/pending").first
     row.wait_for()
     assert "1st of 1" in row.inner_text() and "stage 1: ~2 min (6 matches at most)" in row.inner_text()
+    assert "PvE stage 1: 4 of 10 matches, about 2 min to a verdict" in row.inner_text()  # where it is now
+    assert "validated" not in row.inner_text()  # not the validation's line any more
     page.screenshot(path=str(SHOTS / "submissions-queue.png"), full_page=True)
 
 

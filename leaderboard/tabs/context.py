@@ -47,6 +47,23 @@ class TabContext:
         with them the `value_<id>` names of unlabelled outputs in the API's description)."""
         self.endpoints[name] = endpoint
 
+    def tick(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
+             outputs: list[Any]) -> None:
+        """Call `view(*inputs)` into `outputs` at each tick of `timer`, but only when the
+        standings, the statuses, the restore or the inputs changed since this page's last
+        call: an idle page costs a comparison, so the timer can be short. It adds a `gr.State`:
+        call it inside a `gr.Tab` or outside the `gr.Tabs` (a Tabs block takes only tabs)."""
+        seen = gr.State(None)
+
+        def changed(last: Any, *values: Any) -> tuple[Any, ...]:
+            key = (self.data.version, tuple((s.id, s.status, s.updated, s.latest) for s in self.data.statuses()),
+                   self.restoring(), values)
+            if key == last:
+                return tuple(gr.skip() for _ in range(len(outputs) + 1))
+            return (*view(*values), key)
+
+        timer.tick(changed, inputs=[seen, *(inputs or [])], outputs=[*outputs, seen], api_visibility="private")
+
     def filled(self, text: str) -> str:
         """`text` with its `{qualify}` and `{tag}` filled in from the settings."""
         return text.format(qualify=self.settings.qualify_achievement, tag=self.settings.submission_tag)

@@ -43,6 +43,6 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
             return tables.head_to_head_json(data.standings().head_to_head, player=player or "")
 
         gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
-    outputs = [heatmap, caption, cycles, nash, empty]
+        outputs = [heatmap, caption, cycles, nash, empty]
+        page.tick(timer, view, outputs=outputs)  # inside too: it adds the page's state
     demo.load(view, outputs=outputs, api_visibility="private")
-    timer.tick(view, outputs=outputs, api_visibility="private")

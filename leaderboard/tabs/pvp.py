@@ -81,7 +81,7 @@ def overfitting_markdown(points: pd.DataFrame) -> str:
     return f"Far from the diagonal (|PvP rank - PvE rank| >= {limit} of {len(points)} policies): {named}."
 
 
-def overfitting_section(demo: gr.Blocks, timer: gr.Timer, points: Callable[[], pd.DataFrame]) -> None:
+def overfitting_section(page: TabContext, demo: gr.Blocks, timer: gr.Timer, points: Callable[[], pd.DataFrame]) -> None:
     """The PvP tab's overfitting plot and its line, refreshed on every page load and timer
     tick from `points` (`leaderboard.tables.overfitting_points`)."""
     gr.Markdown("### PvE against PvP on held-out maps")
@@ -94,7 +94,7 @@ def overfitting_section(demo: gr.Blocks, timer: gr.Timer, points: Callable[[], p
         return gr.Plot(value=figure, visible=figure is not None), overfitting_markdown(frame)
 
     demo.load(view, outputs=[plot, note], api_visibility="private")
-    timer.tick(view, outputs=[plot, note], api_visibility="private")
+    page.tick(timer, view, outputs=[plot, note])
 
 
 def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
@@ -122,7 +122,7 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
         pvp_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pvp-empty")
         pvp_source = gr.Markdown(lambda: tables.source_line(data.standings()), elem_id="pvp-source")
         gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column to sort.", elem_id="pvp-ratings-help")
-        overfitting_section(demo, timer, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
+        overfitting_section(page, demo, timer, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
     filters = [search, older, min_matches]
     search.change(pvp_table, inputs=filters, outputs=pvp, api_name="pvp_table")
     older.change(pvp_table, inputs=filters, outputs=pvp, api_visibility="private")

@@ -36,10 +36,11 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
                             interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
         subs_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="submissions-empty")
         gr.Markdown(
-            "Queue: the PvE order is the earliest stage first (stage 1 decides qualification), then the fewest "
-            "matches played in it (revisions take turns, and a new one goes first until it has caught up), then "
-            "the earliest push. Verdict in: when its current stage should end, from the durations of recent "
-            "matches (a stage decided early ends sooner)."
+            "Queue: the order of the verdicts among the revisions in PvE: the earliest stage first (stage 1 decides "
+            "qualification), the Arena's own seeded demos after every other revision, then the earliest push; a place "
+            "only moves forward. Every revision's first match of a stage is played before anything else, so a new one "
+            "has its first figure after one match. Verdict in: when its current stage should end, from the durations "
+            "of recent matches (a stage decided early ends sooner)."
         )
 
     def api_submissions() -> dict:

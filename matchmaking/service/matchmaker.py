@@ -294,14 +294,16 @@ class Matchmaker:
                 owed.append((state, plan))
         return owed
 
-    @staticmethod
-    def _work(owed: list[tuple[RevisionState, pve.PvePlan]]) -> list[pve_queue.PveWork]:
-        return [pve_queue.PveWork(state.id, plan.stage, plan.seeds, plan.played, state.first_seen)
+    def _work(self, owed: list[tuple[RevisionState, pve.PvePlan]]) -> list[pve_queue.PveWork]:
+        seeded = f"{self.settings.seed_owner}/"
+        return [pve_queue.PveWork(state.id, plan.stage, plan.seeds, plan.played, state.first_seen,
+                                  seeded=state.id.policy_id.startswith(seeded))
                 for state, plan in owed if not plan.finished]
 
     def play_pve(self) -> int:
-        """Play the next PvE matches, in `pve_queue`'s order (earliest stage, fewest played,
-        earliest pushed), one per worker; record the verdicts they settle."""
+        """Play the next PvE matches, in `pve_queue`'s order (earliest stage, the Arena's seeded
+        submissions last, a first match first, earliest pushed), one per worker; record the
+        verdicts they settle."""
         if not self.leads():
             return 0
         budget = self.settings.pve_matches_per_round or self.workers

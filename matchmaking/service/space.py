@@ -50,9 +50,6 @@ log = logging.getLogger(__name__)
 
 EXAMPLES = PROJECT_ROOT / "examples" / "policies"
 
-#: Owner of the seeded example repos on the embedded Hub.
-EXAMPLE_OWNER = "nmmo-arena"
-
 #: Built-in teams packaged as submissions on the embedded Hub.
 PACKAGED_BUILTINS = ("random", "forage", "combat", "coordinated", "elite")
 
@@ -64,17 +61,18 @@ def _self_test(gate: IsolationGate) -> None:
     (log.info if report.holds else log.warning)("%s", report.line())
 
 
-def seed_hub(api: HfApi, *, tag: str) -> list[str]:
-    """Push the example and packaged built-in submissions that are missing. Returns their ids."""
+def seed_hub(api: HfApi, *, tag: str, owner: str = "nmmo-arena") -> list[str]:
+    """Push the example and packaged built-in submissions that are missing, under `owner`
+    (`ArenaSettings.seed_owner`). Returns their ids."""
     pushed = []
     entries: list[tuple[str, str, str, dict[str, str] | Path]] = []
     for folder in sorted(EXAMPLES.iterdir()):
         if (folder / "policy.py").is_file():
             doc = (folder / "policy.py").read_text().split('"""')[1].strip().splitlines()[0]
-            entries.append((f"{EXAMPLE_OWNER}/example-{folder.name}", f"Example: {folder.name}", doc, folder))
+            entries.append((f"{owner}/example-{folder.name}", f"Example: {folder.name}", doc, folder))
     for name in PACKAGED_BUILTINS:
         entries.append(
-            (f"{EXAMPLE_OWNER}/builtin-{name}", f"Built-in: {name}", builtin_team(name).description, {"policy.py": packaged_policy(name)})
+            (f"{owner}/builtin-{name}", f"Built-in: {name}", builtin_team(name).description, {"policy.py": packaged_policy(name)})
         )
     for repo_id, name, description, content in entries:
         if api.repo_exists(repo_id):
@@ -98,7 +96,7 @@ def _connect(settings: ArenaSettings, *, space_url: str | None, secret: str | No
     api = HfApi(endpoint=hub.endpoint, token=embedded_hub.secret_file(settings.local_hub_token_file))
     log.info("embedded Hub at %s", hub.endpoint)
     if settings.seed_examples:
-        seeded = seed_hub(api, tag=settings.submission_tag)
+        seeded = seed_hub(api, tag=settings.submission_tag, owner=settings.seed_owner)
         if seeded:
             log.info("seeded %d example submissions", len(seeded))
     embedded_hub.publish(settings, endpoint=hub.endpoint, space_url=space_url)
