@@ -1,7 +1,15 @@
-"""The submitter's loop, timed: from a push to `queued`, to the validation verdict, and to
-the PvE stage-1 verdict, while eight other revisions are being evaluated.
+"""The submitter's loop, timed: from a push to `queued`, to the validation verdict, to the
+first PvE figure on the page and to the PvE stage-1 verdict, while other revisions are
+being evaluated.
 
-    python -m bench.submit_loop [--horizon 1024] [--early 120] [--json]
+    python -m bench.submit_loop [--horizon 1024] [--early 120] [--cases seeded,early,late] [--json]
+
+**seeded** (the case of issue 36, `push_to_first_figure_s` and `push_to_verdict_s`): the
+Space on its default settings, as `make run` starts it, with the ten seeded submissions
+(examples and packaged built-ins); once all ten are in PvE stage 1, `newcomer/first`
+(the `gatherer` example) is pushed and timed until the Space's own `/pve_table` endpoint
+(what the PvE tab shows) has a figure of it, and until its stage-1 verdict. Targets: 90 s
+and 600 s.
 
 Starts the Arena as `make run` does (embedded Hub, webhooks, sandboxed teams, full matches,
 two workers on this machine) and pushes eight submissions (four examples, four built-in
@@ -21,6 +29,9 @@ and for `late` `later_stage_matches_started`.
 
 Targets (issue 10): queued within 5 s, validation verdict within 30 s, stage-1 verdict
 within 600 s with full 1024-tick matches.
+
+The last line is JSON: `push_to_first_figure_s` and `push_to_verdict_s` (seeded), and the
+`early` and `late` records.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import json
 import socket
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,6 +97,54 @@ def timed(arena: Arena, repo_id: str, pushed: float, *, timeout: float) -> dict:
             "verdict_at": verdict, "status": state.status.value, "reason": state.reason, "stage1_matches": len(mine)}
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def seeded_case(horizon: int, timeout: float) -> dict:
+    """The seeded case: push_to_first_figure_s, push_to_verdict_s, and the newcomer's record."""
+    from gradio_client import Client
+
+    data = Path(tempfile.mkdtemp(prefix="arena-submit-loop-seeded-"))
+    settings = ArenaSettings(data_dir=data, match_horizon=horizon, local_hub_port=0)  # the defaults, seeded
+    port = free_port()
+    space = build_space(settings, space_url=f"http://127.0.0.1:{port}")
+    space.serve(host="127.0.0.1", port=port, block=False, quiet=True)
+    arena = space.arena
+    try:
+        seeded = f"{settings.seed_owner}/"
+        in_pve = (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
+
+        def ready() -> bool:
+            mine = [s for s in arena.statuses.states() if s.id.policy_id.startswith(seeded)]
+            return len(mine) >= 10 and all(s.status in in_pve for s in mine)
+
+        if wait_for(ready, timeout=timeout) is None:
+            raise SystemExit("the ten seeded submissions never all reached PvE")
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        repo = "newcomer/first"
+
+        def figure() -> bool:
+            table = client.predict(api_name="/pve_table")
+            rows = [dict(zip(table["headers"], row)) for row in table["data"]]
+            return any(repo in str(r["Policy"]) and not str(r["Matches per stage"]).startswith("0 /") for r in rows)
+
+        shown: list[float | None] = []
+        pushed = push(arena.api, repo, folder=EXAMPLES / "gatherer", tag=settings.submission_tag)
+        watcher = threading.Thread(target=lambda: shown.append(wait_for(figure, timeout=timeout, poll=0.5)))
+        watcher.start()  # beside the status log's timings, which poll from the push on
+        record = timed(arena, repo, pushed, timeout=timeout)
+        watcher.join()
+    finally:
+        space.stop()
+    record.pop("verdict_at", None)
+    first = shown[0] if shown else None
+    return {"push_to_first_figure_s": None if first is None else round(first - pushed, 1),
+            "push_to_verdict_s": record["stage1_s"], "seeded": record}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizon", type=int, default=1024)
@@ -92,19 +152,29 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=5400.0)
     parser.add_argument("--json", action="store_true", help="(the JSON line is always printed last)")
+    parser.add_argument("--cases", default="seeded,early,late", help="which cases to time, comma-separated")
     args = parser.parse_args()
+    cases = set(args.cases.split(","))
+    report: dict = {"horizon": args.horizon, "workers": args.workers}
+    if "seeded" in cases:
+        report.update(seeded_case(args.horizon, args.timeout))
+        for key, limit in (("push_to_first_figure_s", 90), ("push_to_verdict_s", 600)):
+            value = report[key]
+            print(f"seeded {key}: {value} s (target {limit} s: {'met' if value is not None and value <= limit else 'MISSED'})",
+                  file=sys.stderr)
+    if not cases & {"early", "late"}:
+        print(json.dumps(report))
+        return 0
     data = Path(tempfile.mkdtemp(prefix="arena-submit-loop-"))
     settings = ArenaSettings(data_dir=data, match_horizon=args.horizon, workers=args.workers, seed_examples=False,
                              local_hub_port=0)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     # the Space as app.py serves it: the UI, and the webhook route through which pushes arrive
     space = build_space(settings, space_url=f"http://127.0.0.1:{port}", bootstrap=0)
     space.serve(host="127.0.0.1", port=port, block=False, quiet=True)
     arena = space.arena
     tag = settings.submission_tag
-    report: dict = {"horizon": args.horizon, "workers": args.workers, "early_after_s": args.early}
+    report["early_after_s"] = args.early
     try:
         api = arena.api
         eight = []

@@ -59,8 +59,11 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
         queue = m.queue()  # before any match: every revision placed, in push order, no duration to forecast with
         assert sorted(e.place for e in queue.values()) == [1, 2, 3] and all(e.eta_s is None for e in queue.values())
         assert {e.id.policy_id for e in queue.values()} == {"alice/gatherer", "bob/idler", "carol/crashes"}
-        assert m.play_pve() == 2  # one match per worker, round-robin: two revisions, not one revision's two
-        first = [r.teams[0].policy_id for r in arena.store.results()]
+        validation = [r for r in arena.store.results() if r.track == "validation"]  # recorded, with replay and log
+        assert sorted(r.teams[0].policy_id for r in validation) == ["alice/gatherer", "bob/idler", "carol/crashes"]
+        assert all(arena.store.replay(r.match_id) and arena.store.logs(r.match_id) for r in validation)
+        assert m.play_pve() == 2  # one match per worker, each a first match: two revisions, not one revision's two
+        first = [r.teams[0].policy_id for r in arena.store.results() if r.track == "pve"]
         assert len(set(first)) == 2, first
         queue = m.queue()
         assert all(e.eta_s is not None and e.eta_s > 0 for e in queue.values() if e.matches_left)  # timed from those two
@@ -85,7 +88,7 @@ def test_rounds_take_submissions_through_pve_to_pvp(hub, tmp_path):
             assert [log.slot for log in arena.store.logs(r.match_id)] == submitted
         from arena.replay import read as read_replay
 
-        crashed = [r for r in results if any(t.policy_id == "carol/crashes" for t in r.teams)]
+        crashed = [r for r in results if r.track != "validation" and any(t.policy_id == "carol/crashes" for t in r.teams)]
         for r in crashed:  # the crash is on the replay's timeline, at its tick
             slot = next(t.slot for t in r.teams if t.policy_id == "carol/crashes")
             header, _ = read_replay(arena.store.replay(r.match_id))
@@ -127,7 +130,9 @@ def test_kill_9_mid_match_and_mid_write_then_restart(hub, tmp_path):
     table = store.table()
     rows = Counter(table.column("match_id").to_pylist())
     assert set(recorded) <= set(rows)  # nothing lost
-    assert set(rows.values()) == {16}  # nothing doubled, no partial match
+    tracks = dict(zip(table.column("match_id").to_pylist(), table.column("track").to_pylist()))
+    assert {rows[m] for m in rows if tracks[m] != "validation"} == {16}  # nothing doubled, no partial match
+    assert {rows[m] for m in rows if tracks[m] == "validation"} <= {2}  # the validation matches: the revision and forage
     assert len(recorded) == len(set(recorded))  # no match recorded twice across restarts
     results = store.results()
     per_stage = Counter((r.teams[0].policy_id, r.stage) for r in results if r.track == "pve")

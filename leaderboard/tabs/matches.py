@@ -31,7 +31,7 @@ def matches_tab(page: TabContext) -> TableTab:
     with gr.Tab("Matches", id="matches"):
         with gr.Row():
             f_policy = gr.Textbox(label="Policy contains", elem_id="matches-policy")
-            f_track = gr.Dropdown(choices=["", "pve", "pvp"], value="", label="Track", elem_id="matches-track")
+            f_track = gr.Dropdown(choices=["", "pve", "pvp", "validation"], value="", label="Track", elem_id="matches-track")
             f_stage = gr.Dropdown(choices=["", "1", "2", "3"], value="", label="PvE stage", elem_id="matches-stage")
             f_since = gr.Textbox(label="Since (YYYY-MM-DD)", elem_id="matches-since")
             f_until = gr.Textbox(label="Until (YYYY-MM-DD)", elem_id="matches-until")

@@ -115,7 +115,7 @@ class Matchmaker:
             api, statuses, settings.submissions_dir, settings.max_submission_mb,
             ticks=settings.validation_ticks, timeout_s=settings.validation_timeout_s,
             attempts=settings.download_attempts, workers=settings.validation_workers, health=health,
-            gate=isolation,
+            gate=isolation, store=store,
         )
         self.rng = np.random.default_rng()
         self.scheduler: Any = None

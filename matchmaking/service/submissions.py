@@ -26,6 +26,7 @@ from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.policies import PolicyRef
 from arena.revision import Revision, is_builtin
 from history.statuses import StatusLog
+from history.store import HistoryStore
 from matchmaking.hub.discovery import (
     CARD_FILE,
     discover,
@@ -116,6 +117,8 @@ class Validator:
         gate (`IsolationGate`, *optional*): whether a downloaded revision's code may run on
             this machine; one that may not waits in the queue with the gate's reason, and is
             not tried again until the Space restarts (the self-test runs once per start).
+        store (`HistoryStore`, *optional*): where each validation match is recorded, with its
+            replay and the team's log, before its verdict (a rejected author's evidence).
     """
 
     api: HfApi
@@ -129,6 +132,7 @@ class Validator:
     health: HubHealth | None = None
     validator: Callable[..., ValidationReport] = validate
     gate: IsolationGate | None = None
+    store: HistoryStore | None = None
     retry_after_s: float = 15.0
     """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
     _running: dict[Revision, _Running] = field(default_factory=dict, init=False, repr=False)
@@ -260,6 +264,8 @@ class Validator:
         if not self._decide(key, Status.VALIDATING, "playing a validation match", download_path=str(folder)):
             return
         report = self.validator(PolicyRef(key, path=folder), ticks=self.ticks)
+        if self.store is not None and report.match is not None and not self._abandoned(key):
+            self.store.record(report.match, replay=report.replay, logs=report.logs)  # once: its id is its spec's
         self._decide(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
                      measurements=report.measurements, failed_attempts=0,
                      cause=None if report.ok else RejectionCause.POLICY)

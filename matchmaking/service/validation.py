@@ -3,7 +3,9 @@
 A revision plays a small match in its sandbox (two teams, a few ticks) against a built-in
 team. Any fault rejects it, with a reason written for the author: what happened, where,
 and what to change. Limits are the Arena's own (`MatchConfig`): the same sandbox, memory
-and time per step as in real matches.
+and time per step as in real matches. The match itself comes back with its replay and the
+team's log, so that the Space records it (track `validation`) and a rejected author can
+watch what happened and read what their code printed.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from arena.lifecycle import Measurements
+from arena.logs import MatchLogs
 from arena.policies import PolicyRef, builtin
-from arena.schema import Fault, FaultKind
+from arena.replay import ReplayRecorder
+from arena.schema import Fault, FaultKind, MatchResult
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import SandboxedTeam, sandboxed_host
@@ -35,6 +39,10 @@ class ValidationReport:
     faults: tuple[Fault, ...] = ()
     median_step_ms: float = 0.0
     p99_step_ms: float = 0.0
+    match: MatchResult | None = None
+    """The validation match (track `validation`), to record with `replay` and `logs`."""
+    replay: bytes | None = None
+    logs: bytes | None = None
 
     @property
     def measurements(self) -> Measurements:
@@ -84,9 +92,17 @@ def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 
         ticks (`int`): length of the validation match.
 
     Returns:
-        `ValidationReport`: ok, or the first fault explained.
+        `ValidationReport`: ok, or the first fault explained; with the match, its replay
+        and the team's log.
     """
-    base = config or MatchConfig()
+    recorder, logs = ReplayRecorder(), MatchLogs()
+    report, result = _judge(ref, config or MatchConfig(), ticks, recorder, logs)
+    return replace(report, match=result, replay=recorder.data, logs=logs.data)
+
+
+def _judge(ref: PolicyRef, base: MatchConfig, ticks: int, recorder: ReplayRecorder, logs: MatchLogs
+           ) -> tuple[ValidationReport, MatchResult]:
+    """`validate`'s match, recorded into `recorder` and `logs`, and its verdict."""
     small = replace(base, num_teams=2, horizon=ticks)
     hosts: list[SandboxedTeam] = []
 
@@ -98,7 +114,7 @@ def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 
 
     result = run_match(
         MatchSpec(seed=VALIDATION_SEED, policies=(ref, builtin("forage")), config=small, track="validation"),
-        host_factory=host,
+        host_factory=host, recorder=recorder, logs=logs,
     )
     team = result.teams[0]
     # The time a tick costs is wall-clock time: the process CPU clock inside the sandbox moved
@@ -109,10 +125,10 @@ def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 
     median, p99 = (float(np.median(steps)), float(np.percentile(steps, 99))) if len(steps) else (0.0, 0.0)
     memory = max((h.peak_memory_mb for h in hosts), default=0.0)
     if team.faults:
-        return ValidationReport(False, explain(team.faults[0], base), cpu_ms, memory, team.faults, median, p99)
+        return ValidationReport(False, explain(team.faults[0], base), cpu_ms, memory, team.faults, median, p99), result
     slow = too_slow(median / 1000, base)
     if slow:
-        return ValidationReport(False, slow, cpu_ms, memory, (), median, p99)
+        return ValidationReport(False, slow, cpu_ms, memory, (), median, p99), result
     return ValidationReport(
         True,
         f"Played {result.ticks} ticks without a fault: {median:.1f} ms per tick (median; 99th percentile "
@@ -120,4 +136,4 @@ def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 
         f"CPU in one tick {cpu_ms:.0f} ms), peak memory {memory:.0f} MB beyond the preloaded frameworks (limit "
         f"{base.memory_limit_mb} MB).",
         cpu_ms, memory, (), median, p99,
-    )
+    ), result
