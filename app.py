@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the parts are imported when `build_space` starts them: a ba
     from leaderboard.refresher import StandingsRefresher
     from matchmaking.service.space import Arena
     from modelcards.publisher import ModelCardPublisher
+    from modelcards.verdicts import VerdictPoster
 
 
 def model_card_publisher(settings: ArenaSettings, api: HfApi, refresher: StandingsRefresher, statuses: StatusLog, *,
@@ -61,6 +62,21 @@ def model_card_publisher(settings: ArenaSettings, api: HfApi, refresher: Standin
     )
 
 
+def verdict_poster(settings: ArenaSettings, arena: Arena, refresher: StandingsRefresher, *,
+                   space_url: str | None) -> VerdictPoster | None:
+    """The poster of verdicts to the submitters' repos (None when `NMMO_ARENA_VERDICT_DISCUSSIONS`
+    is off): the Space's own Hub client, its ledger in the history dataset (this writer's
+    file), posting only while this Space leads the dataset's writers."""
+    if not settings.verdict_discussions:
+        return None
+    from modelcards.verdicts import VerdictLedger, VerdictPoster
+
+    return VerdictPoster(api=arena.api, statuses=arena.statuses.states, standings=refresher.standings,
+                         logs=arena.store.logs, ledger=VerdictLedger(settings.verdict_ledger, writer=arena.writers.writer),
+                         space_url=space_url or "http://127.0.0.1:7860", qualify=settings.qualify_achievement,
+                         leads=arena.writers.leads)
+
+
 @dataclass
 class Space:
     """The whole Space as `build_space` wires it: the Arena (Hub, matchmaker, history), the
@@ -73,6 +89,8 @@ class Space:
     """The standings over the Arena's history index (shared with its matchmaker)."""
     publisher: ModelCardPublisher | None = None
     """None with `NMMO_ARENA_MODEL_CARDS` off."""
+    verdicts: VerdictPoster | None = None
+    """None with `NMMO_ARENA_VERDICT_DISCUSSIONS` off."""
     demo: gr.Blocks | None = None
 
     def restoring(self) -> str | None:
@@ -107,6 +125,8 @@ class Space:
             self.demo.close()
         if self.publisher is not None:
             self.publisher.stop()
+        if self.verdicts is not None:
+            self.verdicts.stop()
         self.standings.stop()
         self.arena.stop()
 
@@ -119,8 +139,9 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
         settings: every setting, already checked (`ArenaSettings.from_env`).
         space_url: where the pages will be served (the embedded Hub's webhook is registered there).
         schedule: run the matchmaker's rounds on its schedule (False: the caller runs them).
-        background: refresh the standings and publish model cards in background threads
-            (False: the caller calls `standings.refresh()` and `publisher.run_once()`).
+        background: refresh the standings, publish model cards and post verdicts in background
+            threads (False: the caller calls `standings.refresh()`, `publisher.run_once()` and
+            `verdicts.run_once()`).
         bootstrap: the Plackett-Luce fit's bootstrap resamples (None: the refresher's default;
             tests use fewer).
     """
@@ -140,11 +161,21 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
     standings.refresh()
     publisher = model_card_publisher(settings, arena.api, standings, arena.statuses, writer=arena.writers.writer,
                                      leads=arena.writers.leads)
+    verdicts = verdict_poster(settings, arena, standings, space_url=public_url() or space_url)
     if background:
         standings.run_in_background()
         if publisher is not None:
             publisher.run_in_background(settings.model_cards_every_s)
-    return Space(settings, arena, standings, publisher)
+        if verdicts is not None:
+            verdicts.run_in_background()
+    return Space(settings, arena, standings, publisher, verdicts)
+
+
+def public_url() -> str | None:
+    """The Space's public address where the Hub says it (`SPACE_HOST` on a Hugging Face
+    Space), for the links the Arena posts; None elsewhere."""
+    host = os.environ.get("SPACE_HOST")
+    return f"https://{host}" if host else None
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -227,6 +227,8 @@ class ArenaSettings:
         doc="faulty matches (crash, memory, or faults on 10% of ticks) after which a revision is marked error")
     model_cards: bool = setting(True, env="MODEL_CARDS", parse=_boolean,
         doc="open and update one pull request per qualified submission that adds its results to its model card")
+    verdict_discussions: bool = setting(True, env="VERDICT_DISCUSSIONS", parse=_boolean,
+        doc="at each verdict of a revision, open or comment on one discussion on its repo (modelcards.verdicts)")
     model_cards_every_s: float = setting(60.0, env="MODEL_CARDS_S", parse=_number, check=_positive,
         doc="seconds between looks for model-card results due (a look without any due costs no Hub call)")
     model_cards_minutes: float = setting(60.0, env="MODEL_CARDS_MINUTES", parse=_number, check=_at_least(0),
@@ -365,6 +367,12 @@ class ArenaSettings:
         """What was published on model cards (see `modelcards.ledger`), inside the history
         dataset (one file per writer beside this name)."""
         return self.history_dir / "modelcards" / "publications.jsonl"
+
+    @property
+    def verdict_ledger(self) -> Path:
+        """Which verdicts were posted in discussions (see `modelcards.verdicts`), inside the
+        history dataset (one file per writer beside this name)."""
+        return self.history_dir / "modelcards" / "verdicts.jsonl"
 
     @property
     def legacy_model_card_ledger(self) -> Path:

@@ -166,6 +166,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         fast.tick(refresh_live, outputs=[*subs.outputs, *lines.outputs], api_visibility="private")
         replay.open_on_select(matches.table, tabs)
+        replay.open_from_url(demo, tabs)
     return demo
 
 

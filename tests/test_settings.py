@@ -43,6 +43,7 @@ BAD = {
     "NMMO_ARENA_QUALIFY": ("85", "from 0 to 84"),
     "NMMO_ARENA_ERROR_AFTER": ("0", "at least 1"),
     "NMMO_ARENA_MODEL_CARDS": ("sometimes", "one of 1, 0, true, false"),
+    "NMMO_ARENA_VERDICT_DISCUSSIONS": ("often", "one of 1, 0, true, false"),
     "NMMO_ARENA_MODEL_CARDS_S": ("0", "a positive value"),
     "NMMO_ARENA_MODEL_CARDS_MINUTES": ("-1", "at least 0"),
     "NMMO_ARENA_AUDIT_MINUTES": ("-5", "at least 0"),

@@ -295,6 +295,23 @@ def test_a_page_opened_later_shows_what_happened_since_the_app_was_built(browser
     pytest.skip(f"the page took longer than the timer's {REFRESH_S:g} s to open, three times: too busy a machine to tell")
 
 
+def test_a_match_link_opens_its_replay(browser, app):
+    """`arena.links.match_link`, the address a verdict's discussion gives: the page opens on
+    the Replay tab with that match drawn."""
+    from arena.links import match_link
+
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(match_link(app["url"], app["real"].match_id))
+        page.wait_for_function("() => window.__replayReady === true", timeout=UI_WAIT_MS)
+        expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true")
+        assert page.locator("#replay-match textarea, #replay-match input").first.input_value() == app["real"].match_id
+        assert "tick 0 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
+    finally:
+        context.close()
+
+
 def test_the_pvp_tab_says_what_it_was_computed_from(page, app):
     """One line under the table: every match recorded, and how much of it the Hub dataset
     holds (no mirror here: it cannot be told, said so)."""
