@@ -79,6 +79,7 @@ def space(tmp_path_factory):
         results = arena.store.results()
         holder.pve = next(r for r in results if r.track == "pve" and r.stage == 1)
         holder.pvp = next(r for r in results if r.track == "pvp")
+        holder.validation = next(r for r in results if r.track == "validation")
         yield holder
     finally:
         if holder.running:
@@ -163,6 +164,14 @@ def test_the_idle_matchmaker_audits_one_match_at_a_time_and_the_about_tab_says_s
     assert [a.match_id for a in AuditLog(space.settings.audit_log).read()] == [first.match_id, second.match_id]
     assert m.audit_summary().line == "2 of 2 audited matches reproduced"
     assert space.settings.audit_log.relative_to(space.settings.history_dir).as_posix() == "audits/audits.jsonl"
+
+
+def test_a_validation_match_reruns_identical_too(space):
+    """The two-team, 16-tick match that judged the revision is as reproducible as any other."""
+    code, out, err = rerun_cli(space.validation.match_id, space.settings.data_dir)
+    assert code == 0, err
+    assert out["identical"] is True and out["derived_match_id"] == space.validation.match_id
+    assert out["recorded"]["track"] == "validation" and len(out["recorded"]["teams"]) == 2
 
 
 def test_with_the_space_stopped_the_embedded_hub_is_started_for_the_rerun(space):

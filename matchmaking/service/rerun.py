@@ -146,7 +146,7 @@ def spec_for(record: MatchResult, *, fetch: Fetcher, settings: ArenaSettings, sa
             say(f"Fetched {revision.policy_id}@{revision.short} into {fetched[revision]}")
         policies.append(PolicyRef(revision, path=fetched[revision]))
     try:
-        config = MatchConfig(horizon=record.horizon, cache_dir=settings.cache_dir, map_key=map_key)
+        config = MatchConfig(num_teams=len(teams), horizon=record.horizon, cache_dir=settings.cache_dir, map_key=map_key)
     except ValueError as exc:
         raise MatchSetupError(f"Match {record.match_id}'s record cannot be played again: {exc}") from None
     return MatchSpec(seed=record.seed, policies=tuple(policies), config=config, track=record.track, stage=record.stage,

@@ -1,5 +1,5 @@
 """Runs the matchmaker's rounds in a loop on a data folder until killed; prints the id of
-every match right after it is recorded, and keeps DATA/live.json holding what the Space's
+every match the executor plays right after it is recorded (not the validation matches), and keeps DATA/live.json holding what the Space's
 "Now playing" shows (`Matchmaker.live()`). Tests kill -9 it mid-match and mid-write.
 
     matchmaker_forever.py DATA HORIZON HUB [RAY_ADDRESS]
@@ -29,7 +29,7 @@ if __name__ == "__main__":
 
     def record(self, result, **kwargs):
         fresh = original(self, result, **kwargs)
-        if fresh:
+        if fresh and result.track != "validation":  # validation matches are played here, never on a Ray node
             print(result.match_id, flush=True)
         return fresh
 
