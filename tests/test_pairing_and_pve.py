@@ -47,6 +47,23 @@ def test_uncertainty_pools_take_the_least_certain():
     assert sorted(pool) == sorted(PLAYERS[-16:])
 
 
+@pytest.mark.parametrize("how", list(Pairing))
+def test_no_pool_seats_two_revisions_of_one_owner_and_pools_stay_full(how):
+    """No teammates in a free-for-all: 10 owners with 4 revisions each, 200 pools per rule."""
+    entries = [f"owner{o}/team{t}@{'ab'[t % 2] * 40}" for o in range(10) for t in range(4)]
+    uncertainty = {p: float(i % 7) for i, p in enumerate(entries)}
+    counts, rng, seated = {p: 0 for p in entries}, np.random.default_rng(5), Counter()
+    for _ in range(200):
+        pool = make_pool(entries, counts=counts, rng=rng, how=how, uncertainty=uncertainty)
+        owners = [p.split("/")[0] for p in pool if not p.startswith("builtin:")]
+        assert len(pool) == 16 and len(owners) == len(set(owners)) == 10, pool  # one each; anchors fill the rest
+        for p in pool:
+            counts[p] = counts.get(p, 0) + 1
+            seated[p] += 1
+    if how is Pairing.RANDOM:  # (the others follow the sigmas, fixed here)
+        assert all(seated[p] > 0 for p in entries)  # every revision still plays
+
+
 def test_pool_arguments_are_checked():
     with pytest.raises(ValueError, match="needs `uncertainty`"):
         make_pool(PLAYERS, counts={}, rng=np.random.default_rng(0), how=Pairing.UNCERTAINTY)

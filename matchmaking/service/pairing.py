@@ -15,19 +15,45 @@ benchmarks.md). Closest-rating pools (Hugging Face's AI vs. AI: the least-played
 and 15 of the n whose ratings are closest to it) were retired on 2026-12-03: their study
 found that they split the field into groups that rarely meet.
 
-With fewer qualified policies than seats, built-in teams fill the pool; they are the
-fixed anchors of the ratings (`arena.rules.ANCHORS`, `POOL_FILL`).
+**No teammates in a free-for-all.** A pool seats at most one revision of each owner (the
+namespace of its repo): two entries of one author could help each other in a match of
+sixteen. Whatever the rule, the candidates are taken in its order and an owner already
+seated is passed over.
+
+With fewer qualified policies (of distinct owners) than seats, built-in teams fill the
+pool; they are the fixed anchors of the ratings (`arena.rules.ANCHORS`, `POOL_FILL`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from arena.errors import InvalidArgumentError
+from arena.revision import is_builtin
 from arena.rules import POOL_FILL, Pairing
 from arena.settling import is_settled, priority_seats
+
+
+def owner(player: str) -> str | None:
+    """Who entered `player` (`owner/name@sha`): its repo's namespace; None for a built-in."""
+    return None if is_builtin(player) else player.partition("/")[0]
+
+
+def _one_per_owner(ordered: Iterable[str], size: int, seated: Iterable[str] = ()) -> list[str]:
+    """The first `size` of `ordered` whose owner is not seated yet (nor in `seated`)."""
+    taken = {owner(p) for p in seated} - {None}
+    chosen: list[str] = []
+    for player in ordered:
+        if len(chosen) == size:
+            break
+        who = owner(player)
+        if who is None or who not in taken:
+            chosen.append(player)
+            if who is not None:
+                taken.add(who)
+    return chosen
 
 
 def _least_played_first(candidates: Sequence[str], counts: Mapping[str, int], rng: np.random.Generator) -> list[str]:
@@ -39,10 +65,10 @@ def _guarantee(candidates: Sequence[str], sigmas: Mapping[str, float], rng: np.r
     # ALGO LOGIC: the least settled first, in at most half the seats; the rest uniformly at random
     sigma = [sigmas.get(p, float("inf")) for p in candidates]
     unsettled = [(-s, j, p) for s, j, p in zip(sigma, rng.random(len(candidates)), candidates) if not is_settled(s)]
-    chosen = [p for _, _, p in sorted(unsettled)[:priority_seats(size)]]
+    chosen = _one_per_owner((p for _, _, p in sorted(unsettled)), priority_seats(size))
     taken = set(chosen)
     rest = [p for p in candidates if p not in taken]
-    return chosen + [rest[i] for i in rng.choice(len(rest), size=size - len(chosen), replace=False)]
+    return chosen + _one_per_owner((rest[i] for i in rng.permutation(len(rest))), size - len(chosen), seated=chosen)
 
 
 def make_pool(
@@ -68,20 +94,22 @@ def make_pool(
         fill (`Sequence[str]`): built-ins that fill empty seats, cycled.
 
     Returns:
-        `list[str]`: exactly `size` players, in random seat order.
+        `list[str]`: exactly `size` players, in random seat order, no two of one owner.
     """
     if size < 1:
         raise InvalidArgumentError(f"`size` must be at least 1, got {size}.")
     candidates = list(dict.fromkeys(candidates))
-    if len(candidates) <= size:
+    owners = {owner(p) for p in candidates}
+    if len(candidates) <= size and len(owners) == len(candidates):
         chosen = list(candidates)
-    elif how is Pairing.RANDOM:
-        chosen = _least_played_first(candidates, counts, rng)[:size]
+    elif how is Pairing.RANDOM or len(candidates) <= size:
+        chosen = _one_per_owner(_least_played_first(candidates, counts, rng), size)
     elif how is Pairing.UNCERTAINTY:
         if uncertainty is None:
             raise InvalidArgumentError("uncertainty-first pairing needs `uncertainty`.")
         jitter = rng.random(len(candidates))
-        chosen = [p for _, _, p in sorted(zip((-uncertainty.get(p, float("inf")) for p in candidates), jitter, candidates))][:size]
+        chosen = _one_per_owner([p for _, _, p in sorted(zip((-uncertainty.get(p, float("inf")) for p in candidates), jitter,
+                                                                  candidates))], size)
     elif how is Pairing.GUARANTEE:
         if uncertainty is None:
             raise InvalidArgumentError("the volume guarantee needs `uncertainty` (TrueSkill sigmas).")
