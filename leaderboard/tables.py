@@ -245,7 +245,7 @@ SUBMISSION_COLUMNS = [
     Column("Reason", "str", "where it is now (in PvE: its stage, matches played and the time to its verdict), or why, "
            "in words: what was measured, or what to fix", "350px"),
     Column("Queue", "str", "its verdict's place among those in PvE (earliest stage first, the Arena's seeded demos "
-           "last, then the earliest push): it only moves forward", "85px"),
+           "last, owners in turn, then the earliest push)", "85px"),
     Column("Verdict in", "str", "estimated time to the end of its current PvE stage (stage 1: its PvP verdict)", "140px"),
     Column("Team", "str", "the model card's team name", "100px"),
     Column("Seen", "str", "when discovery first saw the revision (UTC)", "105px"),

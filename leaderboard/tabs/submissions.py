@@ -37,8 +37,8 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         subs_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="submissions-empty")
         gr.Markdown(
             "Queue: the order of the verdicts among the revisions in PvE: the earliest stage first (stage 1 decides "
-            "qualification), the Arena's own seeded demos after every other revision, then the earliest push; a place "
-            "only moves forward. Every revision's first match of a stage is played before anything else, so a new one "
+            "qualification), the Arena's own seeded demos after every other revision, owners in turn (every owner's "
+            "earliest revision before anyone's second, the owner with fewer waiting first), then the earliest push. Every revision's first match of a stage is played before anything else, so a new one "
             "has its first figure after one match. Verdict in: when its current stage should end, from the durations "
             "of recent matches (a stage decided early ends sooner)."
         )

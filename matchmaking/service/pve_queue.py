@@ -11,13 +11,17 @@ schedule and to forecast:
 2. **The Arena's own seeded submissions last** (`PveWork.seeded`: the examples and
    packaged built-ins a fresh Space pushes to show a field): a researcher's revision never
    waits behind a demo.
-3. **A first match before everything else**: a revision with no match of the stage played
-   or in flight goes first, so that a newcomer's first figure comes after one match
-   (Kaggle boosts new submissions the same way).
-4. **Earliest pushed first** (then the repo id): verdicts come in the order of the pushes,
-   each revision with every worker that is free, and the mean wait for a verdict is about
-   half of round-robin's. A revision's place is its verdict's in that order (rules 1, 2
-   and 4): it only moves forward, as the revisions ahead of it get theirs.
+3. **Owners in turn** (`turns`): every owner's earliest revision of the stage goes before
+   any owner's second, so one owner pushing 25 revisions delays another's by about one
+   match, not by 25 stages (issue 37's flood).
+4. **A first match before everything else** among those: a revision with no match of the
+   stage played or in flight goes first, so that a newcomer's first figure comes after one
+   match (Kaggle boosts new submissions the same way).
+5. **The owner with fewer revisions waiting first**, then **the earliest pushed** (then the
+   repo id): verdicts come in the order of the pushes, each revision with every worker
+   that is free, and the mean wait for a verdict is about half of round-robin's.
+
+A revision's place is its verdict's in that order (`verdict_order`: all but rule 4).
 
 `forecast` plays that order forward on the workers with a measured match duration, to
 give each revision its place and an estimated time to its verdict. The estimate assumes
@@ -51,9 +55,30 @@ class PveWork:
     after every other revision of its stage."""
 
 
-def priority(work: PveWork, in_flight: int = 0) -> tuple[int, bool, bool, float, Revision]:
-    """The sort key of a revision's next match: lower plays first."""
-    return (work.stage, work.seeded, work.played + in_flight > 0, work.since, work.id)
+#: An owner's turn for one revision: (its place among the owner's revisions in the stage,
+#: 0 for the earliest pushed; how many revisions of the stage the owner has).
+Turn = tuple[int, int]
+
+
+def turns(work: Iterable[PveWork]) -> dict[Revision, Turn]:
+    """Each revision's turn within its owner's revisions of the same stage (the repo's
+    namespace; the Arena's seeded submissions count as one owner, as they are)."""
+    by_owner: dict[tuple[str, int], list[PveWork]] = {}
+    for item in work:
+        by_owner.setdefault((item.id.policy_id.partition("/")[0], item.stage), []).append(item)
+    return {item.id: (rank, len(mine)) for mine in by_owner.values()
+            for rank, item in enumerate(sorted(mine, key=lambda w: (w.since, w.id)))}
+
+
+def priority(work: PveWork, started: int = 0, turn: Turn = (0, 1)) -> tuple[int, bool, int, bool, int, float, Revision]:
+    """The sort key of a revision's next match (lower plays first): `started` counts its
+    matches of the stage recorded or in flight beyond `work.played`, `turn` is `turns`'."""
+    return (work.stage, work.seeded, turn[0], work.played + started > 0, turn[1], work.since, work.id)
+
+
+def verdict_order(work: PveWork, turn: Turn) -> tuple[int, bool, int, int, float, Revision]:
+    """The order of the verdicts (a revision's place): `priority` without the first-match boost."""
+    return (work.stage, work.seeded, turn[0], turn[1], work.since, work.id)
 
 
 def pick(work: Iterable[PveWork], slots: int, *, in_flight: Mapping[Revision, Sequence[int]] | None = None
@@ -67,19 +92,21 @@ def pick(work: Iterable[PveWork], slots: int, *, in_flight: Mapping[Revision, Se
             started (a revision with one in flight has had its first match).
     """
     in_flight = in_flight or {}
+    work = list(work)
+    turn = turns(work)
     heap = []
     for item in work:
         busy = set(in_flight.get(item.id, ()))
         free = [s for s in item.seeds if s not in busy]
         if free:
-            heap.append((priority(item, len(busy)), len(busy), free, item))
+            heap.append((priority(item, len(busy), turn[item.id]), len(busy), free, item))
     heapq.heapify(heap)
     chosen: list[tuple[PveWork, int]] = []
     while heap and len(chosen) < slots:
         _, started, free, item = heapq.heappop(heap)
         chosen.append((item, free[0]))
         if len(free) > 1:
-            heapq.heappush(heap, (priority(item, started + 1), started + 1, free[1:], item))
+            heapq.heappush(heap, (priority(item, started + 1, turn[item.id]), started + 1, free[1:], item))
     return chosen
 
 
@@ -100,7 +127,8 @@ def forecast(work: Sequence[PveWork], *, workers: int, match_s: float | None, no
             left (PvP takes the rest).
     """
     in_flight = in_flight or {}
-    order = sorted(work, key=lambda w: (w.stage, w.seeded, w.since, w.id))  # the verdicts' order: the boost aside
+    turn = turns(work)
+    order = sorted(work, key=lambda w: verdict_order(w, turn[w.id]))
     places = {w.id: i + 1 for i, w in enumerate(order)}
     entries = {
         w.id: QueueEntry(w.id, w.stage, places[w.id], len(w.seeds), None, played=w.played) for w in work
@@ -120,7 +148,8 @@ def forecast(work: Sequence[PveWork], *, workers: int, match_s: float | None, no
         pending = [w for w in left.values() if w.seeds]
         if not pending:
             break
-        nxt = min(pending, key=lambda w: priority(w, counts[w.id] - w.played))
+        now_turn = turns(pending)  # an owner's next revision moves up as its earlier one finishes
+        nxt = min(pending, key=lambda w: priority(w, counts[w.id] - w.played, now_turn[w.id]))
         start = heapq.heappop(free)
         end = start + (match_s if nxt.stage == 1 else match_s / max(later_share, 1e-6))
         heapq.heappush(free, end)

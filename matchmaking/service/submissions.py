@@ -222,9 +222,17 @@ class Validator:
         return 0.0
 
     def _startable(self) -> list[RevisionState]:
+        """The queued revisions that may start now, owners in turn: every owner's earliest
+        before any owner's second (one owner's flood delays another's by one validation),
+        then the owner with fewer waiting, then the earliest seen."""
         now = time.time()
-        return [s for s in self.statuses.with_status(Status.QUEUED)
-                if s.id not in self._running and s.id not in self._held and now >= self._retry_at(s)]
+        ready = [s for s in self.statuses.with_status(Status.QUEUED)
+                 if s.id not in self._running and s.id not in self._held and now >= self._retry_at(s)]
+        mine: dict[str, list[RevisionState]] = {}
+        for state in sorted(ready, key=lambda s: (s.first_seen, s.id)):
+            mine.setdefault(state.id.policy_id.partition("/")[0], []).append(state)
+        turn = {s.id: (rank, len(queue)) for queue in mine.values() for rank, s in enumerate(queue)}
+        return sorted(ready, key=lambda s: (*turn[s.id], s.first_seen, s.id))
 
     def _start_queued(self) -> None:
         free = self.workers - sum(not r.abandoned for r in self._running.values())
