@@ -84,6 +84,8 @@ class RejectionCause(str, Enum):
     """Over the Space's size limit: reconsidered when the limit changes."""
     POLICY = "policy"
     """Its team faulted in the validation match."""
+    DUPLICATE = "duplicate"
+    """It plays exactly as another owner's active revision (`Measurements.play_digest`)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,10 @@ class Measurements:
     peak_memory_mb: float = 0.0
     median_step_ms: float = 0.0
     p99_step_ms: float = 0.0
+    play_digest: str = ""
+    """A digest of the team's play in the seeded validation match (its members' positions and
+    vitals, tick by tick): two revisions that play alike have the same one. Empty for a team
+    that never moved (idle teams are alike without being copies)."""
 
 
 @dataclass(frozen=True)

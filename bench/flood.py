@@ -5,7 +5,7 @@
 Two runs of the Space as `make run` starts it (embedded Hub, webhooks, sandboxed teams, two
 workers), each on an empty data folder, without the seeded examples:
 
-- **alone**: the victim (`victim/gatherer`, the `gatherer` example) is pushed, and timed
+- **alone**: the victim (`victim/newcomer`, `bench/policies/newcomer`) is pushed, and timed
   from its push to its stage-1 verdict;
 - **flooded**: the owner `spammer` pushes `--flood` repos (the `explorer`, `wanderer` and
   `gatherer` examples in turn, as issue 37 measured), then the victim pushes, timed the same.
@@ -29,9 +29,9 @@ from pathlib import Path
 from app import build_space
 from arena.lifecycle import Status
 from arena.settings import ArenaSettings
-from bench.submit_loop import EXAMPLES, free_port, push, wait_for
+from bench.submit_loop import EXAMPLES, NEWCOMER, free_port, push, wait_for
 
-VICTIM = "victim/gatherer"
+VICTIM = "victim/newcomer"
 FLOOD_EXAMPLES = ("explorer", "wanderer", "gatherer")
 DECIDED = (Status.QUALIFIED, Status.EVALUATED, Status.REJECTED, Status.ERROR)
 
@@ -52,7 +52,7 @@ def run(horizon: int, flood: int, timeout: float) -> dict:
         if flood:  # the flood is in the queue, as the issue's victim found it
             wait_for(lambda: sum(s.id.policy_id.startswith("spammer/") for s in arena.statuses.states()) >= flood,
                      timeout=timeout)
-        pushed = push(arena.api, VICTIM, folder=EXAMPLES / "gatherer", tag=tag)
+        pushed = push(arena.api, VICTIM, folder=NEWCOMER, tag=tag)
 
         def verdict() -> bool:
             mine = [s for s in arena.statuses.states() if s.id.policy_id == VICTIM]

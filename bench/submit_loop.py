@@ -7,13 +7,13 @@ being evaluated.
 **seeded** (the case of issue 36, `push_to_first_figure_s` and `push_to_verdict_s`): the
 Space on its default settings, as `make run` starts it, with the ten seeded submissions
 (examples and packaged built-ins); once all ten are in PvE stage 1, `newcomer/first`
-(the `gatherer` example) is pushed and timed until the Space's own `/pve_table` endpoint
+(`bench/policies/newcomer`, written from the docs alone) is pushed and timed until the Space's own `/pve_table` endpoint
 (what the PvE tab shows) has a figure of it, and until its stage-1 verdict. Targets: 90 s
 and 600 s.
 
 Starts the Arena as `make run` does (embedded Hub, webhooks, sandboxed teams, full matches,
 two workers on this machine) and pushes eight submissions (four examples, four built-in
-teams packaged as repos). Two newcomers, each the `gatherer` example under a new repo, are
+teams packaged as repos). Two newcomers, each `bench/policies/newcomer` under a new repo, are
 then pushed and timed from their push, reading the status log:
 
 - `early`, `--early` seconds after the eight are all being evaluated: every one of them is
@@ -57,6 +57,9 @@ from matchmaking.service.space import Arena
 from matchmaking.teams.builtin import packaged_policy
 
 EXAMPLES = PROJECT_ROOT / "examples" / "policies"
+#: The policy the newcomers push: written from the docs alone, and like no other entry (a
+#: copy of an example would be refused as a duplicate of the seeded one).
+NEWCOMER = PROJECT_ROOT / "bench" / "policies" / "newcomer"
 EIGHT_EXAMPLES = ("wanderer", "explorer", "gatherer", "apprentice-onnx")
 EIGHT_BUILTINS = ("random", "forage", "combat", "elite")
 
@@ -132,7 +135,7 @@ def seeded_case(horizon: int, timeout: float) -> dict:
             return any(repo in str(r["Policy"]) and not str(r["Matches per stage"]).startswith("0 /") for r in rows)
 
         shown: list[float | None] = []
-        pushed = push(arena.api, repo, folder=EXAMPLES / "gatherer", tag=settings.submission_tag)
+        pushed = push(arena.api, repo, folder=NEWCOMER, tag=settings.submission_tag)
         watcher = threading.Thread(target=lambda: shown.append(wait_for(figure, timeout=timeout, poll=0.5)))
         watcher.start()  # beside the status log's timings, which poll from the push on
         record = timed(arena, repo, pushed, timeout=timeout)
@@ -194,14 +197,14 @@ def main() -> int:
             return 1
         time.sleep(args.early)
         early = "newcomer/early"
-        report["early"] = timed(arena, early, push(api, early, folder=EXAMPLES / "gatherer", tag=tag), timeout=args.timeout)
+        report["early"] = timed(arena, early, push(api, early, folder=NEWCOMER, tag=tag), timeout=args.timeout)
         print(f"early: {report['early']}", file=sys.stderr)
         decided = (Status.QUALIFIED, Status.EVALUATED)
         if wait_for(lambda: all(states()[r].status in decided for r in [*eight, early]), timeout=args.timeout) is None:
             print("the others never all had their stage-1 verdicts", file=sys.stderr)
             return 1
         late = "newcomer/late"
-        pushed = push(api, late, folder=EXAMPLES / "gatherer", tag=tag)
+        pushed = push(api, late, folder=NEWCOMER, tag=tag)
         in_later = sorted(r.split("/")[1] for r in [*eight, early] if arena.matchmaker.pve_queue and any(
             w.id.policy_id == r and w.stage > 1 for w in arena.matchmaker.pve_queue))
         report["late"] = timed(arena, late, pushed, timeout=args.timeout)

@@ -230,7 +230,7 @@ class Validator:
                  if s.id not in self._running and s.id not in self._held and now >= self._retry_at(s)]
         mine: dict[str, list[RevisionState]] = {}
         for state in sorted(ready, key=lambda s: (s.first_seen, s.id)):
-            mine.setdefault(state.id.policy_id.partition("/")[0], []).append(state)
+            mine.setdefault(owner_of(state.id), []).append(state)
         turn = {s.id: (rank, len(queue)) for queue in mine.values() for rank, s in enumerate(queue)}
         return sorted(ready, key=lambda s: (*turn[s.id], s.first_seen, s.id))
 
@@ -274,9 +274,17 @@ class Validator:
         report = self.validator(PolicyRef(key, path=folder), ticks=self.ticks)
         if self.store is not None and report.match is not None and not self._abandoned(key):
             self.store.record(report.match, replay=report.replay, logs=report.logs)  # once: its id is its spec's
-        self._decide(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
-                     measurements=report.measurements, failed_attempts=0,
-                     cause=None if report.ok else RejectionCause.POLICY)
+        with self._lock:  # the clone check and the verdict at once: of two copies validated together, one passes
+            if self._abandoned(key):
+                return
+            original = clone_of(key, report.measurements.play_digest, self.statuses.states()) if report.ok else None
+            if original is not None:
+                self.statuses.record(key, Status.REJECTED, duplicate_reason(original), measurements=report.measurements,
+                                     failed_attempts=0, cause=RejectionCause.DUPLICATE)
+            else:
+                self.statuses.record(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
+                                     measurements=report.measurements, failed_attempts=0,
+                                     cause=None if report.ok else RejectionCause.POLICY)
 
     def _abandoned(self, key: Revision) -> bool:
         running = self._running.get(key)
@@ -303,6 +311,34 @@ class Validator:
         else:
             self.statuses.record(state.id, Status.QUEUED, f"{why}; the Hub is unreachable, will retry when it answers",
                                  failed_attempts=failures)
+
+
+#: The statuses of a revision that takes part (a clone of it is refused).
+ACTIVE = (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
+
+
+def owner_of(revision: Revision) -> str:
+    """Who submitted `revision`: its repo's namespace."""
+    return revision.policy_id.partition("/")[0]
+
+
+def clone_of(revision: Revision, digest: str, states: Iterable[RevisionState]) -> Revision | None:
+    """The active revision of another owner that plays exactly as `revision` did in the
+    seeded validation match (the same `play_digest`), the earliest seen; None if none. An
+    owner may replace its own: its own revisions never count."""
+    if not digest:
+        return None
+    same = [s for s in states if s.status in ACTIVE and s.latest and owner_of(s.id) != owner_of(revision)
+            and s.measurements is not None and s.measurements.play_digest == digest]
+    return min(same, key=lambda s: (s.first_seen, s.id)).id if same else None
+
+
+def duplicate_reason(original: Revision) -> str:
+    """Why a clone of `original` is refused, and what to do."""
+    return (f"DUPLICATE: it plays exactly as {original.policy_id}@{original.short}, another owner's entry: the same "
+            "moves, tick for tick, in the seeded validation match. A copy of an entry is not a new entry (near-clones "
+            "inflate one policy's best rank). Change how it plays and push a new commit; if the other repo copied "
+            "yours, tell the Space's operator.")
 
 
 def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb: float, ticks: int = 16,

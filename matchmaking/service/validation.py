@@ -10,6 +10,7 @@ watch what happened and read what their code printed.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,6 +19,7 @@ from arena.lifecycle import Measurements
 from arena.logs import MatchLogs
 from arena.policies import PolicyRef, builtin
 from arena.replay import ReplayRecorder
+from arena.replay import read as read_replay
 from arena.schema import Fault, FaultKind, MatchResult
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
@@ -41,6 +43,8 @@ class ValidationReport:
     p99_step_ms: float = 0.0
     match: MatchResult | None = None
     """The validation match (track `validation`), to record with `replay` and `logs`."""
+    digest: str = ""
+    """`play_digest` of the team's play (kept in `measurements`)."""
     replay: bytes | None = None
     logs: bytes | None = None
 
@@ -48,7 +52,8 @@ class ValidationReport:
     def measurements(self) -> Measurements:
         """What the status log keeps of it."""
         return Measurements(max_step_cpu_ms=round(self.max_step_cpu_ms, 1), peak_memory_mb=round(self.peak_memory_mb, 1),
-                            median_step_ms=round(self.median_step_ms, 2), p99_step_ms=round(self.p99_step_ms, 2))
+                            median_step_ms=round(self.median_step_ms, 2), p99_step_ms=round(self.p99_step_ms, 2),
+                            play_digest=self.digest)
 
 
 def explain(fault: Fault, config: MatchConfig) -> str:
@@ -96,8 +101,23 @@ def validate(ref: PolicyRef, *, config: MatchConfig | None = None, ticks: int = 
         and the team's log.
     """
     recorder, logs = ReplayRecorder(), MatchLogs()
-    report, result = _judge(ref, config or MatchConfig(), ticks, recorder, logs)
-    return replace(report, match=result, replay=recorder.data, logs=logs.data)
+    base = config or MatchConfig()
+    report, result = _judge(ref, base, ticks, recorder, logs)
+    return replace(report, match=result, replay=recorder.data, logs=logs.data,
+                   digest=play_digest(recorder.data, base.team_size))
+
+
+def play_digest(replay_data: bytes | None, team_size: int) -> str:
+    """A digest of team 0's play in a recorded match: its members' row, column, health,
+    food and water at every tick (`arena.replay`), the same for two teams that play alike
+    in the same seeded match; "" for a team that never moved, or without a replay."""
+    if not replay_data:
+        return ""
+    _, arrays = read_replay(replay_data)
+    team = np.ascontiguousarray(arrays["players"][:, :team_size, :])
+    if not len(team) or (team[:, :, :2] == team[:1, :, :2]).all():
+        return ""
+    return hashlib.sha256(team.tobytes()).hexdigest()[:32]
 
 
 def _judge(ref: PolicyRef, base: MatchConfig, ticks: int, recorder: ReplayRecorder, logs: MatchLogs
