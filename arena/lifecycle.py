@@ -114,10 +114,13 @@ class Measurements:
     peak_memory_mb: float = 0.0
     median_step_ms: float = 0.0
     p99_step_ms: float = 0.0
-    play_digest: str = ""
+    play_digest: str | None = None
     """A digest of the team's play in the seeded validation match (its members' positions and
-    vitals, tick by tick): two revisions that play alike have the same one. Empty for a team
-    that never moved (idle teams are alike without being copies)."""
+    vitals, tick by tick): two revisions that play alike have the same one. None for a team
+    that never moved (idle teams are alike without being copies), and in records written
+    before it existed (left out of the line when None)."""
+
+    FORMAT = Format(omit_none=True)
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class Arena:
 
 
 def population(size: int, seed: int, spread: float) -> tuple[list[str], dict[str, float]]:
-    pop = Population.random(size, seed=seed, prefix="sim/p", spread=spread)
+    pop = Population.random(size, seed=seed, prefix="sim-p", spread=spread)  # each its own owner: pools seat one per owner
     ids = [player_id(p, "sim") for p in pop.ids]
     return ids, dict(zip(ids, (float(s) for s in pop.skills)))
 

@@ -65,17 +65,22 @@ def test_the_torch_and_onnx_exports_play_the_same_actions(folders):
     assert by_torch == by_onnx and len(by_torch) == 8
 
 
+HORIZON = 120
+
+
 @pytest.fixture(scope="module")
 def match(folders):
-    # a bank of 0.2 s: slow_model's second of CPU at tick 3 is late beyond it on any machine
-    config = MatchConfig(horizon=20, time_bank_s=0.2, hang_timeout_s=60.0, fault_message_chars=600)
+    # a bank of 0.2 s: slow_model's second of CPU at tick 3 is late beyond it on any machine;
+    # 120 ticks: on a loaded machine big_model's gigabyte takes seconds to fill, and the ticks
+    # it is still busy with pass without a wait, so the match must last long enough to see it
+    config = MatchConfig(horizon=HORIZON, time_bank_s=0.2, hang_timeout_s=60.0, fault_message_chars=600)
     lineup = [local(folders["torch"]), local(folders["onnx"])] + [local(NEURAL / name) for name in HOSTILE]
     lineup += [builtin(n) for n in ("combat", "forage", "random") * 3 + ("combat", "forage")]
     return run_match(MatchSpec(seed=8, policies=tuple(lineup), config=config), host_factory=sandboxed_host)
 
 
 def test_neural_teams_play_a_match_without_a_fault(match):
-    assert match.ticks == 20
+    assert match.ticks == HORIZON
     for slot in (0, 1):
         assert match.teams[slot].fault_counts == {}, match.teams[slot].faults
 

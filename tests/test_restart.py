@@ -30,6 +30,7 @@ from leaderboard.refresher import StandingsRefresher
 from leaderboard.standings.fits import fit_path
 from tests_support import (
     EXAMPLES,
+    NEWCOMER,
     TESTS,
     ServedHub,
     hub_dataset_files,
@@ -266,7 +267,7 @@ def test_two_spaces_on_one_dataset_play_every_match_once_and_record_every_event_
     push_policy(api, "carol/explorer", EXAMPLES / "explorer")  # while both run: the leader takes it
     old_out, _ = old.communicate(timeout=180)
     stopped_at = float(next(line for line in old_out.splitlines() if line.startswith("stopped")).split()[2])
-    push_policy(api, "dave/late", EXAMPLES / "wanderer")  # after the old one stopped: the new one leads
+    push_policy(api, "dave/late", NEWCOMER)  # after the old one stopped: the new one leads (a policy of its own: no copy)
     deadline = time.time() + 150
     while time.time() < deadline:
         events = [json.loads(e) for e in hub_status_events(api, REPO)]

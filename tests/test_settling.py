@@ -134,7 +134,7 @@ def test_nobody_starves_under_a_stream_of_newcomers():
 # -- the meter against a simulated schedule ----------------------------------------------------
 def simulated_arena(seed: int, field: int = 40):
     """A settled field of `field` (uniformly random pools until every rating is settled) and a newcomer."""
-    pop = Population.random(field + 1, seed=seed, prefix="sim/p")
+    pop = Population.random(field + 1, seed=seed, prefix="sim-p")  # no "/": each its own owner (pools seat one per owner)
     ids = [player_id(p, "sim") for p in pop.ids]
     truth = dict(zip(ids, pop.skills))
     rng = np.random.default_rng(seed)

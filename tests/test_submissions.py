@@ -24,7 +24,7 @@ def pushed(local_hub):
     return {
         "good": push_policy(api, "alice/explorer", EXAMPLES / "explorer", name="Alice's Explorers"),
         "nested": push_policy(api, "bob/nested", None, extra={"team/policy.py": b"class Team: pass\n"}),
-        "huge": push_policy(api, "carol/huge", EXAMPLES / "explorer", extra={"weights.bin": bytes(3 * 2**20)}),
+        "huge": push_policy(api, "carol/huge", EXAMPLES / "gatherer", extra={"weights.bin": bytes(3 * 2**20)}),
         "broken": push_policy(api, "dave/broken", POLICIES / "import_error"),
         "untagged": push_policy(api, "erin/untagged", EXAMPLES / "explorer", tags=("other",)),
         "api": api,

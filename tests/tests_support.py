@@ -13,6 +13,8 @@ from localhub.process import HubProcess
 TESTS = Path(__file__).resolve().parent
 POLICIES = TESTS / "policies"
 EXAMPLES = TESTS.parent / "examples" / "policies"
+#: A newcomer's own policy, written from the docs (the benchmarks push it too): like no other entry.
+NEWCOMER = TESTS.parent / "bench" / "policies" / "newcomer"
 
 
 def policy_dir(name: str) -> Path:

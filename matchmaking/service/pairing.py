@@ -117,5 +117,8 @@ def make_pool(
     else:
         raise InvalidArgumentError(f"Unknown pairing {how!r}.")
     seats = size - len(chosen)
+    if seats and not fill:
+        raise InvalidArgumentError(f"Only {len(chosen)} of the {size} seats have a candidate of an owner not seated yet, "
+                                   "and no built-ins were given to fill the rest (`fill`).")
     chosen += [fill[i % len(fill)] for i in range(seats)]
     return [chosen[i] for i in rng.permutation(len(chosen))]

@@ -322,7 +322,7 @@ def owner_of(revision: Revision) -> str:
     return revision.policy_id.partition("/")[0]
 
 
-def clone_of(revision: Revision, digest: str, states: Iterable[RevisionState]) -> Revision | None:
+def clone_of(revision: Revision, digest: str | None, states: Iterable[RevisionState]) -> Revision | None:
     """The active revision of another owner that plays exactly as `revision` did in the
     seeded validation match (the same `play_digest`), the earliest seen; None if none. An
     owner may replace its own: its own revisions never count."""

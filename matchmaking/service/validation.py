@@ -53,7 +53,7 @@ class ValidationReport:
         """What the status log keeps of it."""
         return Measurements(max_step_cpu_ms=round(self.max_step_cpu_ms, 1), peak_memory_mb=round(self.peak_memory_mb, 1),
                             median_step_ms=round(self.median_step_ms, 2), p99_step_ms=round(self.p99_step_ms, 2),
-                            play_digest=self.digest)
+                            play_digest=self.digest or None)
 
 
 def explain(fault: Fault, config: MatchConfig) -> str:
