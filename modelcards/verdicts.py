@@ -127,12 +127,12 @@ def body(state: RevisionState, found: Evidence, *, space_url: str, qualify: floa
     if links:
         lines += ["Replays: " + ", ".join(links) + ". Any of them plays again on your machine: "
                   "`python -m matchmaking.rerun MATCH_ID`.", ""]
-    if found.log is not None:
+    if found.log is not None and found.log.lines:
         text = [f"[tick {line.tick} {line.stream}] {line.text}".rstrip() for line in found.log.lines[:LOG_LINES]]
         more = len(found.log.lines) - len(text)
         what = f"What your team printed in match `{found.log_match}`" + (f" (the first {LOG_LINES} lines; {more} more "
                                                                          "in the Replay tab)" if more > 0 else "")
-        lines += [what + ":", "", "```text", *(t.replace("```", "'''") for t in text or ["(nothing)"]), "```", ""]
+        lines += [what + ":", "", "```text", *(t.replace("```", "'''") for t in text), "```", ""]
     lines.append(f"*Posted by the NMMO Arena ({space_url}); one comment per verdict of this revision.*")
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ from huggingface_hub import HfApi
 
 from arena.lifecycle import Status
 from arena.revision import Revision
+from history.statuses import StatusLog
 from leaderboard.refresher import StandingsRefresher
 from modelcards.verdicts import VerdictLedger, marker, title
 from tests_support import EXAMPLES, POLICIES, push_policy
@@ -91,3 +92,22 @@ def test_a_second_writers_ledger_is_read_with_ours(tmp_path):
     VerdictLedger(tmp_path / "verdicts.jsonl", writer="a").record(rev, Status.REJECTED, 3, how="opened")
     seen = VerdictLedger(tmp_path / "verdicts.jsonl", writer="b").posted()
     assert seen == {(rev, "rejected"): 3}
+
+
+def test_the_discussion_quotes_what_the_team_printed_as_text(tmp_path):
+    """The team's own words are bounded and quoted as text: a fence in them cannot end the block."""
+    from arena.logs import LogLine, TeamLog
+    from modelcards.verdicts import LOG_LINES, Evidence, body
+    from tests_support import record_lifecycle
+
+    statuses = StatusLog(tmp_path / "s.jsonl")
+    rev = Revision("ann/team", "a" * 40)
+    record_lifecycle(statuses, rev.policy_id, rev.sha, Status.REJECTED, "ERROR at tick 3: RuntimeError: boom")
+    lines = tuple(LogLine(3, "stderr", "```<script>alert(1)</script>") for _ in range(LOG_LINES + 5))
+    log = TeamLog(slot=0, policy_id=rev.policy_id, revision=rev.sha, lines=lines, total_bytes=999)
+    text = body(statuses.get(rev), Evidence("m1", (), log, "m1"), space_url=SPACE, qualify=25.0)
+    assert text.count("```") == 2  # only the block's own fences
+    assert f"(the first {LOG_LINES} lines; 5 more in the Replay tab)" in text
+    assert text.count("[tick 3 stderr] '''<script>") == LOG_LINES
+    quiet = body(statuses.get(rev), Evidence("m1", ()), space_url=SPACE, qualify=25.0)
+    assert "What your team printed" not in quiet and f"({SPACE}/?match=m1)" in quiet
