@@ -119,6 +119,11 @@ def _owner(v: str) -> str:
     return "" if _REPO_ID.match(f"{v}/x") else "a Hub user or organisation name"
 
 
+def _owners(v: str) -> str:
+    bad = [o for o in v.split(",") if o.strip() and _owner(o.strip())]
+    return "" if not bad else f"comma-separated Hub user or organisation names ({bad[0].strip()!r} is not one)"
+
+
 def _tag(v: str) -> str:
     return "" if _TAG.match(v) else "a Hub tag: letters, digits and . _ : -"
 
@@ -235,6 +240,14 @@ class ArenaSettings:
         doc="least minutes between two publications of one revision's results (the first, at qualification, waits for none)")
     seed_examples: bool = setting(True, env="SEED_EXAMPLES", parse=_boolean,
         doc="push the example and built-in submissions to an empty embedded Hub at start")
+    owner_active: int = setting(3, env="OWNER_ACTIVE", parse=_integer, check=_at_least(0),
+        doc="revisions of one owner taking part at once (in PvE or PvP); one more validated retires the owner's "
+            "oldest (withdrawn, its history kept); 0: no limit")
+    owner_daily: int = setting(5, env="OWNER_DAILY", parse=_integer, check=_at_least(0),
+        doc="new revisions of one owner validated in 24 hours; later ones wait, queued, saying when the next slot "
+            "opens; 0: no limit")
+    owner_exempt: str = setting("", env="OWNER_EXEMPT", parse=_text, check=_owners,
+        doc="comma-separated owners without these limits (the seed owner and the built-ins always are)")
     seed_owner: str = setting("nmmo-arena", env="SEED_OWNER", parse=_text, check=_owner,
         doc="namespace of the Arena's own seeded submissions (examples, packaged built-ins): their PvE matches "
             "yield to every other submission's")

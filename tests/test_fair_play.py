@@ -36,3 +36,37 @@ def test_a_clone_is_refused_naming_its_original_and_an_owner_may_replace_its_own
     assert statuses.get(mine).status is Status.EVALUATING  # an owner may replace its own
     assert all(statuses.get(r).status is Status.EVALUATING for r in idle)
     assert all(not statuses.get(r).measurements.play_digest for r in idle)  # never moved: no digest to match
+
+
+@pytest.mark.slow
+def test_an_owner_past_its_limits_is_told_why_and_when_and_its_oldest_retires(local_hub, tmp_path):
+    """At most 2 new revisions a day and 1 taking part at once, here: the third waits, saying
+    until when; the second validated retires the first, whose history stays."""
+    from matchmaking.service.submissions import OwnerLimits
+
+    api = HfApi(endpoint=local_hub.endpoint, token="test-token")
+    names = ("explorer", "wanderer", "gatherer")
+    pushed = [Revision(f"olga/{n}", push_policy(api, f"olga/{n}", EXAMPLES / n)) for n in names]
+    statuses = StatusLog(tmp_path / "statuses.jsonl")
+    sync(api, statuses, tag="nmmo-arena")
+    limits = OwnerLimits(active=1, daily=2, exempt=frozenset({"nmmo-arena"}))
+    validate_queued(api, statuses, downloads=tmp_path / "subs", max_mb=200, limits=limits)
+    states = {s.id: s for s in statuses.states() if s.id in pushed}
+    waiting = [s for s in states.values() if s.status is Status.QUEUED]
+    latest = max(states.values(), key=lambda s: (s.first_seen, s.id))
+    assert len(waiting) == 1 and waiting[0].id == latest.id, [(s.id.policy_id, s.status, s.reason[:90], s.first_seen) for s in states.values()]
+    assert waiting[0].reason.startswith("waiting: olga has had 2 new revisions validated in the last 24 hours, the limit "
+                                        "of 2 a day per owner (NMMO_ARENA_OWNER_DAILY); the next slot opens at 20")
+    taking_part = [s for s in states.values() if s.status is Status.EVALUATING]
+    retired = [s for s in states.values() if s.status is Status.WITHDRAWN]
+    assert len(taking_part) == 1 and len(retired) == 1 and retired[0].first_seen <= taking_part[0].first_seen
+    assert retired[0].reason.startswith("retired: newer revisions of olga take part")
+    assert "at most 1 revisions taking part at once (NMMO_ARENA_OWNER_ACTIVE); its matches and figures stay" in retired[0].reason
+    # another owner is not held up by olga's limits, and an exempt owner has none
+    other = Revision("paul/apprentice", push_policy(api, "paul/apprentice", EXAMPLES / "apprentice-onnx"))
+    sync(api, statuses, tag="nmmo-arena")
+    validate_queued(api, statuses, downloads=tmp_path / "subs", max_mb=200, limits=limits)
+    assert statuses.get(other).status is Status.EVALUATING
+    now = statuses.get(latest.id).first_seen
+    assert limits.waits(statuses.get(latest.id), statuses.states(), now)
+    assert not OwnerLimits(daily=2, exempt=frozenset({"olga"})).waits(statuses.get(latest.id), statuses.states(), now)

@@ -63,7 +63,7 @@ from matchmaking.service import pve, pve_queue
 from matchmaking.service.executor import MatchExecutor, MatchOutcome
 from matchmaking.service.pairing import make_pool
 from matchmaking.service.rerun import HubFetcher, rerun
-from matchmaking.service.submissions import Validator, sync
+from matchmaking.service.submissions import OwnerLimits, Validator, sync
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class Matchmaker:
             api, statuses, settings.submissions_dir, settings.max_submission_mb,
             ticks=settings.validation_ticks, timeout_s=settings.validation_timeout_s,
             attempts=settings.download_attempts, workers=settings.validation_workers, health=health,
-            gate=isolation, store=store,
+            gate=isolation, store=store, limits=OwnerLimits.of(settings),
         )
         self.rng = np.random.default_rng()
         self.scheduler: Any = None

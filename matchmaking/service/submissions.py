@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from huggingface_hub import HfApi
 from arena.lifecycle import RejectionCause, RevisionState, Status
 from arena.policies import PolicyRef
 from arena.revision import Revision, is_builtin
+from arena.settings import ArenaSettings
 from history.statuses import StatusLog
 from history.store import HistoryStore
 from matchmaking.hub.discovery import (
@@ -97,6 +99,49 @@ class _Running:
     """Cut off by the time limit: its result, whenever it comes, is dropped."""
 
 
+@dataclass(frozen=True)
+class OwnerLimits:
+    """What one owner may have going (`ArenaSettings.owner_active`, `owner_daily`): Kaggle
+    tracks 2 agents and takes 5 a day, AI Arena keeps 4 active. 0: no limit. Owners in
+    `exempt` (the Arena's seeded submissions; the operator's choice) have none."""
+
+    active: int = 0
+    daily: int = 0
+    exempt: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, settings: ArenaSettings) -> OwnerLimits:
+        named = {o.strip() for o in settings.owner_exempt.split(",") if o.strip()}
+        return cls(settings.owner_active, settings.owner_daily, frozenset({settings.seed_owner, *named}))
+
+    def waits(self, state: RevisionState, states: Iterable[RevisionState], now: float) -> str:
+        """Why `state` (queued) must wait for its owner's daily limit, and until when; "" if it need not."""
+        who = owner_of(state.id)
+        if not self.daily or who in self.exempt:
+            return ""
+        taken = sorted(s.first_seen for s in states if owner_of(s.id) == who and s.status is not Status.QUEUED
+                       and s.first_seen >= now - DAY_S)
+        if len(taken) < self.daily:
+            return ""
+        opens = datetime.fromtimestamp(taken[-self.daily] + DAY_S, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return (f"waiting: {who} has had {len(taken)} new revisions validated in the last 24 hours, the limit of "
+                f"{self.daily} a day per owner (NMMO_ARENA_OWNER_DAILY); the next slot opens at {opens}.")
+
+    def retired(self, revision: Revision, states: Iterable[RevisionState]) -> list[RevisionState]:
+        """The owner's active revisions to retire now that `revision` takes part (it is
+        recorded as such): the oldest seen beyond `active`, so the newest stay."""
+        who = owner_of(revision)
+        if not self.active or who in self.exempt:
+            return []
+        mine = sorted((s for s in states if owner_of(s.id) == who and s.status in ACTIVE and s.latest),
+                      key=lambda s: (s.first_seen, s.id))
+        return mine[: max(0, len(mine) - self.active)]
+
+
+#: Seconds in the daily limit's window.
+DAY_S = 86_400.0
+
+
 @dataclass
 class Validator:
     """The validation rounds of one Space.
@@ -119,6 +164,8 @@ class Validator:
             not tried again until the Space restarts (the self-test runs once per start).
         store (`HistoryStore`, *optional*): where each validation match is recorded, with its
             replay and the team's log, before its verdict (a rejected author's evidence).
+        limits (`OwnerLimits`): what one owner may have going: past its daily limit a
+            revision waits, queued; one more active than allowed retires the owner's oldest.
     """
 
     api: HfApi
@@ -133,6 +180,7 @@ class Validator:
     validator: Callable[..., ValidationReport] = validate
     gate: IsolationGate | None = None
     store: HistoryStore | None = None
+    limits: OwnerLimits = OwnerLimits()
     retry_after_s: float = 15.0
     """Wait before the first retry of a failed revision; doubles with each failure (at most 10 minutes)."""
     _running: dict[Revision, _Running] = field(default_factory=dict, init=False, repr=False)
@@ -226,8 +274,16 @@ class Validator:
         before any owner's second (one owner's flood delays another's by one validation),
         then the owner with fewer waiting, then the earliest seen."""
         now = time.time()
-        ready = [s for s in self.statuses.with_status(Status.QUEUED)
-                 if s.id not in self._running and s.id not in self._held and now >= self._retry_at(s)]
+        states = self.statuses.states()
+        ready = []
+        for s in self.statuses.with_status(Status.QUEUED):
+            if s.id in self._running or s.id in self._held or now < self._retry_at(s):
+                continue
+            wait = self.limits.waits(s, states, now)
+            if not wait:
+                ready.append(s)
+            elif s.reason != wait:  # said once, not every round
+                self.statuses.record(s.id, Status.QUEUED, wait)
         mine: dict[str, list[RevisionState]] = {}
         for state in sorted(ready, key=lambda s: (s.first_seen, s.id)):
             mine.setdefault(owner_of(state.id), []).append(state)
@@ -285,6 +341,11 @@ class Validator:
                 self.statuses.record(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
                                      measurements=report.measurements, failed_attempts=0,
                                      cause=None if report.ok else RejectionCause.POLICY)
+                for old in self.limits.retired(key, self.statuses.states()) if report.ok else ():
+                    self.statuses.record(old.id, Status.WITHDRAWN, (
+                        f"retired: newer revisions of {owner_of(key)} take part, and an owner has at "
+                        f"most {self.limits.active} revisions taking part at once (NMMO_ARENA_OWNER_ACTIVE); its matches "
+                        "and figures stay. Push a new commit to it to take part again."))
 
     def _abandoned(self, key: Revision) -> bool:
         running = self._running.get(key)
@@ -342,11 +403,12 @@ def duplicate_reason(original: Revision) -> str:
 
 
 def validate_queued(api: HfApi, statuses: StatusLog, *, downloads: Path, max_mb: float, ticks: int = 16,
-                    validator: Callable[..., ValidationReport] = validate) -> list[RevisionState]:
+                    validator: Callable[..., ValidationReport] = validate,
+                    limits: OwnerLimits = OwnerLimits()) -> list[RevisionState]:
     """Validate every queued revision now and wait for the verdicts (scripts and tests).
     Returns the revisions' new states."""
     queued = [s.id for s in statuses.with_status(Status.QUEUED)]
-    runner = Validator(api, statuses, downloads, max_mb, ticks=ticks, validator=validator)
+    runner = Validator(api, statuses, downloads, max_mb, ticks=ticks, validator=validator, limits=limits)
     try:
         runner.run_until_idle()
     finally:
