@@ -48,7 +48,7 @@ def test_an_owner_past_its_limits_is_told_why_and_when_and_its_oldest_retires(lo
     names = ("explorer", "wanderer", "gatherer")
     pushed = [Revision(f"olga/{n}", push_policy(api, f"olga/{n}", EXAMPLES / n)) for n in names]
     statuses = StatusLog(tmp_path / "statuses.jsonl")
-    sync(api, statuses, tag="nmmo-arena")
+    sync(api, statuses, tag="nmmo-arena", repo_ids=[r.policy_id for r in pushed])  # only these: no other owner's copies
     limits = OwnerLimits(active=1, daily=2, exempt=frozenset({"nmmo-arena"}))
     validate_queued(api, statuses, downloads=tmp_path / "subs", max_mb=200, limits=limits)
     states = {s.id: s for s in statuses.states() if s.id in pushed}
@@ -64,7 +64,7 @@ def test_an_owner_past_its_limits_is_told_why_and_when_and_its_oldest_retires(lo
     assert "at most 1 revisions taking part at once (NMMO_ARENA_OWNER_ACTIVE); its matches and figures stay" in retired[0].reason
     # another owner is not held up by olga's limits, and an exempt owner has none
     other = Revision("paul/apprentice", push_policy(api, "paul/apprentice", EXAMPLES / "apprentice-onnx"))
-    sync(api, statuses, tag="nmmo-arena")
+    sync(api, statuses, tag="nmmo-arena", repo_ids=[other.policy_id])
     validate_queued(api, statuses, downloads=tmp_path / "subs", max_mb=200, limits=limits)
     assert statuses.get(other).status is Status.EVALUATING
     now = statuses.get(latest.id).first_seen
