@@ -99,11 +99,17 @@ def track_ledger(track: str, mine: pd.DataFrame, others: pd.DataFrame) -> dict:
     maps = [{"map_id": int(m), "held_out": bool(h), "matches": int(n)} for (h, m), n in played.items()]
     maps.sort(key=lambda m: (-m["matches"], m["held_out"], m["map_id"]))
     slots = mine["slot"].astype(int).value_counts()
+    # teammates: matches where another revision of the same owner (the repo's namespace) sat
+    owner = None if not len(mine) or str(mine["policy_id"].iloc[0]).startswith("builtin:") else \
+        str(mine["policy_id"].iloc[0]).partition("/")[0]
+    same = others["policy_id"].astype(str).str.partition("/")[0] == owner
     return {
         "track": track, "matches": len(per_match), "seats": len(mine),
         "stages": ({str(int(s)): int(n) for s, n in sorted(per_match["stage"].value_counts().items())}
                    if track == "pve" else {}),
-        "distinct_opponents": len(opponents), "opponents": opponents,
+        "distinct_opponents": len(opponents),
+        "teammate_matches": int(others.loc[same, "match_id"].nunique()) if owner is not None else 0,
+        "opponents": opponents,
         "published_maps": sum(1 for m in maps if not m["held_out"]),
         "held_out_maps": sum(1 for m in maps if m["held_out"]),
         "held_out_matches": sum(m["matches"] for m in maps if m["held_out"]),

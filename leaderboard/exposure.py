@@ -101,9 +101,12 @@ class TrackExposure(Record):
     """Seats per spawn point along the edge (`POINTS`, then `UNKNOWN`), each key present."""
     slots: Mapping[int, int] = field(default_factory=dict)
     """Seats per slot, 0 to 15, each slot present."""
+    teammate_matches: int = 0
+    """Matches in which another revision of the same owner also sat (PvP: never, docs/rules.md,
+    "Fair play"); built-ins have no owner."""
 
-    FORMAT = Format(layout=("track", "matches", "seats", "stages", "distinct_opponents", "opponents", "published_maps",
-                            "held_out_maps", "held_out_matches", "maps", "sides", "points", "slots"))
+    FORMAT = Format(layout=("track", "matches", "seats", "stages", "distinct_opponents", "teammate_matches", "opponents",
+                            "published_maps", "held_out_maps", "held_out_matches", "maps", "sides", "points", "slots"))
 
     @property
     def distinct_opponents(self) -> int:
@@ -196,12 +199,17 @@ def _track(track: str, mine: pd.DataFrame, others: pd.DataFrame) -> TrackExposur
     played = per_match.groupby([per_match["held_out"].astype(bool), per_match["map_id"].astype(int)]).size()
     maps = sorted((MapExposure(int(map_id), bool(held), int(n)) for (held, map_id), n in played.items()),
                   key=lambda m: (-m.matches, m.held_out, m.map_id))
+    # -- teammates: another revision of the same owner in the match
+    owners = mine["policy_id"].astype(str).str.partition("/")[0]
+    owner = str(owners.iloc[0]) if len(mine) and not str(mine["policy_id"].iloc[0]).startswith("builtin:") else None
+    teammates = (int(others.loc[others["policy_id"].astype(str).str.partition("/")[0] == owner, "match_id"].nunique())
+                 if owner is not None and len(others) else 0)
     # -- seats: edge, point along it, slot
     return TrackExposure(
         track=track, matches=len(per_match), seats=len(mine), stages=stages, opponents=tuple(opponents),
         maps=tuple(maps), sides=_spawn_counts(mine["spawn_side"], SIDES),
         points=_spawn_counts(mine["spawn_index"], POINTS),
-        slots=_counts(mine["slot"].astype(int), tuple(range(MATCH.num_teams))),
+        slots=_counts(mine["slot"].astype(int), tuple(range(MATCH.num_teams))), teammate_matches=teammates,
     )
 
 
@@ -282,7 +290,7 @@ def combine(parts: list[Exposure]) -> Exposure:
             track=name, matches=sum(t.matches for t in same), seats=sum(t.seats for t in same),
             stages=dict(sorted(_summed([t.stages for t in same]).items())), opponents=tuple(opponents), maps=tuple(maps),
             sides=_summed([t.sides for t in same]), points=_summed([t.points for t in same]),
-            slots=_summed([t.slots for t in same]),
+            slots=_summed([t.slots for t in same]), teammate_matches=sum(t.teammate_matches for t in same),
         ))
     return Exposure(player=first.player, policy_id=first.policy_id, revision=first.revision, tracks=tuple(tracks))
 

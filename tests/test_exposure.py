@@ -387,3 +387,14 @@ def test_the_exposure_api(app, empty_app):
     assert {t["player"] for t in everyone["totals"]} >= {player(e) for e in SUBMITTED}
     empty = Client(empty_app, verbose=False).predict("", api_name="/exposure")
     assert empty == {"query": "", "revisions": [], "totals": [], "note": "No match recorded yet."}
+
+
+def test_the_ledger_counts_matches_with_a_teammate(space):
+    """`teammate_matches`: this history predates the one-owner-per-pool rule, and its pools
+    seat alice's two revisions together 6 times (3 pools of 5, twice); bob never meets a revision of his own."""
+    _, data, _ = space
+    teams = data.standings().teams
+    assert revision_exposure(teams, player(ALICE_1)).track("pvp").teammate_matches == 6
+    assert revision_exposure(teams, player(ALICE_2)).track("pvp").teammate_matches == 6
+    assert revision_exposure(teams, player(BOB)).track("pvp").teammate_matches == 0
+    assert revision_exposure(teams, "builtin:random").track("pvp").teammate_matches == 0  # built-ins have no owner

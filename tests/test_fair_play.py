@@ -70,3 +70,35 @@ def test_an_owner_past_its_limits_is_told_why_and_when_and_its_oldest_retires(lo
     now = statuses.get(latest.id).first_seen
     assert limits.waits(statuses.get(latest.id), statuses.states(), now)
     assert not OwnerLimits(daily=2, exempt=frozenset({"olga"})).waits(statuses.get(latest.id), statuses.states(), now)
+
+
+def test_no_pvp_match_of_a_long_run_seats_two_revisions_of_one_owner():
+    """300 PvP matches of pools the Arena draws (the default rule) among 8 owners with 3
+    revisions each, recorded and read back through the exposure ledger: no revision ever
+    met a revision of its own owner, and every revision played."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from arena.rules import Pairing
+    from arena.schema import rows
+    from arena.simulation import play
+    from leaderboard.exposure import revision_exposure
+    from matchmaking.service.pairing import make_pool
+
+    entries = [f"owner{o}/team{t}@{str(t) * 40}" for o in range(8) for t in range(3)]
+    rng, counts, recorded = np.random.default_rng(7), {p: 0 for p in entries}, []
+    for index in range(300):
+        pool = make_pool(entries, counts=counts, rng=rng, how=Pairing.GUARANTEE, uncertainty={})
+        result = play([p.partition("@")[0] for p in pool], [0.0] * 16, rng=rng, index=index)
+        teams = tuple(replace(t, revision=p.partition("@")[2] or "builtin") for t, p in zip(result.teams, pool))
+        recorded.append(replace(result, teams=teams))
+        for p in pool:
+            counts[p] = counts.get(p, 0) + 1
+    import pandas as pd
+
+    frame = pd.DataFrame([row for r in recorded for row in rows(r)])
+    frame["player"] = [p if p.startswith("builtin:") else f"{p}@{v}" for p, v in zip(frame["policy_id"], frame["revision"])]
+    for entry in entries:
+        pvp = revision_exposure(frame, entry).track("pvp")
+        assert pvp is not None and pvp.matches > 0 and pvp.teammate_matches == 0, entry
