@@ -75,6 +75,10 @@ FINAL = frozenset({Status.REJECTED, Status.ERROR, Status.WITHDRAWN})
 IN_FLIGHT = frozenset({Status.QUEUED, Status.VALIDATING, Status.EVALUATING})
 
 
+#: The statuses of a revision that takes part (PvE or PvP): what an owner's active limit counts.
+ACTIVE = frozenset({Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED})
+
+
 class RejectionCause(str, Enum):
     """Why a revision was rejected, which decides whether it is ever reconsidered."""
 

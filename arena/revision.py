@@ -35,6 +35,17 @@ def is_builtin(policy_id: str) -> bool:
     return policy_id.startswith(BUILTIN_PREFIX)
 
 
+def owner_of(policy_id: str) -> str | None:
+    """Who entered `policy_id`: its repo's namespace (the Arena's per-owner rules: limits,
+    turns in the queues, one seat per pool, clones); None for a built-in, which has no owner.
+
+    Example:
+        >>> owner_of("alice/team"), owner_of("builtin:forage")
+        ('alice', None)
+    """
+    return None if is_builtin(policy_id) else policy_id.partition("/")[0]
+
+
 def player_id(policy_id: str, sha: str) -> str:
     """The player name of a revision given as two columns (`Revision.player`), for the
     column-at-a-time readers that never build a `Revision` per row."""

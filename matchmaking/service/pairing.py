@@ -31,24 +31,19 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from arena.errors import InvalidArgumentError
-from arena.revision import is_builtin
+from arena.revision import owner_of
 from arena.rules import POOL_FILL, Pairing
 from arena.settling import is_settled, priority_seats
 
 
-def owner(player: str) -> str | None:
-    """Who entered `player` (`owner/name@sha`): its repo's namespace; None for a built-in."""
-    return None if is_builtin(player) else player.partition("/")[0]
-
-
 def _one_per_owner(ordered: Iterable[str], size: int, seated: Iterable[str] = ()) -> list[str]:
     """The first `size` of `ordered` whose owner is not seated yet (nor in `seated`)."""
-    taken = {owner(p) for p in seated} - {None}
+    taken = {owner_of(p) for p in seated} - {None}
     chosen: list[str] = []
     for player in ordered:
         if len(chosen) == size:
             break
-        who = owner(player)
+        who = owner_of(player)
         if who is None or who not in taken:
             chosen.append(player)
             if who is not None:
@@ -99,7 +94,7 @@ def make_pool(
     if size < 1:
         raise InvalidArgumentError(f"`size` must be at least 1, got {size}.")
     candidates = list(dict.fromkeys(candidates))
-    owners = {owner(p) for p in candidates}
+    owners = {owner_of(p) for p in candidates}
     if len(candidates) <= size and len(owners) == len(candidates):
         chosen = list(candidates)
     elif how is Pairing.RANDOM or len(candidates) <= size:

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from arena.activity import QueueEntry
-from arena.revision import Revision
+from arena.revision import Revision, owner_of
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def turns(work: Iterable[PveWork]) -> dict[Revision, Turn]:
     namespace; the Arena's seeded submissions count as one owner, as they are)."""
     by_owner: dict[tuple[str, int], list[PveWork]] = {}
     for item in work:
-        by_owner.setdefault((item.id.policy_id.partition("/")[0], item.stage), []).append(item)
+        by_owner.setdefault((owner_of(item.id.policy_id) or item.id.policy_id, item.stage), []).append(item)
     return {item.id: (rank, len(mine)) for mine in by_owner.values()
             for rank, item in enumerate(sorted(mine, key=lambda w: (w.since, w.id)))}
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from huggingface_hub import HfApi
 
-from arena.lifecycle import RejectionCause, RevisionState, Status
+from arena.lifecycle import ACTIVE, RejectionCause, RevisionState, Status
 from arena.policies import PolicyRef
-from arena.revision import Revision, is_builtin
+from arena.revision import Revision, is_builtin, owner_of
 from arena.settings import ArenaSettings
 from history.statuses import StatusLog
 from history.store import HistoryStore
@@ -116,10 +116,10 @@ class OwnerLimits:
 
     def waits(self, state: RevisionState, states: Iterable[RevisionState], now: float) -> str:
         """Why `state` (queued) must wait for its owner's daily limit, and until when; "" if it need not."""
-        who = owner_of(state.id)
+        who = owner_of(state.id.policy_id)
         if not self.daily or who in self.exempt:
             return ""
-        taken = sorted(s.first_seen for s in states if owner_of(s.id) == who and s.status is not Status.QUEUED
+        taken = sorted(s.first_seen for s in states if owner_of(s.id.policy_id) == who and s.status is not Status.QUEUED
                        and s.first_seen >= now - DAY_S)
         if len(taken) < self.daily:
             return ""
@@ -130,10 +130,10 @@ class OwnerLimits:
     def retired(self, revision: Revision, states: Iterable[RevisionState]) -> list[RevisionState]:
         """The owner's active revisions to retire now that `revision` takes part (it is
         recorded as such): the oldest seen beyond `active`, so the newest stay."""
-        who = owner_of(revision)
+        who = owner_of(revision.policy_id)
         if not self.active or who in self.exempt:
             return []
-        mine = sorted((s for s in states if owner_of(s.id) == who and s.status in ACTIVE and s.latest),
+        mine = sorted((s for s in states if owner_of(s.id.policy_id) == who and s.status in ACTIVE and s.latest),
                       key=lambda s: (s.first_seen, s.id))
         return mine[: max(0, len(mine) - self.active)]
 
@@ -286,7 +286,7 @@ class Validator:
                 self.statuses.record(s.id, Status.QUEUED, wait)
         mine: dict[str, list[RevisionState]] = {}
         for state in sorted(ready, key=lambda s: (s.first_seen, s.id)):
-            mine.setdefault(owner_of(state.id), []).append(state)
+            mine.setdefault(owner_of(state.id.policy_id) or state.id.policy_id, []).append(state)
         turn = {s.id: (rank, len(queue)) for queue in mine.values() for rank, s in enumerate(queue)}
         return sorted(ready, key=lambda s: (*turn[s.id], s.first_seen, s.id))
 
@@ -343,7 +343,7 @@ class Validator:
                                      cause=None if report.ok else RejectionCause.POLICY)
                 for old in self.limits.retired(key, self.statuses.states()) if report.ok else ():
                     self.statuses.record(old.id, Status.WITHDRAWN, (
-                        f"retired: newer revisions of {owner_of(key)} take part, and an owner has at "
+                        f"retired: newer revisions of {owner_of(key.policy_id)} take part, and an owner has at "
                         f"most {self.limits.active} revisions taking part at once (NMMO_ARENA_OWNER_ACTIVE); its matches "
                         "and figures stay. Push a new commit to it to take part again."))
 
@@ -374,22 +374,13 @@ class Validator:
                                  failed_attempts=failures)
 
 
-#: The statuses of a revision that takes part (a clone of it is refused).
-ACTIVE = (Status.EVALUATING, Status.QUALIFIED, Status.EVALUATED)
-
-
-def owner_of(revision: Revision) -> str:
-    """Who submitted `revision`: its repo's namespace."""
-    return revision.policy_id.partition("/")[0]
-
-
 def clone_of(revision: Revision, digest: str | None, states: Iterable[RevisionState]) -> Revision | None:
     """The active revision of another owner that plays exactly as `revision` did in the
     seeded validation match (the same `play_digest`), the earliest seen; None if none. An
     owner may replace its own: its own revisions never count."""
     if not digest:
         return None
-    same = [s for s in states if s.status in ACTIVE and s.latest and owner_of(s.id) != owner_of(revision)
+    same = [s for s in states if s.status in ACTIVE and s.latest and owner_of(s.id.policy_id) != owner_of(revision.policy_id)
             and s.measurements is not None and s.measurements.play_digest == digest]
     return min(same, key=lambda s: (s.first_seen, s.id)).id if same else None
 
