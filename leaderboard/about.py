@@ -8,9 +8,11 @@ log); the About and PvE tabs (`leaderboard.tabs`) place them. The luck figures a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 import pandas as pd
 
+from arena.lifecycle import RevisionState, Status
 from arena.rules import BUILTIN_TEAMS, MATCH, PVE
 from arena.scoring import tier_table
 from arena.settings import ArenaSettings
@@ -99,6 +101,31 @@ holds. What a wiped disk loses is what had not been pushed yet: at most the last
 {settings.push_every_minutes:g} minutes of play (`NMMO_ARENA_PUSH_MINUTES`); a clean stop pushes
 it first. A Space with persistent storage keeps even that with `NMMO_ARENA_DATA=/data`.
 """
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+def ladder_markdown(summary: pd.DataFrame, statuses: Iterable[RevisionState], *, now: float, paused: str | None) -> str:
+    """Whether the ladder is alive: the last rated (PvP) match, the oldest revision still
+    waiting for its verdict, and why play is paused if it is. `summary` is the standings'
+    match summary (`Match`, `Track`, `Started`, newest first)."""
+    pvp = summary.loc[summary["Track"] == "pvp", "Started"] if len(summary) else pd.Series(dtype=object)
+    last = pd.Timestamp(str(pvp.max())) if len(pvp) else None
+    rated = ("no rated match yet" if last is None else
+             f"the last rated match started {_ago(now - last.timestamp())} ({last.strftime('%Y-%m-%d %H:%M UTC')})")
+    waiting = [s for s in statuses if s.latest and s.status in (Status.QUEUED, Status.VALIDATING, Status.EVALUATING)]
+    oldest = min(waiting, key=lambda s: s.first_seen, default=None)
+    queue = ("no revision is waiting for a verdict" if oldest is None else
+             f"the oldest revision waiting for its verdict, {oldest.id.policy_id}@{oldest.id.short}, was pushed "
+             f"{_ago(now - oldest.first_seen)} ({oldest.status.value})")
+    state = f"**Play is paused**: {paused}." if paused else "Play is running."
+    return f"### Is the ladder alive?\n\n{state} {rated[0].upper() + rated[1:]}; {queue}."
 
 
 def audit_markdown(summary: AuditSummary | None, settings: ArenaSettings) -> str:

@@ -59,6 +59,17 @@ def isolation_banner(report: Mapping[str, Any] | None) -> str:
             "on the host.</div>")
 
 
+def paused(report: Mapping[str, Any] | None, restoring: str | None) -> str | None:
+    """Why play is paused now, in words (None: it runs): a restore in progress, or a Space
+    whose isolation is missing and refuses submitted code (`NMMO_ARENA_ISOLATION=strict`)."""
+    if restoring is not None:
+        return f"the Space is restoring its history ({restoring}); nothing is played meanwhile"
+    if report and report.get("refuses_submitted_code"):
+        return (f"isolation is missing here ({', '.join(report.get('missing', []))}), so submitted code does not run "
+                "(NMMO_ARENA_ISOLATION=strict); the built-in teams play on")
+    return None
+
+
 def operator_markdown(lines: list[str]) -> str:
     """The operator's line: the Hub's state and any damaged state set aside."""
     return "\n".join(f"- {line}" for line in lines)
@@ -142,7 +153,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             analytics_tab(demo, data.analytics, lambda: data.standings().teams, refresh_s=REFRESH_S)
             matches = matches_tab(page)
             replay = replay_tab(page)
-            about_tab(page, audits)
+            about_tab(page, audits, paused=lambda: paused(isolation(), restoring()))
         for name, endpoint in page.endpoints.items():
             gr.api(endpoint, api_name=name)
 

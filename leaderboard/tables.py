@@ -16,9 +16,9 @@ import pandas as pd
 
 from arena.activity import LiveMatch, QueueEntry
 from arena.head_to_head import MIN_MEETINGS, HeadToHead
-from arena.lifecycle import RevisionState, Status
+from arena.lifecycle import ACTIVE, RevisionState, Status
 from arena.ratings import interval_ranks
-from arena.revision import Revision, is_builtin
+from arena.revision import Revision, is_builtin, owner_of
 from arena.rules import ANCHORS
 from arena.schema import TASK_NAMES
 from history.index import POINT_COLUMNS
@@ -302,6 +302,27 @@ def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue:
             "Updated": pd.Timestamp(s.updated, unit="s").strftime("%m-%d %H:%M:%S"),
         })
     return pd.DataFrame(rows, columns=[c.name for c in SUBMISSION_COLUMNS])
+
+
+def owner_slots(statuses: Iterable[RevisionState], *, active: int, daily: int, exempt: Iterable[str], now: float
+                ) -> pd.DataFrame:
+    """Each owner's slots (docs/rules.md, "Fair play"): revisions taking part against the
+    active limit, and new revisions validated in the last 24 hours against the daily one."""
+    free = set(exempt)
+    mine: dict[str, list[RevisionState]] = {}
+    for s in statuses:
+        who = owner_of(s.id.policy_id)
+        if who is not None:
+            mine.setdefault(who, []).append(s)
+    rows = []
+    for who, states in sorted(mine.items()):
+        part = sum(s.status in ACTIVE and s.latest for s in states)
+        today = sum(s.status is not Status.QUEUED and s.first_seen >= now - 86_400 for s in states)
+        rows.append({"Owner": who,
+                     "Taking part": f"{part}" if who in free or not active else f"{part} of {active}",
+                     "New in 24 h": f"{today}" if who in free or not daily else f"{today} of {daily}",
+                     "Limits": "exempt" if who in free else ""})
+    return pd.DataFrame(rows, columns=["Owner", "Taking part", "New in 24 h", "Limits"])
 
 
 def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:

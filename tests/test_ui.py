@@ -430,3 +430,38 @@ def test_missing_isolation_shows_a_banner_and_the_report_at_the_isolation_endpoi
         context.close()
     finally:
         demo.close()
+
+
+def test_the_about_tab_says_the_ladder_is_alive_and_the_submissions_tab_each_owners_slots(page, app):
+    """Issue 37, 6: the last rated match, the oldest revision waiting, and each owner's slots."""
+    from gradio_client import Client
+
+    page.get_by_role("tab", name="About / Submit").click()
+    ladder = page.locator("#about-ladder")
+    ladder.get_by_text("Is the ladder alive?").wait_for(timeout=UI_WAIT_MS)
+    text = ladder.inner_text()
+    assert "Play is running." in text and "The last rated match started" in text
+    assert "the oldest revision waiting for its verdict, dave/new@ddddddd" in text or "erin/pending@eeeeeee" in text
+    page.get_by_role("tab", name="Submissions").click()
+    slots = page.locator("#owner-slots")
+    expect(slots).to_contain_text("alice", timeout=UI_WAIT_MS)
+    expect(slots).to_contain_text("1 of 3")
+    answer = Client(app["url"], verbose=False).predict(api_name="/owner_slots")
+    rows = {r[0]: r for r in answer["data"]}
+    assert rows["alice"][1:3] == ["1 of 3", "1 of 5"] and rows["dave"][1:3] == ["0 of 3", "0 of 5"]
+    assert rows["carol"][1] == "0 of 3" and rows["carol"][2] == "1 of 5"  # rejected: validated, not taking part
+    page.screenshot(path=str(SHOTS / "submissions-owner-slots.png"), full_page=True)
+
+
+def test_a_paused_ladder_says_why():
+    import pandas as pd
+
+    from leaderboard.about import ladder_markdown
+    from leaderboard.pages import paused
+
+    why = paused({"refuses_submitted_code": True, "missing": ["files"]}, None)
+    text = ladder_markdown(pd.DataFrame(columns=["Match", "Track", "Started"]), [], now=0.0, paused=why)
+    assert text.endswith("**Play is paused**: isolation is missing here (files), so submitted code does not run "
+                         "(NMMO_ARENA_ISOLATION=strict); the built-in teams play on. No rated match yet; no revision is "
+                         "waiting for a verdict.")
+    assert paused(None, "3 of 9 shards") and paused(None, None) is None

@@ -3,6 +3,7 @@ the PvE queue; the `/submissions` endpoint."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +28,13 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
     def submissions() -> pd.DataFrame:
         return tables.submissions_table(data.statuses(), hub_url=data.hub_url, queue=queue())
 
+    settings = page.settings
+
+    def slots() -> pd.DataFrame:
+        exempt = {settings.seed_owner, *(o.strip() for o in settings.owner_exempt.split(",") if o.strip())}
+        return tables.owner_slots(data.statuses(), active=settings.owner_active, daily=settings.owner_daily,
+                                  exempt=exempt, now=time.time())
+
     def submissions_view() -> tuple[pd.DataFrame, Any]:
         table = submissions()
         return table, page.note(EMPTY, table)
@@ -42,9 +50,18 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
             "has its first figure after one match. Verdict in: when its current stage should end, from the durations "
             "of recent matches (a stage decided early ends sooner)."
         )
+        gr.Markdown(f"Each owner's slots: at most {page.settings.owner_active} revisions taking part at once and "
+                    f"{page.settings.owner_daily} new ones validated a day (docs/rules.md, \"Fair play\"; 0: no limit).")
+        gr.Dataframe(slots, elem_id="owner-slots", interactive=False)
 
     def api_submissions() -> dict:
         return frame_json(submissions())
 
     page.api(api_submissions, "submissions")
+
+    def api_owner_slots() -> dict:
+        """Each owner's slots: revisions taking part and new ones in the last 24 hours, against the limits."""
+        return frame_json(slots())
+
+    page.api(api_owner_slots, "owner_slots")
     return TableTab(subs, subs_empty, submissions_view)
