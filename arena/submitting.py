@@ -30,8 +30,8 @@ nmmo-arena-submit ./your-team --repo YOUR-USER/YOUR-TEAM              # after `p
 ```
 
 It checks the folder as the Arena will (`policy.py` at its root, the size limit of
-{settings.max_submission_mb:g} MB, `policy.py` parsed but not run; `--validate` also plays
-the validation match in the sandbox), adds the tag **`{tag}`** to its `README.md` model
+{settings.max_submission_mb:g} MB, `policy.py` parsed, then the validation match played in
+the sandbox as the Space plays it; `--no-validate` skips that), adds the tag **`{tag}`** to its `README.md` model
 card (creating one if missing), pushes it, and prints the commit and where to watch its
 status."""
     if settings.hub_endpoint is None:

@@ -108,7 +108,9 @@ def _ago(seconds: float) -> str:
         return f"{seconds:.0f} s ago"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min ago"
-    return f"{seconds / 3600:.1f} h ago"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86_400:.0f} days ago"
 
 
 def ladder_markdown(summary: pd.DataFrame, statuses: Iterable[RevisionState], *, now: float, paused: str | None) -> str:
