@@ -49,14 +49,12 @@ from leaderboard.standings import Standings
 from modelcards.card import arena_results, description, eval_results, opted_out, with_results
 from modelcards.ledger import PublicationLedger, PullRequest
 from modelcards.publications import Publication, PublishRule, due
+from modelcards.rounds import account, in_background, next_wait
 
 log = logging.getLogger(__name__)
 
 #: The title of the Arena's pull requests (how it recognises its own on a repo).
 PR_TITLE = "Add NMMO Arena results to the model card (model-index)"
-
-#: Waits before trying a failed repo again: the first, doubling up to the last.
-RETRY_S = (60.0, 3600.0)
 
 
 @dataclass(frozen=True)
@@ -203,10 +201,7 @@ class ModelCardPublisher:
         """The Space's account name on the Hub (None if the token cannot say: then any
         author's pull request with the Arena's title is taken as the Arena's)."""
         if self._me is None:
-            try:
-                self._me = str(self.api.whoami()["name"])
-            except Exception:  # noqa: BLE001 - only narrows the search
-                return None
+            self._me = account(self.api)
         return self._me
 
     def _readme(self, repo_id: str, revision: str | None) -> str:
@@ -224,7 +219,7 @@ class ModelCardPublisher:
         repo_id, revision = publication.results.id.policy_id, publication.results.id.sha
         message = _explain(repo_id, exc)
         logged, _, wait = self._failing.get(repo_id, ("", 0.0, 0.0))
-        wait = RETRY_S[0] if not wait else min(2 * wait, RETRY_S[1])
+        wait = next_wait(wait)
         self._failing[repo_id] = (message, time.monotonic() + wait, wait)
         if message != logged:
             log.warning("model card of %s@%s not published: %s (tried again later)", repo_id, revision[:7], message)
@@ -232,19 +227,8 @@ class ModelCardPublisher:
 
     # -- schedule ----------------------------------------------------------------------------
     def run_in_background(self, every_s: float = 60.0) -> threading.Thread:
-        """Run `run_once` every `every_s` seconds in a daemon thread until `stop()`."""
-        def loop() -> None:
-            while not self._stop.wait(every_s):
-                if self.leads is not None and not self.leads():
-                    continue
-                try:
-                    self.run_once()
-                except Exception:  # noqa: BLE001 - e.g. standings not computable yet; the next round tries again
-                    log.exception("model-card round failed")
-
-        thread = threading.Thread(target=loop, daemon=True, name="model-cards")
-        thread.start()
-        return thread
+        """Run `run_once` every `every_s` seconds in a daemon thread until `stop()`, while this Space leads."""
+        return in_background(self.run_once, every_s=every_s, stop=self._stop, leads=self.leads, name="model-cards")
 
     def stop(self) -> None:
         self._stop.set()

@@ -41,6 +41,7 @@ from arena.logs import TeamLog
 from arena.revision import Revision, is_builtin
 from history.journal import Journal
 from leaderboard.standings import Standings
+from modelcards.rounds import account, in_background, next_wait
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,6 @@ VERDICTS = (Status.REJECTED, Status.EVALUATED, Status.QUALIFIED, Status.WITHDRAW
 
 #: Lines of the team's log a discussion quotes (the whole log is a link away).
 LOG_LINES = 30
-
-#: Waits before trying a failing repo again: the first, doubling up to the last.
-RETRY_S = (60.0, 3600.0)
 
 _ADVICE = {
     Status.REJECTED: "Fix what the reason says, check it on your machine with `python -m matchmaking.evaluate FOLDER` "
@@ -252,16 +250,13 @@ class VerdictPoster:
 
     def _account(self) -> str | None:
         if self._me is None:
-            try:
-                self._me = str(self.api.whoami()["name"])
-            except Exception:  # noqa: BLE001 - only narrows the search
-                return None
+            self._me = account(self.api)
         return self._me
 
     def _failed(self, state: RevisionState, exc: Exception) -> Posted:
         repo = state.id.policy_id
         first = repo not in self._failing
-        wait = RETRY_S[0] if first else min(self._failing[repo][1] * 2, RETRY_S[1])
+        wait = next_wait(0.0 if first else self._failing[repo][1])
         self._failing[repo] = (time.monotonic() + wait, wait)
         if first:
             log.warning("verdict of %s@%s (%s) could not be posted: %s: %s; trying again in %.0f s", repo, state.id.short,
@@ -269,18 +264,9 @@ class VerdictPoster:
         return Posted(state.id, state.status, "failed", detail=f"{type(exc).__name__}: {exc}")
 
     def run_in_background(self, every_s: float = 10.0) -> threading.Thread:
-        def loop() -> None:
-            while not self._stop.wait(every_s):
-                if self.leads is not None and not self.leads():
-                    continue
-                try:
-                    self.run_once()
-                except Exception:  # noqa: BLE001 - the next round tries again
-                    log.exception("verdict round failed")
-
-        thread = threading.Thread(target=loop, daemon=True, name="verdict-discussions")
-        thread.start()
-        return thread
+        """Post due verdicts every `every_s` seconds in a daemon thread until `stop()`, while this Space leads."""
+        return in_background(self.run_once, every_s=every_s, stop=self._stop, leads=self.leads,
+                             name="verdict-discussions")
 
     def stop(self) -> None:
         self._stop.set()
