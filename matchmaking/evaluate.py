@@ -266,7 +266,7 @@ def _gate(mode_default: str, environ: Mapping[str, str]) -> int:
         if not mechanism.held:
             print(f"warning: {mechanism.name} isolation is missing on this machine: {mechanism.why}", file=sys.stderr)
     if report.refuses:
-        print(f"error: {report.line()} {isolation.ADVICE}", file=sys.stderr)
+        print(f"error: {report.line()} {report.advice()}", file=sys.stderr)
         return 3
     return 0
 

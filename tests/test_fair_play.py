@@ -72,6 +72,47 @@ def test_an_owner_past_its_limits_is_told_why_and_when_and_its_oldest_retires(lo
     assert not OwnerLimits(daily=2, exempt=frozenset({"olga"})).waits(statuses.get(latest.id), statuses.states(), now)
 
 
+@pytest.mark.slow
+def test_an_owner_keeps_a_revision_active_from_its_card(local_hub, tmp_path):
+    """One revision taking part at once, here: a card that says `nmmo_arena: {keep: true}`
+    keeps its revision when a newer one validates (the newer one retires instead, saying
+    why); once the card no longer keeps it (an edit of the card alone, no new validation),
+    the next newer revision retires it, as by default."""
+    import yaml
+
+    from matchmaking.hub.pushing import push_submission
+    from matchmaking.service.submissions import OwnerLimits
+
+    def card(keep: bool) -> str:
+        meta = {"tags": ["nmmo-arena"], "team_name": "Quinn", "nmmo_arena": {"keep": keep}}
+        return f"---\n{yaml.safe_dump(meta)}---\n# Quinn\n"
+
+    api = HfApi(endpoint=local_hub.endpoint, token="test-token")
+    limits = OwnerLimits(active=1)
+    statuses = StatusLog(tmp_path / "statuses.jsonl")
+
+    def push_and_validate(repo: str, folder, keep: bool) -> Revision:
+        revision = Revision(repo, push_submission(api, repo, folder=folder, card=card(keep)))
+        sync(api, statuses, tag="nmmo-arena", repo_ids=[repo])
+        validate_queued(api, statuses, downloads=tmp_path / "subs", max_mb=200, limits=limits)
+        return revision
+
+    favourite = push_and_validate("quinn/favourite", EXAMPLES / "explorer", keep=True)
+    newer = push_and_validate("quinn/newer", EXAMPLES / "wanderer", keep=False)
+    assert statuses.get(favourite).status is Status.EVALUATING
+    assert statuses.get(newer).status is Status.WITHDRAWN
+    assert statuses.get(newer).reason.startswith("retired: the cards of quinn's other repos keep them (nmmo_arena: {keep: true}: quinn/favourite)")
+
+    api.upload_file(path_or_fileobj=card(False).encode(), path_in_repo="README.md", repo_id=favourite.policy_id,
+                    commit_message="No longer kept")
+    sync(api, statuses, tag="nmmo-arena", repo_ids=[favourite.policy_id])  # a card edit: no new revision
+    assert statuses.get(favourite).latest and statuses.get(favourite).status is Status.EVALUATING
+    newest = push_and_validate("quinn/newer", EXAMPLES / "gatherer", keep=False)
+    assert statuses.get(newest).status is Status.EVALUATING
+    assert statuses.get(favourite).status is Status.WITHDRAWN
+    assert statuses.get(favourite).reason.startswith("retired: newer revisions of quinn take part, and an owner has at most 1")
+
+
 def test_no_pvp_match_of_a_long_run_seats_two_revisions_of_one_owner():
     """300 PvP matches of pools the Arena draws (the default rule) among 8 owners with 3
     revisions each, recorded and read back through the exposure ledger: no revision ever

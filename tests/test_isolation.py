@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from arena import PROJECT_ROOT
-from matchmaking.sandbox.isolation import PROBES, STRICT, WARN, IsolationGate, IsolationReport, ProbeResult
+from matchmaking.sandbox.isolation import ANYWAY, PROBES, STRICT, WARN, IsolationGate, IsolationReport, ProbeResult
 from tests_support import EXAMPLES, POLICIES, open_interpreter, unprivileged
 
 PY = sys.executable
@@ -215,6 +215,50 @@ def test_a_space_under_warn_on_a_weak_host_runs_submissions_under_a_red_banner(t
     assert examples and all(s["status"] in ("evaluating", "rejected") for s in examples)
     assert any(s["reason"].startswith("Played 4 ticks") for s in examples)  # their code ran in its sandbox
     assert "#b00020" in seen["banner"] and "submitted code runs anyway" in seen["banner"]
+
+
+@pytest.fixture(scope="module")
+def warned_space():
+    folder = Path(tempfile.mkdtemp(prefix="nmmo-arena-isolation-test-"))
+    folder.chmod(0o777)
+    data = folder / "warn"
+    data.mkdir()
+    data.chmod(0o777)
+    done = run(unprivileged([*WEAK, "--", PY, str(PROJECT_ROOT / "tests" / "scripts" / "isolation_space.py"), str(data / "data")]),
+               folder, NMMO_ARENA_ISOLATION=WARN)
+    assert done.returncode == 0, done.stderr[-3000:]
+    yield json.loads(done.stdout.splitlines()[-1]), done.stderr
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_what_a_policy_says_under_warn_reaches_the_operator_alone(warned_space):
+    """The issue's leak: as an ordinary user on a weak host under `warn`, a policy reads a
+    0600 file of the Space's user and raises (and prints) what it holds. Its rejection, the
+    match record, the replay and the log say the words are withheld; the Space's own log
+    (its operator's) has them."""
+    seen, operator_log = warned_space
+    tattler = next(s for s in seen["statuses"] if s["repo"] == "mallory/tattler")
+    assert tattler["status"] == "rejected" and tattler["reason"].startswith("ERROR at tick 1: [the policy's own words are withheld")
+    assert not seen["secret_published"] and seen["secret"] not in json.dumps(seen["statuses"])
+    assert seen["public_faults"] and all("withheld" in message for message in seen["public_faults"])
+    assert f"RuntimeError: the Space's file says: {seen['secret']}" in operator_log  # the operator reads it
+    assert f"the Space's file says: {seen['secret']}" in operator_log.split("output (")[1]  # and what it printed
+
+
+def test_the_advice_names_the_cause_found_on_this_host():
+    """Root with Python closed to other users is told to open Python, not to run as root;
+    an ordinary user is told to run as root; a kernel without Landlock is named."""
+    probes = tuple(ProbeResult(name, name == "read", "read the secret" if name == "read" else "stopped") for name in PROBES)
+    as_root = IsolationReport(STRICT, probes, host={"uid": 0, "kernel": "5.10.0", "landlock_abi": 0,
+                                                    "python_closed": "/root (mode 0700)"})
+    advice = as_root.advice()
+    assert "Run the Space as root" not in advice and "/root (mode 0700) is closed to other users" in advice
+    assert "it runs 5.10.0" in advice and advice.endswith(ANYWAY)
+    assert "/root (mode 0700)" in as_root.reason()
+    as_user = IsolationReport(STRICT, probes, host={"uid": 1000, "kernel": "6.8.0", "landlock_abi": 4, "python_closed": ""})
+    assert as_user.advice().startswith("Run the Space as root (it runs as uid 1000)") and "Landlock" not in as_user.advice()
+    assert IsolationReport(STRICT, tuple(ProbeResult(n, False, "stopped") for n in PROBES)).advice() == ""
 
 
 def test_a_self_test_that_cannot_run_isolates_nothing():

@@ -202,6 +202,65 @@ def test_sleeping_past_the_deadline_costs_only_those_ticks(sleeper):
     assert host.answered == [1, 2, *range(5, SLEEPER_CONFIG.horizon + 1)]  # ... and answered every later tick
 
 
+def test_a_late_answers_error_is_recorded_when_it_is_read():
+    """The error a team raised after its deadline counts: read with the next tick's request,
+    it is that tick's fault (the team's agents idle once more), and the team plays on."""
+    hosts = []
+
+    def host(ref, slot):
+        if ref.policy_id != "local:sleepy_raises":
+            return in_process_host(ref, slot)
+        hosts.append(WokenWhenLeftBehind(ref, slot))
+        return hosts[-1]
+
+    lineup = (local(POLICIES / "adversarial" / "sleepy_raises"), builtin("forage"))
+    result = run_match(MatchSpec(seed=21, policies=lineup, config=replace(SLEEPER_CONFIG, num_teams=2)), host_factory=host)
+    team, faults = fault_of(result, "sleepy_raises")
+    assert team.fault_counts == {"TIMEOUT": 2, "ERROR": 1}, faults
+    assert faults.split(" / ")[2].startswith(
+        "5:ERROR:in its late answer to tick 3: RuntimeError: raised after the deadline (at policy.py:"), faults
+    assert hosts[0].answered == [1, 2, *range(6, SLEEPER_CONFIG.horizon + 1)] and not hosts[0].stopped
+
+
+def test_a_late_answers_error_after_the_last_tick_is_recorded_too():
+    """A match that ends (or a team whose members all die) while the team is still working
+    on a tick: its answer is awaited, up to the hang limit, and its error recorded."""
+    config = replace(SLEEPER_CONFIG, num_teams=2, horizon=5)
+    lineup = (local(POLICIES / "adversarial" / "late_raise"), builtin("forage"))
+    result = run_match(MatchSpec(seed=21, policies=lineup, config=config), host_factory=sandboxed_host)
+    team, faults = fault_of(result, "late_raise")
+    assert team.fault_counts == {"TIMEOUT": 3, "ERROR": 1}, faults
+    assert faults.split(" / ")[-1].startswith(
+        "5:ERROR:in its late answer to tick 3: RuntimeError: raised after the match's last tick"), faults
+
+
+def test_withheld_words_reach_the_operator_and_no_record(caplog):
+    """`withhold_policy_words` (a Space whose isolation is in doubt): the record, the replay
+    and the log keep each fault's kind and tick, the TIMEOUT's host-written message, and a
+    note where the team's words were; the operator's log has the words."""
+    from arena import logs as logs_format
+    from arena.logs import MatchLogs
+    from arena.replay import ReplayRecorder
+    from arena.replay import read as read_replay
+    from arena.untrusted import WITHHELD
+
+    config = replace(SLEEPER_CONFIG, num_teams=2, horizon=10, withhold_policy_words=True)
+    recorder, logs = ReplayRecorder(), MatchLogs()
+    lineup = (local(POLICIES / "chatty"), builtin("forage"))
+    with caplog.at_level("WARNING", logger="nmmo_arena.withheld"):
+        result = run_match(MatchSpec(seed=3, policies=lineup, config=config), host_factory=sandboxed_host,
+                           recorder=recorder, logs=logs)
+    team, faults = fault_of(result, "chatty")
+    error = next(f for f in team.faults if f.kind.value == "ERROR")
+    assert error.tick == 5 and error.message == WITHHELD, faults
+    assert all(f.message == WITHHELD or f.kind.value == "TIMEOUT" for f in team.faults)
+    assert "deliberate failure" not in str(read_replay(recorder.data)[0]["faults"])
+    (chatty,) = logs_format.read(logs.data)[1]
+    assert [line.text for line in chatty.lines] == [WITHHELD] and chatty.dropped_bytes == chatty.total_bytes > 0
+    operator = caplog.text
+    assert "ValueError: deliberate failure at tick 5" in operator and "hello from tick 4" in operator
+
+
 def test_memory_limit(matches):
     team, faults = fault_of(matches[0], "memory_hog")
     assert team.fault_counts == {"MEMORY": 1} and "3:MEMORY:MemoryError" in faults

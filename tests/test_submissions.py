@@ -221,3 +221,21 @@ def test_a_commit_that_changes_only_the_card_is_the_same_policy(tmp_path):
         assert [s.latest for s in statuses.states()] == [True, False]
     finally:
         hub.stop()
+
+
+def test_a_cards_name_and_description_are_bounded_text(local_hub):
+    """The model card is the author's text: kept to `NAME_CHARS` (one line) and
+    `DESCRIPTION_CHARS`, without control or direction-override characters."""
+    from huggingface_hub import HfApi
+
+    from arena.untrusted import DESCRIPTION_CHARS, NAME_CHARS
+    from matchmaking.hub.pushing import push_submission, submission_card
+
+    api = HfApi(endpoint=local_hub.endpoint, token="test-token")
+    name = "Mallory\u202e's\x07 team\n" + "x" * 300
+    card = submission_card(("bounds-test",), name, "line one\n\x1b[31mred\x1b[0m " + "y" * 5000)
+    push_submission(api, "mallory/bounded", folder=EXAMPLES / "explorer", card=card)
+    found = {s.id.policy_id: s for s in discover(api, tag="bounds-test")}["mallory/bounded"]
+    assert found.team_name.startswith("Mallory's team xxx") and len(found.team_name) == NAME_CHARS
+    assert found.team_name.endswith("…") and "\n" not in found.team_name
+    assert found.description.startswith("line one\n[31mred[0m yyy") and len(found.description) == DESCRIPTION_CHARS

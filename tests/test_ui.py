@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 from playwright.sync_api import expect
 
-from arena.lifecycle import Status
+from arena.lifecycle import Status, SubmissionInfo
 from arena.policies import PolicyRef, builtin
 from arena.replay import ReplayRecorder
 from arena.revision import Revision
@@ -33,6 +33,7 @@ from tests_support import SCREENSHOTS, UI_WAIT_MS, free_port, record_lifecycle, 
 pytestmark = pytest.mark.browser
 
 STRONG, WEAK = "alice/strong", "bob/weak"
+MARKUP = "<img src=x onerror=window.__pwned=1> **bold** [a link](http://evil.example)"
 SHOTS = SCREENSHOTS
 SHOTS.mkdir(parents=True, exist_ok=True)
 
@@ -59,6 +60,9 @@ def app(tmp_path_factory):
     record_lifecycle(registry, WEAK, "b" * 40, Status.EVALUATED, "mean Achievement 3.0 in PvE stage 1, below the 25 that qualifies for PvP")
     record_lifecycle(registry, "carol/broken", "c" * 40, Status.REJECTED, "INIT while being built: ModuleNotFoundError: No module named 'torch'")
     registry.record(Revision("dave/new", "d" * 40), Status.QUEUED, "waiting for validation")
+    # what a policy and its card say is shown as text, never as markup
+    record_lifecycle(registry, "mallory/markup", "f" * 40, Status.REJECTED, f"ERROR at tick 1: {MARKUP}",
+                     submission=SubmissionInfo(team_name=MARKUP))
     record_lifecycle(registry, "erin/pending", "e" * 40, Status.EVALUATING, "validated")
     recorder = ReplayRecorder()  # one real match, with its replay
     lineup = policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)])
@@ -107,6 +111,18 @@ def page(browser, app):
 
 def visible_cells(page, elem_id: str) -> list[str]:
     return page.locator(f"#{elem_id}").get_by_role("gridcell").all_inner_texts()
+
+
+def test_what_a_policy_says_is_shown_as_text(page):
+    """A rejection's reason and a card's team name holding HTML and markdown appear as
+    written: no element made of them, no script run, no link."""
+    page.get_by_role("tab", name="Submissions").click()
+    row = page.locator("#submissions-table").get_by_role("row").filter(has_text="mallory/markup").first
+    row.wait_for()
+    assert row.inner_text().count(MARKUP) == 2  # the reason and the team, verbatim
+    assert row.locator("img").count() == 0 and row.locator("a[href*='evil']").count() == 0
+    assert row.locator("strong, b").count() == 0
+    assert page.evaluate("() => window.__pwned") is None
 
 
 def test_api_tables_match_the_known_history(app):
@@ -202,7 +218,8 @@ def test_links_render_as_links_and_status_and_reason_are_on_screen(page):
         link = page.locator(f"#{table} a:visible", has_text="alice/strong").first
         link.wait_for()
         assert link.get_attribute("href") == "http://hub.example/alice/strong"
-        assert "](" not in " ".join(visible_cells(page, table))  # no raw markdown left
+        # no raw markdown left (but what a policy wrote, shown as written: see below)
+        assert "](" not in " ".join(visible_cells(page, table)).replace(MARKUP, "")
     page.get_by_role("tab", name="Submissions").click()
     width = page.viewport_size["width"]
     for header in ("Status", "Reason"):

@@ -94,6 +94,12 @@ class MatchConfig:
     fault_message_chars: int = 300
     """Characters of an error message kept in a fault record."""
 
+    withhold_policy_words: bool = False
+    """What a submitted team says (its faults' messages, its output) reaches the operator's
+    log alone, the records keeping each fault's kind and tick (`arena.untrusted`): set
+    where the isolation self-test found files or network open to submitted code
+    (`IsolationReport.exposed`). Built-in teams' words are the Arena's and always kept."""
+
     cache_dir: Path | None = field(default_factory=default_cache_dir)
     """Generated maps are cached here, one folder per map and nmmo version; None in a spec
     bound for another machine, which uses its own (`matchmaking.service.nodes`)."""

@@ -64,8 +64,8 @@ class TeamHost(Protocol):
     def close(self) -> None:
         """Release the team (and its process, if any)."""
 
-    # Three more steps, which only some hosts need (the others do nothing there): a team in
-    # its own process (`matchmaking.sandbox.host`) uses all three; a built-in in the match's
+    # Four more steps, which only some hosts need (the others do nothing there): a team in
+    # its own process (`matchmaking.sandbox.host`) uses all four; a built-in in the match's
     # own process binds to nmmo's observations (`matchmaking.teams.factory.BuiltinHost`).
 
     def launch(self) -> None:
@@ -75,6 +75,11 @@ class TeamHost(Protocol):
     def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
         """From now on, read the members' (`agent_ids`) observations straight from nmmo's
         `env` (a sandbox: through its shared memory)."""
+
+    def settle(self, tick: int) -> Fault | None:
+        """The fault the team still owes once the runner stops asking it (the match is over,
+        or every member is dead) with an answer outstanding: the error its late answer
+        carries, or memory past its limit; None if there is none."""
 
     def output_log(self) -> TeamLog | None:
         """What the team wrote to stdout and stderr (after `close`); None if it has no
@@ -148,6 +153,9 @@ class InProcessTeam(TeamHost):
 
     def bind_observations(self, env: Any, agent_ids: list[int]) -> None:
         pass  # observations are handed over as dicts (`BuiltinHost` binds nmmo's own)
+
+    def settle(self, tick: int) -> Fault | None:
+        return None  # it answers before the runner goes on: nothing is ever owed
 
     def output_log(self) -> TeamLog | None:
         return None  # it writes to the match's own output

@@ -35,6 +35,7 @@ from arena.policies import PolicyRef
 from arena.replay import ReplayRecorder
 from arena.schema import Fault, FaultKind, MatchResult, TaskResult, TeamResult
 from arena.scoring import RULES, TeamProgress, achievement, competition_ranks
+from arena.untrusted import withheld_fault, withheld_log
 from matchmaking.engine import game, maps
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.contract import ActionSpace, check_actions
@@ -115,15 +116,21 @@ def team_seed(match_seed: int, team_id: int) -> int:
 
 class _FaultLog:
     """Per team: every fault counted by kind, the first ones kept in full, and every one
-    handed to the replay's timeline (`recorder`)."""
+    handed to the replay's timeline (`recorder`); the words of the `withheld` teams'
+    faults go to the operator alone (`arena.untrusted`)."""
 
-    def __init__(self, num_teams: int, keep: int, recorder: ReplayRecorder | None = None):
+    def __init__(self, num_teams: int, keep: int, recorder: ReplayRecorder | None = None,
+                 withheld: frozenset[int] = frozenset(), where: str = ""):
         self.keep = keep
         self.recorder = recorder
+        self.withheld = withheld
+        self.where = where
         self.counts: list[dict[str, int]] = [{} for _ in range(num_teams)]
         self.kept: list[list[Fault]] = [[] for _ in range(num_teams)]
 
     def add(self, team: int, fault: Fault) -> None:
+        if team in self.withheld:
+            fault = withheld_fault(fault, where=f"{self.where}, team {team}")
         self.counts[team][fault.kind.value] = self.counts[team].get(fault.kind.value, 0) + 1
         if len(self.kept[team]) < self.keep:
             self.kept[team].append(fault)
@@ -173,7 +180,8 @@ def run_match(
     started = time.perf_counter()
     map_id, map_dir = maps.spec_map(spec.seed, spec.held_out, config.map_key, config)
     teams = game.team_agent_ids(config)
-    faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder)
+    withheld = frozenset(t for t, ref in enumerate(spec.policies) if config.withhold_policy_words and not ref.is_builtin)
+    faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder, withheld, where=f"match {spec.match_id}")
     hosts: list[TeamHost] = []  # filled as they are made: every one made is closed
     env = None
     try:
@@ -182,6 +190,10 @@ def run_match(
         observations, space, spawns = _set_up(spec, env, teams, host_factory, hosts)
         _start_teams(hosts, env, teams, faults)
         ticks, travel = _play(env, observations, _Seats(hosts, teams, space, faults, config), recorder, progress)
+        for team_id, host in enumerate(hosts):  # a late answer's error is the team's, even after its last tick
+            owed = host.settle(ticks)
+            if owed is not None:
+                faults.add(team_id, owed)
         reached, alive_at_end = _final_standing(env, spec, teams, travel, recorder)
     except Exception as exc:  # only engine failures reach here: team failures are faults
         raise MatchFailedError(f"Match {spec.match_id} (seed {spec.seed}) failed in the game engine: {exc!r}") from exc
@@ -191,7 +203,7 @@ def run_match(
         if env is not None:
             game.dispose_env(env)
     if logs is not None:
-        _keep_logs(hosts, logs, spec.match_id)
+        _keep_logs(hosts, logs, spec.match_id, withheld)
     results = _team_results(spec, reached, alive_at_end, faults, spawns)
     return MatchResult(
         match_id=spec.match_id,
@@ -328,12 +340,13 @@ def _final_standing(env: Any, spec: MatchSpec, teams: dict[int, list[int]], trav
     return reached, alive_at_end
 
 
-def _keep_logs(hosts: list[TeamHost], logs: MatchLogs, match_id: str) -> None:
-    """Every team's stdout and stderr into `logs` (teams in the match process have none)."""
-    for host in hosts:
+def _keep_logs(hosts: list[TeamHost], logs: MatchLogs, match_id: str, withheld: frozenset[int]) -> None:
+    """Every team's stdout and stderr into `logs` (teams in the match process have none;
+    the `withheld` teams' words go to the operator alone)."""
+    for team_id, host in enumerate(hosts):
         team_log = host.output_log()
         if team_log is not None:
-            logs.add(team_log)
+            logs.add(withheld_log(team_log, where=f"match {match_id}") if team_id in withheld else team_log)
     logs.finish(match_id=match_id)
 
 

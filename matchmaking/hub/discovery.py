@@ -28,6 +28,7 @@ from huggingface_hub.errors import RepositoryNotFoundError
 from arena.lifecycle import SubmissionInfo
 from arena.policies import POLICY_FILE
 from arena.revision import Revision
+from arena.untrusted import DESCRIPTION_CHARS, NAME_CHARS, bounded
 
 #: Model-card keys read for display.
 _CARD_NAME_KEYS = ("team_name", "team", "model_name")
@@ -91,6 +92,21 @@ def discover_repo(api: HfApi, repo_id: str, *, tag: str) -> Submission | None:
     return _submission(info) if tag in (info.tags or []) else None
 
 
+#: The card metadata that keeps a repo's revision active past its owner's limit
+#: (`nmmo_arena: {keep: true}`; docs/rules.md, "Fair play"; read by `kept_active`).
+KEEP_KEY = ("nmmo_arena", "keep")
+
+
+def kept_active(api: HfApi, repo_id: str) -> bool:
+    """Whether the repo's card, as it is now, asks the Arena to keep its revision active when
+    a newer one of the same owner would retire it. A card edit needs no new validation, so
+    it is read from the Hub when the question arises. Raises what the Hub raises."""
+    info = api.model_info(repo_id)
+    card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
+    section = card.get(KEEP_KEY[0])
+    return isinstance(section, dict) and section.get(KEEP_KEY[1]) is True
+
+
 #: The model card: a commit that changes only it (an edited description, or the Arena's own
 #: results pull request merged) leaves the policy as it was.
 CARD_FILE = "README.md"
@@ -108,14 +124,14 @@ def policy_content(blobs: Iterable[tuple[str, str | None]]) -> str:
 def _submission(info: Any) -> Submission:
     """A `Submission` from the Hub's `ModelInfo` of one commit."""
     card = dict(info.card_data.to_dict()) if info.card_data is not None else {}
-    name = next((str(card[k]) for k in _CARD_NAME_KEYS if card.get(k)), "")
+    name = bounded(next((str(card[k]) for k in _CARD_NAME_KEYS if card.get(k)), ""), NAME_CHARS, one_line=True)
     return Submission(
         id=Revision(info.id, str(info.sha)),
         author=info.author or info.id.split("/")[0],
         last_modified=info.last_modified.isoformat() if info.last_modified else "",
         files=tuple(sorted((s.rfilename, int(s.size or 0)) for s in (info.siblings or []))),
         team_name=name,
-        description=str(card.get("description", "")),
+        description=bounded(str(card.get("description", "")), DESCRIPTION_CHARS),
         card=card,
         content=policy_content((s.rfilename, getattr(s, "blob_id", None)) for s in (info.siblings or [])),
     )

@@ -243,6 +243,13 @@ def closed_to_others(paths: Iterable[Path]) -> str:
     return ""
 
 
+def python_paths() -> list[Path]:
+    """The folders of this interpreter's standard library and packages: a team imports from them."""
+    import sysconfig
+
+    return [Path(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+
+
 def team_ids(code: Iterable[Path] = ()) -> tuple[tuple[int, int] | None, str]:
     """The user and group this team process should become, and why not when None.
 
@@ -251,10 +258,7 @@ def team_ids(code: Iterable[Path] = ()) -> tuple[tuple[int, int] | None, str]:
     None (there is no other user it could become)."""
     if os.geteuid() != 0:
         return None, f"the Space's own user (uid {os.getuid()}): not root, so there is no other user to become"
-    import sysconfig
-
-    python = [Path(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    closed = closed_to_others([*python, *code])
+    closed = closed_to_others([*python_paths(), *code])
     if closed:
         return None, (f"not applied: {closed} is closed to other users, and a team's own user could not import "
                       "Python from there; the team runs as root without capabilities")

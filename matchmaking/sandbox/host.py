@@ -340,6 +340,9 @@ class SandboxedTeam(TeamHost):
                     self._busy_fault = Fault(tick, FaultKind.TIMEOUT, f"still busy with tick {self._pending} ({busy_for:.1f} s)")
                 return
             self._pending = None
+            self._busy_fault = self._late_error(tick, stale)
+            if self._busy_fault is not None:  # this tick's answer is that error
+                return
         layout = self.slot.layout
         for member, observation in observations.items():
             layout.write(self.views[member], observation)
@@ -395,6 +398,31 @@ class SandboxedTeam(TeamHost):
         if late:
             return Answer(fault=self._timeout(tick, late, answered=True))
         return Answer(actions=reply.actions)
+
+    def settle(self, tick: int) -> Fault | None:
+        """Its late answer's error or its memory past the limit, if it still owes an answer:
+        waited for until the hang limit, as a busy team would have been, then stopped."""
+        if self.stopped or self.pid is None or self._pending is None:
+            return None
+        try:
+            message, memory = self._await_reply(tick, self._sent_at + self.config.hang_timeout_s)
+        except ProtocolError:
+            return None  # a process that died after its last tick harms no one: nothing owed
+        if memory is not None or message is None:
+            return memory
+        self._pending = None
+        return self._late_error(tick, message)
+
+    def _late_error(self, tick: int, message: dict) -> Fault | None:
+        """The fault a late answer (`message`) carries, noticed at `tick`, or None."""
+        try:
+            reply = parse_reply(message)
+        except ProtocolError as exc:
+            return self._broke(tick, exc)
+        if not reply.error_kind:
+            return None
+        said = f"in its late answer to tick {reply.tick}: {reply.message}"
+        return Fault(tick, FaultKind(reply.error_kind), said[: self.config.fault_message_chars])
 
     def _await_reply(self, tick: int, deadline: float) -> tuple[dict | None, Fault | None]:
         """Wait for the team's answer until `deadline`, reading its memory every

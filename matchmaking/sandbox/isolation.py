@@ -68,9 +68,9 @@ REQUIRED = ("files", "network")
 #: What the confinement report says about each mechanism (`confine.confine`'s keys).
 _APPLIED = {"files": ("files", "user"), "network": ("network",), "signals": ("signals", "user"), "processes": ("processes",)}
 
-ADVICE = ("Run the Space as root (teams then run as their own users), or on a kernel with Landlock (Linux 5.13+; "
-          "TCP rules need 6.7+) and a container runtime that allows unshare(); `python -m matchmaking.isolation` "
-          "checks a host. To run submissions anyway, set NMMO_ARENA_ISOLATION=warn.")
+#: What `IsolationReport.advice` ends with: the way out when the host cannot be fixed.
+ANYWAY = ("To run submissions anyway, set NMMO_ARENA_ISOLATION=warn: what a policy says then reaches only the "
+          "operator's log (docs/isolation.md).")
 
 
 class IsolationError(ArenaError):
@@ -157,9 +157,43 @@ class IsolationReport(Record):
         return not self.missing
 
     @property
+    def exposed(self) -> bool:
+        """Files or network missing: a submitted team could read the Space's files or reach
+        out, so what it says is the operator's alone (`arena.untrusted`)."""
+        return any(name in self.missing for name in REQUIRED)
+
+    @property
     def refuses(self) -> bool:
         """Whether submitted code must not run: `strict`, and files or network missing."""
-        return self.mode == STRICT and any(name in self.missing for name in REQUIRED)
+        return self.mode == STRICT and self.exposed
+
+    def advice(self) -> str:
+        """What would make the missing mechanisms hold on this host, from what the self-test
+        found here (its user, kernel and what the sandbox applied), then `ANYWAY`."""
+        if not self.missing:
+            return ""
+        host, applied = self.host, self.confinement
+        steps = []
+        if self.error:
+            steps.append(f"Make the probe team run ({self.error}): `python -m matchmaking.isolation` shows the same.")
+        if host.get("uid") != 0:
+            steps.append(f"Run the Space as root (it runs as uid {host.get('uid', '?')}): each team then runs as a user "
+                         "of its own, to whom the Space's files are closed.")
+        elif host.get("python_closed"):
+            steps.append(f"This Space runs as root, but its teams cannot run as users of their own: {host['python_closed']} is closed to "
+                         "other users, and a team's own user could not import Python from there. Make the Python "
+                         "installation and its packages readable by others (chmod o+rX on that path and the folders "
+                         "above it), or install them outside a private home folder.")
+        if "files" in self.missing and not host.get("landlock_abi"):
+            steps.append(f"Or run on a kernel with Landlock (Linux 5.13+; it runs {host.get('kernel', '?')}, which offers "
+                         "none or has it disabled), so that each team may read only what it needs.")
+        if "network" in self.missing and "namespace" not in applied.get("network", ""):
+            steps.append("Run under a container runtime that allows unshare() (a network namespace of its own for each "
+                         "team), or on Linux 6.7+ where Landlock also refuses TCP.")
+        if not steps:
+            steps.append("`python -m matchmaking.isolation` prints each probe and why it escaped.")
+        return " ".join([*steps, ANYWAY])
+
 
     def reason(self) -> str:
         """Why submitted code waits (for a status reason), or "" if it may run."""
@@ -167,7 +201,7 @@ class IsolationReport(Record):
             return ""
         missing = ", ".join(n for n in self.missing if n in REQUIRED)
         return (f"Waiting: this Space cannot isolate submitted code (missing: {missing} isolation; "
-                f"NMMO_ARENA_ISOLATION=strict), so no submission runs here until the operator fixes the host. {ADVICE}")
+                f"NMMO_ARENA_ISOLATION=strict), so no submission runs here until the operator fixes the host. {self.advice()}")
 
     # -- words ---------------------------------------------------------------------------
     def line(self) -> str:
@@ -198,15 +232,15 @@ class IsolationReport(Record):
             lines.append(f"{m.name:<12}{'held' if m.held else 'MISSING':<10}{m.why}")
         lines += ["", self.line()]
         if self.missing:
-            lines.append(ADVICE)
+            lines.append(self.advice())
         return "\n".join(lines)
 
 
 def _host_facts() -> dict[str, Any]:
-    from matchmaking.sandbox.confine import landlock_abi
+    from matchmaking.sandbox.confine import closed_to_others, landlock_abi, python_paths
 
     return {"machine": platform.machine(), "kernel": platform.release(), "uid": os.getuid(), "landlock_abi": landlock_abi(),
-            "python": platform.python_version()}
+            "python": platform.python_version(), "python_closed": closed_to_others(python_paths())}
 
 
 # -- the self-test, in this process ------------------------------------------------------
@@ -370,7 +404,7 @@ def require(mode: str, *, where: str = "this machine") -> IsolationReport:
     """
     report = check(mode)
     if report.refuses:
-        raise IsolationError(f"{where}: {report.line()} {ADVICE}")
+        raise IsolationError(f"{where}: {report.line()} {report.advice()}")
     return report
 
 
@@ -404,6 +438,11 @@ class IsolationGate:
         from matchmaking.teams.builtin import is_packaged
 
         return path is None or not self.reason() or is_packaged(path)
+
+    def withholds(self) -> bool:
+        """Whether what submitted teams say must reach the operator alone (the self-test has
+        not finished, or found files or network open: `IsolationReport.exposed`)."""
+        return self.report is None or self.report.exposed
 
     def line(self) -> str:
         return "Isolation: the self-test is running." if self.report is None else self.report.line()

@@ -171,19 +171,22 @@ def _play_on_node(spec: MatchSpec, host_factory: HostFactory, record: bool, boar
 
     protect_process()  # this worker's environment (Ray's token) stays unreadable to its sandboxes
     node = ray.get_runtime_context().get_node_id()
-    verdict = ""
+    verdict, sent = "", spec
     if isolation is not None and not all(p.is_builtin for p in spec.policies):
         try:
-            verdict = require(isolation, where=f"node {node[:12]}").line()
+            report = require(isolation, where=f"node {node[:12]}")
         except IsolationError as exc:
             return MatchOutcome(spec, error=str(exc), node=node, isolation=str(exc), cause=Cause.NODE_REFUSED)
+        verdict = report.line()
+        if report.exposed:  # this node's own doubt: what its teams say is its operator's alone
+            spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config, withhold_policy_words=True))
     cache = NodeCache()
     try:
         playable = cache.localize(spec)
     except Exception as exc:  # noqa: BLE001 - a fetch that fails loses this match only
         return MatchOutcome(spec, error=f"cannot fetch on node {node[:12]}: {type(exc).__name__}: {exc}", node=node,
                             cause=Cause.NODE_REFUSED)
-    return dataclasses.replace(play_outcome(playable, host_factory, record, board, node), spec=spec, node=node, isolation=verdict)
+    return dataclasses.replace(play_outcome(playable, host_factory, record, board, node), spec=sent, node=node, isolation=verdict)
 
 
 def default_workers() -> int:

@@ -109,8 +109,8 @@ class Matchmaker:
         self._trueskill = TrueSkillState()
         """TrueSkill of the PvP results read so far: the rated pairings' sigmas, carried forward."""
         # PvP plays the held-out maps of the Space's key; PvE and validation the published ones
-        self.config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir,
-                                  map_key=maps.space_key(settings))
+        self._config = MatchConfig(horizon=settings.match_horizon, cache_dir=settings.cache_dir,
+                                   map_key=maps.space_key(settings))
         self.validator = Validator(
             api, statuses, settings.submissions_dir, settings.max_submission_mb,
             ticks=settings.validation_ticks, timeout_s=settings.validation_timeout_s,
@@ -163,6 +163,13 @@ class Matchmaker:
             if self.health is None or not self.health.failed(exc, doing=f"downloading {revision.policy_id}"):
                 log.warning("cannot fetch %s@%s to play it: %s", revision.policy_id, revision.short, exc)
             return None
+
+    @property
+    def config(self) -> MatchConfig:
+        """The rules and limits of the matches it plays now: what submitted teams say is
+        withheld while this machine's isolation is in doubt (`IsolationGate.withholds`)."""
+        withhold = self.isolation is not None and self.isolation.withholds()
+        return dataclasses.replace(self._config, withhold_policy_words=True) if withhold else self._config
 
     def _may_run(self, ref: PolicyRef | None) -> bool:
         """Whether `ref`'s code may run on this machine (`matchmaking.isolation`)."""

@@ -29,12 +29,14 @@ from arena.revision import Revision, is_builtin, owner_of
 from arena.settings import ArenaSettings
 from history.statuses import StatusLog
 from history.store import HistoryStore
+from matchmaking.engine.config import MatchConfig
 from matchmaking.hub.discovery import (
     CARD_FILE,
     discover,
     discover_repo,
     download,
     format_problem,
+    kept_active,
     size_problem,
 )
 from matchmaking.hub.health import HubHealth, answered, describe
@@ -127,14 +129,22 @@ class OwnerLimits:
         return (f"waiting: {who} has had {len(taken)} new revisions validated in the last 24 hours, the limit of "
                 f"{self.daily} a day per owner (NMMO_ARENA_OWNER_DAILY); the next slot opens at {opens}.")
 
-    def retired(self, revision: Revision, states: Iterable[RevisionState]) -> list[RevisionState]:
-        """The owner's active revisions to retire now that `revision` takes part (it is
-        recorded as such): the oldest seen beyond `active`, so the newest stay."""
+    def over(self, revision: Revision, states: Iterable[RevisionState]) -> list[RevisionState]:
+        """The owner's active revisions (`revision`'s among them, recorded as taking part) if
+        they are more than `active`; [] if within the limit."""
         who = owner_of(revision.policy_id)
         if not self.active or who in self.exempt:
             return []
-        mine = sorted((s for s in states if owner_of(s.id.policy_id) == who and s.status in ACTIVE and s.latest),
-                      key=lambda s: (s.first_seen, s.id))
+        mine = [s for s in states if owner_of(s.id.policy_id) == who and s.status in ACTIVE and s.latest]
+        return mine if len(mine) > self.active else []
+
+    def retired(self, revision: Revision, states: Iterable[RevisionState], *, kept: Iterable[str] = ()
+                ) -> list[RevisionState]:
+        """The owner's active revisions to retire now that `revision` takes part: beyond
+        `active`, those of repos not `kept` (their cards' choice: `discovery.kept_active`) first, then
+        the oldest seen, so the newest stay by default."""
+        keep = set(kept)
+        mine = sorted(self.over(revision, states), key=lambda s: (s.id.policy_id in keep, s.first_seen, s.id))
         return mine[: max(0, len(mine) - self.active)]
 
 
@@ -327,7 +337,9 @@ class Validator:
             return
         if not self._decide(key, Status.VALIDATING, "playing a validation match", download_path=str(folder)):
             return
-        report = self.validator(PolicyRef(key, path=folder), ticks=self.ticks)
+        withhold = self.gate is not None and self.gate.withholds()  # what it says, if isolation is in doubt: the operator's
+        report = self.validator(PolicyRef(key, path=folder), ticks=self.ticks,
+                                config=MatchConfig(withhold_policy_words=withhold))
         if self.store is not None and report.match is not None and not self._abandoned(key):
             self.store.record(report.match, replay=report.replay, logs=report.logs)  # once: its id is its spec's
         with self._lock:  # the clone check and the verdict at once: of two copies validated together, one passes
@@ -341,11 +353,32 @@ class Validator:
                 self.statuses.record(key, Status.EVALUATING if report.ok else Status.REJECTED, report.reason,
                                      measurements=report.measurements, failed_attempts=0,
                                      cause=None if report.ok else RejectionCause.POLICY)
-                for old in self.limits.retired(key, self.statuses.states()) if report.ok else ():
-                    self.statuses.record(old.id, Status.WITHDRAWN, (
-                        f"retired: newer revisions of {owner_of(key.policy_id)} take part, and an owner has at "
-                        f"most {self.limits.active} revisions taking part at once (NMMO_ARENA_OWNER_ACTIVE); its matches "
-                        "and figures stay. Push a new commit to it to take part again."))
+                if report.ok:
+                    self._retire(key)
+
+    def _retire(self, key: Revision) -> None:
+        """Past its owner's active limit now that `key` takes part: retire the revisions the
+        owner's cards do not keep, the oldest first (`OwnerLimits.retired`)."""
+        states = self.statuses.states()
+        over = self.limits.over(key, states)
+        if not over:
+            return
+        kept = set()
+        for state in over:  # a card the Hub cannot show now keeps its revision: no one retired by an outage
+            try:
+                if kept_active(self.api, state.id.policy_id):
+                    kept.add(state.id.policy_id)
+            except Exception as exc:  # noqa: BLE001 - see above
+                log.warning("cannot read the card of %s (%s): kept active for now", state.id.policy_id, exc)
+                kept.add(state.id.policy_id)
+        who = owner_of(key.policy_id)
+        for old in self.limits.retired(key, states, kept=kept):
+            why = (f"the cards of {who}'s other repos keep them (nmmo_arena: {{keep: true}}: {', '.join(sorted(kept))})"
+                   if kept else f"newer revisions of {who} take part")
+            self.statuses.record(old.id, Status.WITHDRAWN, (
+                f"retired: {why}, and an owner has at most {self.limits.active} revisions taking part at once "
+                "(NMMO_ARENA_OWNER_ACTIVE); its matches and figures stay. Push a new commit to it to take part again, "
+                "or keep it with nmmo_arena: {keep: true} in its card's metadata."))
 
     def _abandoned(self, key: Revision) -> bool:
         running = self._running.get(key)
