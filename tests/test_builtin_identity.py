@@ -122,7 +122,7 @@ def test_arena_matches_equal_nmmos_own_loop(seed, horizon):
     spec = MatchSpec(seed=seed, policies=stage1_lineup(), config=patient(MatchConfig(horizon=horizon)))
     compared = compare_with_nmmo(spec)
     assert compared["identical"], compared
-    assert compared["ticks"] == horizon and compared["events"] > 0
+    assert compared["ticks"] == horizon and compared["events"] > 0 and compared["states_compared"] == horizon
 
 
 def _unbound_host(ref, slot):

@@ -153,7 +153,9 @@ def run_match(
         host_factory (`HostFactory`): how each team is hosted, a choice the engine leaves to
             its caller: `matchmaking.teams.factory.in_process_host` (the Arena's own teams,
             trusted local runs) or `matchmaking.sandbox.host.sandboxed_host` (a sandbox for
-            every submitted team).
+            every submitted team). A factory with a `prepare()` attribute has it called
+            before the game's set-up when a submission is seated (the sandbox starts its
+            zygote there).
         recorder (`ReplayRecorder`, *optional*): records the match's replay, its faults
             included (its `data` holds the bytes afterwards).
         logs (`MatchLogs`, *optional*): collects what each sandboxed team wrote to stdout
@@ -184,6 +186,9 @@ def run_match(
     faults = _FaultLog(config.num_teams, config.max_faults_recorded, recorder, withheld, where=f"match {spec.match_id}")
     hosts: list[TeamHost] = []  # filled as they are made: every one made is closed
     env = None
+    prepare = getattr(host_factory, "prepare", None)
+    if callable(prepare) and not all(ref.is_builtin for ref in spec.policies):
+        prepare()  # e.g. the sandbox's zygote imports beside the game's set-up, not after it
     try:
         # TRY NOT TO MODIFY: set-up order fixes what the seed determines
         env = game.env_on(config, map_dir)
