@@ -19,6 +19,7 @@ from typing import Any
 import gradio as gr
 
 from arena.activity import LiveMatch, QueueEntry
+from arena.links import Opened, resolve_policy
 from arena.revision import Revision
 from arena.rules import MATCH
 from arena.settings import ArenaSettings
@@ -157,12 +158,23 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         for name, endpoint in page.endpoints.items():
             gr.api(endpoint, api_name=name)
 
-        def on_load() -> tuple[Any, ...]:
+        def on_load(request: gr.Request) -> tuple[Any, ...]:
             """What each visitor's page starts with (values are computed per page load, never
-            frozen at build time): which empty notes show, and the policy to open on."""
-            return (*(table.view()[1] for table in (pvp, pve, subs, matches)), policy.choose())
+            frozen at build time): which empty notes show, the policy to open on, and what
+            the page's address asks for (`arena.links`: a tab, a search, a policy, a match at
+            a tick)."""
+            opened = Opened.from_query(dict(request.query_params) if request is not None else {})
+            chosen = resolve_policy(opened.policy, policy.players(), page.latest_players()) if opened.policy else ""
+            searched = opened.q if opened.tab in ("pvp", "matches") else ""
+            return (*(table.view()[1] for table in (pvp, pve, subs, matches)), policy.choose(chosen),
+                    gr.Tabs(selected=opened.tab) if opened.tab else gr.skip(),
+                    searched if opened.tab == "pvp" and searched else gr.skip(),
+                    searched if opened.tab == "matches" and searched else gr.skip(),
+                    opened.match or gr.skip(),
+                    {"match_id": opened.match, "tick": opened.tick} if opened.match else gr.skip())
 
-        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser],
+        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, tabs, pvp.inputs[0],
+                                    matches.inputs[0], replay.match_id, replay.viewer],
                   api_visibility="private").then(policy.view, inputs=policy.chooser, outputs=policy.outputs, api_visibility="private")
 
         def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
@@ -177,7 +189,6 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         fast.tick(refresh_live, outputs=[*subs.outputs, *lines.outputs], api_visibility="private")
         replay.open_on_select(matches.table, tabs)
-        replay.open_from_url(demo, tabs)
     return demo
 
 

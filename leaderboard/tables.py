@@ -17,6 +17,7 @@ import pandas as pd
 from arena.activity import LiveMatch, QueueEntry
 from arena.head_to_head import MIN_MEETINGS, HeadToHead
 from arena.lifecycle import ACTIVE, RevisionState, Status
+from arena.links import policy_link
 from arena.ratings import interval_ranks
 from arena.revision import Revision, is_builtin, owner_of
 from arena.rules import ANCHORS
@@ -69,10 +70,25 @@ PVP_COLUMNS = [
 ]
 
 
-def _link(revision: Revision, hub_url: str) -> str:
+def revision_cell(revision: Revision, hub_url: str) -> str:
+    """A revision named in a table: its repo links to the Hub, its commit to its page here
+    (`arena.links.policy_link`: the address survives a restart), as
+    `[owner/name](HUB/owner/name)@[sha7](/?policy=owner/name@sha)`; a built-in as
+    `[builtin:NAME](/?policy=builtin:NAME) (anchor)`."""
     if revision.is_builtin:
-        return f"{revision.policy_id} (anchor)"
-    return f"[{revision.policy_id}]({hub_url.rstrip('/')}/{revision.policy_id})@{revision.sha[:7]}"
+        return f"[{revision.policy_id}]({policy_link('', revision.policy_id)}) (anchor)"
+    return (f"[{revision.policy_id}]({hub_url.rstrip('/')}/{revision.policy_id})"
+            f"@[{revision.sha[:7]}]({policy_link('', revision.policy_id, revision.sha)})")
+
+
+def policy_heading(player: str, hub_url: str) -> str:
+    """The line over a policy's page: what it is, its repo on the Hub, and its address here."""
+    revision = Revision.parse(player)
+    here = policy_link("", revision.policy_id, "" if revision.is_builtin else revision.sha)
+    if revision.is_builtin:
+        return f"**{revision.policy_id}**, a built-in team (an anchor of the ratings) · [its address here]({here})"
+    return (f"**{revision.label}** · [its repo on the Hub]({hub_url.rstrip('/')}/{revision.policy_id}) · "
+            f"[its address here]({here})")
 
 
 def ranked_players(standings: Standings) -> list[str]:
@@ -139,7 +155,7 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     gaps = {row.player: gap_text(row.gap, row.far) for row in standings.overfitting.itertuples()}
     table = pd.DataFrame(
         {
-            "Policy": [_link(Revision.parse(p), hub_url) for p in players],
+            "Policy": [revision_cell(Revision.parse(p), hub_url) for p in players],
             "Author": ["arena" if p in ANCHORS else agg.at[p, "policy_id"].split("/")[0] for p in players],
             "TrueSkill": [ts[p].conservative if p in ts else np.nan for p in players],
             "mu": [ts[p].mu if p in ts else np.nan for p in players],
@@ -222,7 +238,7 @@ def pve_table(standings: Standings, statuses: Sequence[RevisionState], *, hub_ur
             continue
         player = state.id.player
         record: dict[str, object] = {
-            "Policy": _link(state.id, hub_url),
+            "Policy": revision_cell(state.id, hub_url),
             "Status": state.status.value,
             "ms / tick": state.measurements.median_step_ms if state.measurements and state.measurements.median_step_ms else np.nan,
         }
@@ -292,7 +308,7 @@ def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue:
             else:
                 eta = f"stage {entry.stage}: {_minutes(entry.eta_s)} ({entry.matches_left} matches at most)"
         rows.append({
-            "Policy": _link(s.id, hub_url),
+            "Policy": revision_cell(s.id, hub_url),
             "Status": s.status.value + ("" if s.latest else " (superseded)"),
             "Reason": s.reason if entry is None else where_now(entry) + (f" ({s.reason})" if s.status is not Status.EVALUATING else ""),
             "Queue": place,
@@ -334,7 +350,7 @@ def now_playing(live: Sequence[LiveMatch], *, hub_url: str, now: float) -> str:
     lines = [f"**Now playing:** {len(live)} match{'es' if len(live) > 1 else ''}"]
     for m in live:
         subs = [p for p in m.lineup if not is_builtin(p)]
-        named = ", ".join(_link(Revision.parse(p), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
+        named = ", ".join(revision_cell(Revision.parse(p), hub_url) for p in subs[:4]) + (f" and {len(subs) - 4} more" if len(subs) > 4 else "")
         builtins = len(m.lineup) - len(subs)
         what = f"PvE stage {m.stage}" if m.track == "pve" else m.track.upper()
         crowd = f"{builtins} built-in team{'s' if builtins != 1 else ''}"

@@ -5,6 +5,9 @@ No external CDN: the canvas drawing and the replay decoding are `static/viewer.j
 setting it from Python (choosing a match) makes the JavaScript fetch that replay through
 the component's server function `load_replay` and draw its first frame.
 
+The value may also hold `"tick"`: the tick the replay opens at (`?match=ID&tick=N`,
+`arena.links`); as it plays, the page's address follows the tick.
+
 The viewer also shows the match's faults (from the replay: markers on the timeline, a
 list per team) and its sandboxed teams' logs, through two more server functions:
 `load_logs` (every team's stamped lines, to show the followed team's output at each tick)

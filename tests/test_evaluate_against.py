@@ -109,7 +109,7 @@ def test_top_k_is_the_pvp_tables_order_of_current_revisions(field, tmp_path):
     latest = {e.id.player for e in ranking}
     table = tables.pvp_table(standings, hub_url="http://hub", latest=latest)
     shown = [row.Policy for row in table.itertuples() if "(anchor)" not in row.Policy]
-    assert shown == [f"[{e.id.policy_id}](http://hub/{e.id.policy_id})@{e.id.sha[:7]}" for e in ranking]
+    assert shown == [tables.revision_cell(e.id, "http://hub") for e in ranking]
     assert [int(r) for r, p in zip(table["Rank"], table["Policy"]) if "(anchor)" not in p] == [e.rank for e in ranking]
     assert {f"carol/gatherer@{field['old_carol']}"} & {e.id.player for e in ranking} == set()
 

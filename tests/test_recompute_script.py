@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena import head_to_head, ratings
+from arena.revision import Revision
 from arena.rules import ANCHORS
 from arena.schema import V1_DEFAULTS, MatchResult, rows
 from arena.simulation import play
@@ -149,13 +150,7 @@ def script_table(data: Path, tmp_path: Path, *extra: str) -> pd.DataFrame:
 def linked(table: pd.DataFrame) -> pd.DataFrame:
     """The script's table with the Space's Policy cells (links, anchors marked)."""
 
-    def link(player: str) -> str:
-        if player.startswith("builtin:"):
-            return f"{player} (anchor)"
-        policy, revision = player.split("@")
-        return f"[{policy}]({HUB}/{policy})@{revision[:7]}"
-
-    return table.assign(Policy=table["Policy"].map(link))
+    return table.assign(Policy=table["Policy"].map(lambda player: tables.revision_cell(Revision.parse(player), HUB)))
 
 
 def test_the_history_has_every_case(space):

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from arena.lifecycle import Measurements, Status
+from arena.revision import Revision
 from arena.schema import rows
 from arena.simulation import Population, play, random_history
 from history.statuses import StatusLog
@@ -67,7 +68,8 @@ def test_the_pvp_table_is_best_first_with_anchors_and_searchable(standings):
     assert table["Rank"].is_monotonic_increasing and table["Rank"].iloc[0] == 1
     anchors = table[table["Author"] == "arena"]
     assert len(anchors) == 3 and all("(anchor)" in p for p in anchors["Policy"])
-    assert "[alice/strong](http://hub/alice/strong)@aaaaaaa" == table["Policy"].iloc[0]
+    assert tables.revision_cell(Revision("alice/strong", "a" * 40), "http://hub") == table["Policy"].iloc[0]
+    assert table["Policy"].iloc[0] == f"[alice/strong](http://hub/alice/strong)@[aaaaaaa](/?policy=alice/strong@{'a' * 40})"
     found = tables.pvp_table(standings, hub_url="http://hub", search="BOB")
     assert len(found) == 1 and "bob/weak" in found["Policy"].iloc[0]
     only_latest = tables.pvp_table(standings, hub_url="http://hub", latest={"alice/strong@" + "a" * 40})
@@ -101,7 +103,7 @@ def test_the_pve_and_submissions_tables_follow_the_statuses(standings, tmp_path)
     assert all(pd.isna(v) for k, v in by_policy.items() if "anchor" in k)
     record_lifecycle(statuses, "alice/strong", "d" * 40, Status.QUEUED, "a new push")
     subs = tables.submissions_table(statuses.states(), hub_url="http://hub")
-    assert [link.split("@")[-1] for link in subs["Policy"]] == ["ddddddd", "ccccccc", "aaaaaaa"]  # newest first
+    assert [link.split("@[")[1][:7] for link in subs["Policy"]] == ["ddddddd", "ccccccc", "aaaaaaa"]  # newest first
     assert list(subs["Status"]) == ["queued", "queued", "qualified (superseded)"]
 
 
@@ -136,7 +138,7 @@ def test_the_head_to_head_is_in_the_standings_and_its_tables(standings):
     assert h2h.met[i, j] == 60 and h2h.share[i, j] > 0.9 and h2h.low[i, j] > 0.5
     table = tables.pvp_table(standings, hub_url="http://hub")
     nash = dict(zip(table["Policy"], table["Nash avg"]))
-    assert nash["[alice/strong](http://hub/alice/strong)@aaaaaaa"] == 0.0  # the mix is all on the leader
+    assert nash[tables.revision_cell(Revision("alice/strong", "a" * 40), "http://hub")] == 0.0  # the mix is all on the leader
     assert all(v < 0 for k, v in nash.items() if "alice" not in k)
     html = tables.heatmap_html(standings, top=5)
     players = tables.heatmap_players(standings, top=5)

@@ -340,6 +340,74 @@ def test_the_pvp_tab_says_what_it_was_computed_from(page, app):
     assert "121 matches" in text and "120 PvP" in text and "Not yet confirmed in the Hub dataset" in text
 
 
+def _fresh_page(browser, url: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    return context, page, errors
+
+
+def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app):
+    """`/?policy=OWNER/NAME` opens the Policy tab on that policy's latest revision, and
+    `@SHA` (its first characters) on that revision; every table links its revisions there."""
+    from arena.links import policy_link
+
+    context, page, errors = _fresh_page(browser, app["url"] + "?policy=alice/strong")
+    chooser = page.locator("#policy-choice input").first
+    expect(chooser).to_have_value(f"{STRONG}@{'a' * 40}", timeout=UI_WAIT_MS)
+    expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true")
+    page.screenshot(path=str(SHOTS / "link-policy.png"))
+    page.goto(app["url"] + "?policy=bob/weak@bbbb")
+    expect(page.locator("#policy-choice input").first).to_have_value(f"{WEAK}@{'b' * 40}", timeout=UI_WAIT_MS)
+    page.goto(app["url"])
+    commit = page.locator("#pvp-table a:visible", has_text="aaaaaaa").first
+    commit.wait_for()
+    assert commit.get_attribute("href") == policy_link("", STRONG, "a" * 40)
+    assert errors == [], errors
+    context.close()
+
+
+def test_a_matchs_address_opens_its_replay_at_the_tick_and_follows_it(browser, app):
+    """`/?match=ID&tick=N` opens the replay at tick N in a fresh browser; as it plays, the
+    address follows the tick, so a copied URL reopens the moment on screen."""
+    match_id = app["real"].match_id
+    context, page, errors = _fresh_page(browser, app["url"] + f"?match={match_id}&tick=30")
+    page.wait_for_function("() => window.__replayReady === true", timeout=UI_WAIT_MS)
+    assert page.evaluate("window.__replayTick") == 30
+    assert "tick 30 / 60" in page.locator("#replay-viewer .nr-tick").inner_text()
+    page.wait_for_function("() => location.search.includes('tick=30')", timeout=UI_WAIT_MS)
+    page.screenshot(path=str(SHOTS / "link-match-tick.png"))
+    page.locator("#replay-viewer .nr-play").click()
+    page.wait_for_function("() => window.__replayTick >= 40", timeout=UI_WAIT_MS)
+    page.locator("#replay-viewer .nr-play").click()  # pause
+    page.wait_for_timeout(700)
+    shown = page.evaluate("window.__replayTick")
+    address = page.evaluate("location.search")
+    assert f"match={match_id}" in address and f"tick={shown}" in address, (address, shown)
+    # the copied address reopens that moment
+    again, copied, more_errors = _fresh_page(browser, app["url"] + address)
+    copied.wait_for_function("() => window.__replayReady === true", timeout=UI_WAIT_MS)
+    assert copied.evaluate("window.__replayTick") == shown
+    assert errors == [] and more_errors == [], errors + more_errors
+    again.close()
+    context.close()
+
+
+def test_a_filtered_tables_address_opens_it_filtered(browser, app):
+    """`/?tab=pvp&q=TEXT` opens the PvP leaderboard searched for TEXT."""
+    context, page, errors = _fresh_page(browser, app["url"] + "?tab=pvp&q=alice")
+    expect(page.locator("#pvp-search textarea, #pvp-search input").first).to_have_value("alice", timeout=UI_WAIT_MS)
+    page.wait_for_function("() => { const t = document.querySelector('#pvp-table'); return t && t.innerText.includes('alice/strong')"
+                           " && !t.innerText.includes('bob/weak'); }", timeout=UI_WAIT_MS)
+    page.screenshot(path=str(SHOTS / "link-pvp-search.png"))
+    page.goto(app["url"] + "?tab=submissions")
+    expect(page.get_by_role("tab", name="Submissions")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    assert errors == [], errors
+    context.close()
+
+
 def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
     """Last (it compacts the module's history): the real match's replay read by range out
     of its day's bundle, and the table still counts every match once."""

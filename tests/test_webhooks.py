@@ -280,7 +280,8 @@ def test_a_push_is_queued_within_5_s_and_validated_within_30_s(space, tmp_path, 
     table = Client(space["url"] + "/", verbose=False).predict(api_name="/submissions")
     rows = [dict(zip(table["headers"], row)) for row in table["data"]]
     mine = [r for r in rows if "alice/wanderer" in r["Policy"]]
-    assert [r["Policy"].split("@")[-1] for r in mine] == [sha[:7]] and mine[0]["Status"] in ("evaluating", "evaluated", "qualified")
+    assert [f"@[{sha[:7]}](/?policy=alice/wanderer@{sha})" in r["Policy"] for r in mine] == [True]
+    assert mine[0]["Status"] in ("evaluating", "evaluated", "qualified")
 
     with urllib.request.urlopen(space["url"] + "/config", timeout=10) as answer:  # the About tab, as served
         about = [c["props"].get("value") or "" for c in json.load(answer)["components"] if c.get("type") == "markdown"]

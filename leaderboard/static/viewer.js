@@ -386,6 +386,26 @@
     $(".nr-tick").textContent = `tick ${tick} / ${replay.ticks}`;
     $(".nr-scrub").value = String(tick);
     window.__replayTick = tick;
+    followAddress();
+  }
+
+  // -- the address follows the tick, so that a copied URL reopens this moment (arena/links.py);
+  // at most every 300 ms (browsers throttle history updates); on a Space, the parent page's too
+  let addressPending = false;
+  function followAddress() {
+    if (!replay || addressPending) return;
+    addressPending = true;
+    setTimeout(() => {
+      addressPending = false;
+      if (!replay) return;
+      const params = new URLSearchParams(window.location.search);
+      for (const other of ["tab", "q", "policy"]) params.delete(other);
+      params.set("match", replay.header.match_id);
+      params.set("tick", String(tick));
+      const query = params.toString();
+      window.history.replaceState(window.history.state, "", `${window.location.pathname}?${query}`);
+      if (window.parent !== window) window.parent.postMessage({ queryString: query }, "https://huggingface.co");
+    }, 300);
   }
 
   // -- playback ------------------------------------------------------------------------
@@ -399,7 +419,9 @@
       if (!lastFrame) lastFrame = now;
       const advance = Math.floor(((now - lastFrame) * speed) / 1000);
       if (advance > 0) {
-        lastFrame = now;
+        // keep the fraction of a tick for the next frame (rounding it away played 8% slow);
+        // after a stall (a hidden tab) start afresh rather than race to catch up
+        lastFrame = Math.max(lastFrame + (advance * 1000) / speed, now - 250);
         if (tick >= replay.ticks) playing = false;
         setTick(tick + advance);
         $(".nr-play").textContent = playing ? "Pause" : "Play";
@@ -453,7 +475,7 @@
     $(".nr-tick").textContent = "no replay loaded";
   }
 
-  async function load(matchId) {
+  async function load(matchId, startTick) {
     if (!matchId) return;
     $(".nr-status").textContent = `loading ${matchId} ...`;
     window.__replayReady = false;
@@ -499,7 +521,7 @@
     $(".nr-scrub").max = String(header.ticks);
     playing = false;
     $(".nr-play").textContent = "Play";
-    setTick(0);
+    setTick(Number(startTick) || 0);
     window.__replayReady = true;
     window.__replayLoadMs = performance.now() - started;
     $(".nr-status").textContent = `match ${header.match_id}: ${header.ticks} ticks, ${header.faults.length} faults, loaded in ${Math.round(window.__replayLoadMs)} ms`;
@@ -556,7 +578,7 @@
     if (best) { agent = best; $(".nr-agent").value = String(agent); draw(); }
   });
 
-  const start = (value) => load(value && value.match_id).catch((err) => fail(`the replay could not be shown: ${err.message || err}`));
+  const start = (value) => load(value && value.match_id, value && value.tick).catch((err) => fail(`the replay could not be shown: ${err.message || err}`));
   watch("value", () => start(props.value));
   if (props.value && props.value.match_id) start(props.value);
 })();

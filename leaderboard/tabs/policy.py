@@ -26,13 +26,14 @@ EXPOSURE_TABLES = ("tracks", "seats", "opponents")
 @dataclass(frozen=True)
 class PolicyTab:
     """What `leaderboard.pages.build` refreshes of the tab: the `chooser` and its list
-    (`choose(chosen)`: every player, `chosen` or else the first selected), and the policy's
-    page (`view(player)` answers `outputs`)."""
+    (`choose(chosen)`: every player, `chosen` or else the first selected; `players()`: that
+    list), and the policy's page (`view(player)` answers `outputs`)."""
 
     chooser: gr.Dropdown
     outputs: list[Any]
     view: Callable[[str], tuple[Any, ...]]
     choose: Callable[..., Any]
+    players: Callable[[], list[str]]
 
 
 def exposure_view(teams: TeamRows, player: str) -> tuple[Any, ...]:
@@ -74,10 +75,13 @@ def policy_tab(page: TabContext) -> PolicyTab:
     """The tab's components and endpoints; `build` fills its list on every page load and tick."""
     data = page.data
 
-    def choose(chosen: str = "") -> Any:
+    def players() -> list[str]:
         standings = data.standings()  # the PvP leaderboard's order first, then the rest by name
         order = {p: i for i, p in enumerate(tables.ranked_players(standings))}
-        choices = sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
+        return sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
+
+    def choose(chosen: str = "") -> Any:
+        choices = players()
         return gr.Dropdown(choices=choices, value=chosen or (choices[0] if choices else None))
 
     def policy(player: str) -> tuple[Any, ...]:
@@ -86,11 +90,13 @@ def policy_tab(page: TabContext) -> PolicyTab:
         note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""
         return (frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"],
                 gr.Markdown(note, visible=bool(note)), *exposure_view(standings.teams, player),
-                meter.meter_markdown(page.settling().get(player or "")))
+                meter.meter_markdown(page.settling().get(player or "")),
+                tables.policy_heading(player, data.hub_url) if player else "")
 
     with gr.Tab("Policy", id="policy"):
         chooser = gr.Dropdown(choices=[], value=None, label="Policy",
                               elem_id="policy-choice", allow_custom_value=True)
+        heading = gr.Markdown(elem_id="policy-heading")
         policy_settling = gr.Markdown(elem_id="policy-settling")
         policy_note = gr.Markdown(visible=False, elem_id="policy-empty")
         rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
@@ -98,6 +104,6 @@ def policy_tab(page: TabContext) -> PolicyTab:
         recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
         h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
         exposure_shown = exposure_section(page)
-    outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling]
+    outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling, heading]
     chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy")
-    return PolicyTab(chooser, outputs, policy, choose)
+    return PolicyTab(chooser, outputs, policy, choose, players)

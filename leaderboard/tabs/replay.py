@@ -1,6 +1,6 @@
 """The "Replay" tab (id `replay`): a match drawn from its replay, with its teams' logs
 (`leaderboard.viewer`); a match clicked on the Matches tab opens here, and so does a page
-opened at `?match=ID` (`arena.links.match_link`)."""
+opened at `?match=ID&tick=N` (`arena.links`; `leaderboard.pages` reads the address)."""
 
 from __future__ import annotations
 
@@ -30,18 +30,6 @@ class ReplayTab:
             return chosen, {"match_id": chosen}, gr.Tabs(selected="replay")
 
         table.select(open_replay, inputs=table, outputs=[self.match_id, self.viewer, tabs], api_visibility="private")
-
-    def open_from_url(self, demo: gr.Blocks, tabs: gr.Tabs) -> None:
-        """A page opened at `?match=ID` (the link a verdict's discussion gives) opens that
-        match here, the tab selected."""
-
-        def open_linked(request: gr.Request) -> tuple[Any, ...]:
-            chosen = (request.query_params.get("match") or "").strip() if request is not None else ""
-            if not chosen:
-                return gr.skip(), gr.skip(), gr.skip()
-            return chosen, {"match_id": chosen}, gr.Tabs(selected="replay")
-
-        demo.load(open_linked, outputs=[self.match_id, self.viewer, tabs], api_visibility="private")
 
 
 def replay_tab(page: TabContext) -> ReplayTab:
