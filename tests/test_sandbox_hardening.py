@@ -19,7 +19,7 @@ from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, run_match
 from matchmaking.sandbox.host import sandboxed_host
 from matchmaking.sandbox.leftovers import SANDBOX_ROOT, remove_stale_sandboxes
-from matchmaking.sandbox.protocol import SHM_PREFIX, SharedBlock
+from matchmaking.sandbox.protocol import SHM_PREFIX, SharedBlock, owner_tag
 from matchmaking.teams.factory import in_process_host
 from tests_support import POLICIES, fault_of
 
@@ -82,32 +82,42 @@ def test_x32_system_calls_cannot_fork(matches):
 
 
 def test_leftovers_of_killed_match_processes_are_removed_at_the_next_start():
+    """A dead process's folders and shared memory go; a live one's stay, and so do those made
+    in another PID namespace (a Ray node under `unshare`, a container sharing /tmp), whose
+    pids say nothing here: that node's zygote lost its home to another process's start-up
+    once, and its teams could not start."""
     dead = 2**22 + 12345  # above pid_max on this kind of machine: never a live process
     try:
         os.kill(dead, 0)
         pytest.skip("the chosen pid is alive")
     except ProcessLookupError:
         pass
+    here = owner_tag().split("-")[1]
     SANDBOX_ROOT.mkdir(exist_ok=True)
-    stale = SANDBOX_ROOT / f"team3-{dead}-abc"
+    stale = SANDBOX_ROOT / f"team3-{dead}-{here}-abc"
     stale.mkdir()
     (stale / "junk.bin").write_bytes(b"x" * 1000)
-    mine = SANDBOX_ROOT / f"team3-{os.getpid()}-abc"
+    elsewhere = SANDBOX_ROOT / f"zygote-{dead}-{int(here) + 1}-abc"  # same pid, another namespace
+    elsewhere.mkdir(exist_ok=True)
+    mine = SANDBOX_ROOT / f"team3-{owner_tag()}-abc"
     mine.mkdir(exist_ok=True)
-    block = SharedBlock(f"{SHM_PREFIX}{dead}-0123456789abcdef", 4096, create=True)
+    block = SharedBlock(f"{SHM_PREFIX}{dead}-{here}-0123456789abcdef", 4096, create=True)
+    foreign = SharedBlock(f"{SHM_PREFIX}{dead}-{int(here) + 1}-0123456789abcdef", 4096, create=True)
     live = SharedBlock.create(4096)
     try:
         assert remove_stale_sandboxes() >= 2
         assert not stale.exists() and not os.path.exists(f"/dev/shm/{block.name}")
         assert mine.exists() and os.path.exists(f"/dev/shm/{live.name}")  # a live process's are kept
+        assert elsewhere.exists() and os.path.exists(f"/dev/shm/{foreign.name}")  # another namespace's too
     finally:
         mine.rmdir()
-        live.unlink()
-        block.unlink()
+        elsewhere.rmdir()
+        for kept in (live, block, foreign):
+            kept.unlink()
 
 
 def test_a_finished_matchs_folders_and_memory_are_gone(matches):
     time.sleep(0.5)
-    mine = [p for p in SANDBOX_ROOT.glob(f"team*-{os.getpid()}-*")]
-    blocks = [p for p in os.listdir("/dev/shm") if p.startswith(f"{SHM_PREFIX}{os.getpid()}-")]
+    mine = [p for p in SANDBOX_ROOT.glob(f"team*-{owner_tag()}-*")]
+    blocks = [p for p in os.listdir("/dev/shm") if p.startswith(f"{SHM_PREFIX}{owner_tag()}-")]
     assert mine == [] and blocks == []

@@ -9,10 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from matchmaking.sandbox.protocol import SHM_PREFIX
+from matchmaking.sandbox.protocol import SHM_PREFIX, owner_tag
 
 #: Where every team process's private working folder (and each zygote's home) is made:
-#: `<kind>-<pid of the match process>-<random>`, so that the folders of a match process
+#: `<kind>-<owner_tag of the match process>-<random>`, so that the folders of a match process
 #: killed before it could clean up are found and removed at the next start. One per user
 #: of the Arena; open to passing through (0711) and to nothing else, since a team that runs
 #: as its own user (`confine.team_ids`) must reach its folder, and only its folder.
@@ -23,7 +23,7 @@ def private_folder(kind: str) -> Path:
     """A new private working folder of this process, for a team or a zygote (`SANDBOX_ROOT`)."""
     SANDBOX_ROOT.mkdir(mode=0o711, exist_ok=True)
     os.chmod(SANDBOX_ROOT, 0o711)
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=SANDBOX_ROOT))
+    return Path(tempfile.mkdtemp(prefix=f"{kind}-{owner_tag()}-", dir=SANDBOX_ROOT))
 
 
 def _alive(pid: int) -> bool:
@@ -40,18 +40,21 @@ def remove_stale_sandboxes() -> int:
     """Remove the working folders and shared-memory blocks of match processes that are
     gone (killed with kill -9, say: their teams' folders and memory outlive them).
     Returns how many were removed. Safe while other match processes run: only the
-    leftovers of dead processes are touched, and only this user's (another user's
-    Arena on the same machine keeps its own)."""
+    leftovers of dead processes of this PID namespace are touched (`owner_tag`), and only
+    this user's (another user's Arena on the same machine keeps its own)."""
     removed = 0
-    candidates = [(p, p.name.split("-")) for p in SANDBOX_ROOT.glob("*-*-*")] if SANDBOX_ROOT.is_dir() else []
+    candidates = [(p, p.name.split("-")) for p in SANDBOX_ROOT.glob("*-*-*-*")] if SANDBOX_ROOT.is_dir() else []
     shm = Path("/dev/shm")
     if shm.is_dir():
         candidates += [(p, ["shm", *p.name[len(SHM_PREFIX):].split("-")]) for p in shm.glob(f"{SHM_PREFIX}*")]
+    namespace = owner_tag().split("-")[1]
     for path, parts in candidates:
         try:
             pid = int(parts[1])
         except (IndexError, ValueError):
             continue
+        if len(parts) < 4 or parts[2] != namespace:
+            continue  # made in another PID namespace: its pid says nothing here about its maker
         try:
             if _alive(pid) or path.lstat().st_uid != os.getuid():
                 continue

@@ -194,8 +194,21 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
     return bytes(chunks)
 
 
-#: Name prefix of every shared block (`arena-<pid of its creator>-<random>`).
+#: Name prefix of every shared block (`arena-<owner_tag of its creator>-<random>`).
 SHM_PREFIX = "arena-"
+
+
+def owner_tag() -> str:
+    """`<pid>-<pid namespace>` of this process, in the names of what it leaves in shared
+    places (`/dev/shm`, the sandboxes' folder), so that a later process removes them only
+    once their maker is gone (`leftovers.remove_stale_sandboxes`). The namespace matters:
+    processes in another PID namespace (a container, a Ray node under `unshare`) share
+    `/tmp` and `/dev/shm` with pids that mean nothing here."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:  # no /proc: one namespace as far as anyone can tell
+        namespace = 0
+    return f"{os.getpid()}-{namespace}"
 
 
 class SharedBlock:
@@ -221,7 +234,7 @@ class SharedBlock:
 
     @classmethod
     def create(cls, size: int) -> SharedBlock:
-        return cls(f"{SHM_PREFIX}{os.getpid()}-{secrets.token_hex(8)}", size, create=True)
+        return cls(f"{SHM_PREFIX}{owner_tag()}-{secrets.token_hex(8)}", size, create=True)
 
     def unlink(self) -> None:
         try:
