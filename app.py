@@ -116,8 +116,9 @@ class Space:
         from matchmaking.hub.webhooks import launch
 
         self.demo = self.ui()
+        # mcp_server: the read endpoints are MCP tools too, at /gradio_api/mcp/ (docs/participants.md)
         launch(self.demo, self.arena.webhooks, server_name=host, server_port=port, css=CSS,
-               prevent_thread_lock=not block, quiet=quiet)
+               prevent_thread_lock=not block, quiet=quiet, mcp_server=True)
         return self.demo
 
     def stop(self) -> None:

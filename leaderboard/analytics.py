@@ -373,7 +373,14 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
         map_ids = table.of_match(match_id)["map_id"]
         return trajectories_figure(tracks, active.terrain(int(map_ids.iloc[0])) if len(map_ids) else None, match_id)
 
-    def api(player: str, match_id: str = "") -> dict:
+    def analytics(player: str, match_id: str = "") -> dict:
+        """How a policy plays, from its replays: where its agents go, points per task against
+        the field, causes of death, members alive over time, and one match's trajectories.
+
+        Args:
+            player: the revision, `owner/name@sha`, or `builtin:NAME`.
+            match_id: one of its matches for the trajectories ("" for its latest).
+        """
         return analytics_json(active, rows(), player, match_id or "")
 
     with gr.Tab("Analytics", id="analytics"):
@@ -394,7 +401,7 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
                     "dehydrated (water bar empty) or both, as the bars stood on the tick before; other if nothing explains it. "
                     "Visits count every alive member's tile on every tick, divided by the team-frames analysed. The field is "
                     "every other team in the same matches.")
-        gr.api(api, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
+        gr.api(analytics, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
     outputs = [note, summary, visits, match, tasks, deaths, alive, tracks]
     chooser.change(view, inputs=chooser, outputs=outputs, api_visibility="private")
     match.change(paths, inputs=[chooser, match], outputs=tracks, api_visibility="private")

@@ -102,6 +102,7 @@ def status_lines(page: TabContext, *, operator: Callable[[], list[str]], live: C
     playing = gr.Markdown(now_playing, elem_id="now-playing")
 
     def api_now_playing() -> list[dict]:
+        """The matches being played now: their track, teams, tick and expected end."""
         return [m.to_dict() for m in live()]
 
     def api_isolation() -> dict:

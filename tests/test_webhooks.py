@@ -253,6 +253,7 @@ def post_webhook(url: str, body: bytes, secret: str | None) -> tuple[int, dict]:
         return exc.code, json.loads(exc.read())
 
 
+@pytest.mark.xdist_group("space")  # the MCP test below reads the match this push plays
 def test_a_push_is_queued_within_5_s_and_validated_within_30_s(space, tmp_path, caplog):
     from arena.lifecycle import Status
 
@@ -355,3 +356,56 @@ def test_pushes_arriving_during_a_discovery_are_taken_together():
         assert batches == [["a/one"], ["b/two", "c/three"]] and waited < 5
     finally:
         reactor.stop()
+
+
+@pytest.mark.xdist_group("space")
+def test_the_read_endpoints_are_mcp_tools_a_real_client_can_call(space):
+    """The Space as `app.py` serves it is an MCP server (streamable HTTP at /gradio_api/mcp/):
+    a real MCP client lists the read endpoints as tools, each parameter typed and described,
+    and calls them: the matches (the pushed revision's validation match among them), one
+    match's record, the PvP leaderboard searched, a revision's exposure and the meter."""
+    import ast
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def talk() -> tuple[dict, dict]:
+        async with streamablehttp_client(space["url"] + "/gradio_api/mcp/") as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+
+                async def call(name: str, **arguments) -> object:
+                    answer = await session.call_tool(name, arguments)
+                    assert not answer.isError, (name, answer.content)
+                    return ast.literal_eval(answer.content[0].text)  # Gradio's MCP answers a value as its text
+
+                for _ in range(120):  # the tables take up the recorded match within a few seconds
+                    listed = await call("matches", policy="alice/wanderer", track="validation", stage="", since="", until="")
+                    if listed["data"]:
+                        break
+                    await asyncio.sleep(0.25)
+                match_id = listed["data"][0][listed["headers"].index("Match")]
+                answers = {"matches": listed, "match": await call("match", match_id=match_id),
+                           "missing": await call("match", match_id="no-such-match"),
+                           "pvp_table": await call("pvp_table", search="", older=False, min_matches=0),
+                           "exposure": await call("exposure", revision=""), "settling": await call("settling")}
+                return tools, answers
+
+    tools, answers = asyncio.run(talk())
+    for name in ("pvp_table", "pve_table", "submissions", "matches", "match", "policy", "exposure", "settling",
+                 "head_to_head", "now_playing", "owner_slots", "analytics"):
+        assert name in tools, sorted(tools)
+    matches_schema = tools["matches"].inputSchema["properties"]
+    assert matches_schema["track"]["type"] == "string" and "validation" in matches_schema["track"]["description"]
+    assert tools["pvp_table"].inputSchema["properties"]["older"]["type"] == "boolean"
+    assert "exposure ledger" in tools["exposure"].description
+    record = answers["match"]
+    assert record["replay"] == f"/?match={record['match_id']}" and record["rerun"].endswith(record["match_id"])
+    teams = record["teams"]
+    assert any("alice/wanderer" in str(row[teams["headers"].index("player")]) for row in teams["data"])
+    assert "No recorded match has the id 'no-such-match'" in answers["missing"]["error"]
+    assert answers["pvp_table"]["headers"][:2] == ["Rank", "Policy"]
+    with urllib.request.urlopen(space["url"] + "/gradio_api/mcp/schema", timeout=30) as answer:  # what the Hub's MCP reads
+        assert "match" in {tool["name"] for tool in __import__("json").loads(answer.read())}

@@ -42,9 +42,12 @@ class TabContext:
     endpoints: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def api(self, endpoint: Callable[..., Any], name: str) -> None:
-        """Serve `endpoint` at `/name`. `build` registers it after the tabs: `gr.api` inside a
-        tab would put its components there and renumber every component after them (and
-        with them the `value_<id>` names of unlabelled outputs in the API's description)."""
+        """Serve `endpoint` at `/name`, and as the MCP tool `name` (the Space serves its API
+        as an MCP server, whose tools take their functions' names). `build` registers it after
+        the tabs: `gr.api` inside a tab would put its components there and renumber every
+        component after them (and with them the `value_<id>` names of unlabelled outputs in
+        the API's description)."""
+        endpoint.__name__ = name
         self.endpoints[name] = endpoint
 
     def tick(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,

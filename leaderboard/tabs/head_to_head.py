@@ -38,10 +38,16 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
         gr.Markdown(RATINGS_MARKDOWN, elem_id="h2h-ratings-help")
 
         def api_head_to_head(player: str = "") -> dict:
-            """Every player, every ordered pair that met (only those naming `player`, if given),
-            the clear cycles and the Nash average."""
+            """Every player, every ordered pair that met (the share of their matches in which
+            the first ranked above the second), the clear cycles and the Nash average.
+
+            Args:
+                player: keep only the pairs naming this revision (`owner/name@sha` or
+                    `builtin:NAME`; "" for all).
+            """
             return tables.head_to_head_json(data.standings().head_to_head, player=player or "")
 
+        api_head_to_head.__name__ = "head_to_head"  # its MCP tool's name (as `TabContext.api` names them)
         gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
         outputs = [heatmap, caption, cycles, nash, empty]
         page.tick(timer, view, outputs=outputs)  # inside too: it adds the page's state

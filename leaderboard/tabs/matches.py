@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from arena.links import match_link
 from leaderboard import tables
 from leaderboard.tabs.context import TabContext, TableTab, frame_json
 
@@ -43,7 +44,33 @@ def matches_tab(page: TabContext) -> TableTab:
         box.change(matches_view, inputs=filters, outputs=[match_list, matches_empty], api_visibility="private")
 
     def api_matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> dict:
+        """Recorded matches, newest first (as {"headers": [...], "data": [[...], ...]}).
+
+        Args:
+            policy: keep the matches of policies whose name contains this text ("" for all).
+            track: "pve", "pvp" or "validation" ("" for all).
+            stage: a PvE stage, "1", "2" or "3" ("" for all).
+            since: keep the matches started on or after this day, YYYY-MM-DD.
+            until: keep the matches started on or before this day, YYYY-MM-DD.
+        """
         return frame_json(matches(policy, track, stage, since, until))
 
     page.api(api_matches, "matches")
+
+    def api_match(match_id: str) -> dict:
+        """One recorded match: every team's row (policy, revision, Achievement, rank, tasks,
+        survivors, faults), the address of its replay here and the command that plays it
+        again on your machine.
+
+        Args:
+            match_id: the match's id (the first column of `matches`, or `?match=` in an address).
+        """
+        match_id = (match_id or "").strip()
+        rows = data.standings().teams.of_match(match_id) if match_id else pd.DataFrame()
+        if not len(rows):
+            return {"match_id": match_id, "error": f"No recorded match has the id {match_id!r}: `matches` lists them."}
+        return {"match_id": match_id, "replay": match_link("", match_id),  # relative to the Space's address
+                "rerun": f"python -m matchmaking.rerun {match_id}", "teams": frame_json(rows)}
+
+    page.api(api_match, "match")
     return TableTab(match_list, matches_empty, matches_view, inputs=tuple(filters))

@@ -60,8 +60,13 @@ def exposure_section(page: TabContext) -> list[Any]:
     counted: dict[str, Any] = {}  # every revision's exposure totals, kept until the rows change
 
     def api_exposure(revision: str = "") -> dict:
-        """The exposure ledger (`leaderboard.exposure.exposure_json`): of a revision (`repo@sha`, or a
-        built-in's name), of each revision of a policy (`repo`), or, with "", every revision's totals."""
+        """The exposure ledger: what a revision's figures rest on (matches, opponents, maps and
+        seats per track, and whether it ever met a revision of its own owner).
+
+        Args:
+            revision: `owner/name@sha` (one revision), `owner/name` (each of its revisions),
+                `builtin:NAME`, or "" for every revision's totals.
+        """
         teams = page.data.standings().teams
         if counted.get("teams") is not teams:
             counted.update(teams=teams, totals=exposure.exposure_totals(teams))
@@ -85,6 +90,12 @@ def policy_tab(page: TabContext) -> PolicyTab:
         return gr.Dropdown(choices=choices, value=chosen or (choices[0] if choices else None))
 
     def policy(player: str) -> tuple[Any, ...]:
+        """A policy's page: its TrueSkill over time, points per task, recent matches, head to
+        head, exposure ledger, settling meter and links.
+
+        Args:
+            player: the revision, `owner/name@sha` (the full commit), or `builtin:NAME`.
+        """
         standings = data.standings()
         frames = tables.policy_frames(standings, player or "")
         note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""

@@ -43,6 +43,8 @@ def pve_tab(page: TabContext) -> TableTab:
                      column_widths=["200px", "90px", "580px", "100px", "110px"])
 
     def api_pve() -> dict:
+        """The PvE table: each revision's Top1Ratio and mean Achievement in each stage against
+        the built-in teams, and its verdict (as {"headers": [...], "data": [[...], ...]})."""
         return frame_json(pve_table())
 
     page.api(api_pve, "pve_table")

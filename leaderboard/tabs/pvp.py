@@ -103,6 +103,15 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
     data = page.data
 
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
+        """The PvP leaderboard, best first: rank, policy, author, TrueSkill, mu, sigma, the
+        order-free rating (MLE) with its 95% interval and position range, matches played,
+        and how settled each rank is.
+
+        Args:
+            search: keep the rows whose policy or author contains this text ("" for all).
+            older: include revisions superseded by a newer push of the same repo.
+            min_matches: keep the policies with at least this many PvP matches.
+        """
         latest = None if older else (page.latest_players() or None)
         table = tables.pvp_table(data.standings(), hub_url=data.hub_url, latest=latest, search=search or "",
                                  costs=tables.step_costs(data.statuses()), settling=meter.meter_texts(page.settling()))
@@ -129,8 +138,9 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
     min_matches.change(pvp_table, inputs=filters, outputs=pvp, api_visibility="private")
 
     def api_settling() -> list[dict]:
-        """The settling meter of every qualified revision, the least settled first
-        (`leaderboard.meter.meter_records`)."""
+        """The settling meter of every qualified revision, the least settled first: whether
+        its PvP rank is settled (95% interval at most one rank wide), and if not, about how
+        many more matches and how long it needs."""
         return meter.meter_records(page.settling())
 
     page.api(api_settling, "settling")

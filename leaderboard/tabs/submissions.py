@@ -55,12 +55,15 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         gr.Dataframe(slots, elem_id="owner-slots", interactive=False)
 
     def api_submissions() -> dict:
+        """Every revision seen, newest first: its status, the reason in words, its place in the
+        PvE queue and when its verdict is due (as {"headers": [...], "data": [[...], ...]})."""
         return frame_json(submissions())
 
     page.api(api_submissions, "submissions")
 
     def api_owner_slots() -> dict:
-        """Each owner's slots: revisions taking part and new ones in the last 24 hours, against the limits."""
+        """Each owner's slots: revisions taking part and new ones validated in the last 24
+        hours, against the per-owner limits (docs/rules.md, "Fair play")."""
         return frame_json(slots())
 
     page.api(api_owner_slots, "owner_slots")
