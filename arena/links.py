@@ -5,8 +5,8 @@ address names only what the history dataset holds: a tab, a revision, a match, a
 
 The forms, as a visitor's address bar holds them (other parameters are ignored):
 
-- `/?tab=TAB&q=TEXT`: a tab (`TABS`), its table searched for TEXT (PvP: policy or author;
-  Matches: the policy);
+- `/?tab=TAB&q=TEXT`: a tab (`TABS`), its table searched for TEXT (PvP, PvE, Submissions,
+  Matches);
 - `/?policy=OWNER/NAME[@SHA]`: a policy's page, its latest revision unless a commit (or
   its first characters) is given; `builtin:NAME` for a built-in;
 - `/?match=MATCH_ID&tick=N`: a match's replay at tick N (0 without `tick`).

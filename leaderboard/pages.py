@@ -166,29 +166,29 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             a tick)."""
             opened = Opened.from_query(dict(request.query_params) if request is not None else {})
             chosen = resolve_policy(opened.policy, policy.players(), page.latest_players()) if opened.policy else ""
-            searched = opened.q if opened.tab in ("pvp", "matches") else ""
+            searches = {"pvp": pvp, "pve": pve, "submissions": subs, "matches": matches}
             return (*(table.view()[1] for table in (pvp, pve, subs, matches)), policy.choose(chosen),
                     gr.Tabs(selected=opened.tab) if opened.tab else gr.skip(),
-                    searched if opened.tab == "pvp" and searched else gr.skip(),
-                    searched if opened.tab == "matches" and searched else gr.skip(),
+                    *(opened.q if opened.tab == name and opened.q else gr.skip() for name in searches),
                     opened.match or gr.skip(),
                     {"match_id": opened.match, "tick": opened.tick} if opened.match else gr.skip())
 
-        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, tabs, pvp.inputs[0],
-                                    matches.inputs[0], replay.match_id, replay.viewer],
+        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, tabs,
+                                    *(table.inputs[0] for table in (pvp, pve, subs, matches)), replay.match_id, replay.viewer],
                   api_visibility="private").then(policy.view, inputs=policy.chooser, outputs=policy.outputs, api_visibility="private")
 
-        def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, *values: str):
-            return (*pvp.view(search_text, show_older, at_least), *pve.view(), *matches.view(*values), policy.choose(chosen))
+        def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, pve_search: str, *values: str):
+            return (*pvp.view(search_text, show_older, at_least), *pve.view(pve_search), *matches.view(*values),
+                    policy.choose(chosen))
 
-        page.tick(timer, refresh, inputs=[*pvp.inputs, policy.chooser, *matches.inputs],
+        page.tick(timer, refresh, inputs=[*pvp.inputs, policy.chooser, *pve.inputs, *matches.inputs],
                   outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
         page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs)  # the open policy's page, too
 
-        def refresh_live():
-            return (*subs.view(), *lines.view())
+        def refresh_live(subs_search: str):
+            return (*subs.view(subs_search), *lines.view())
 
-        fast.tick(refresh_live, outputs=[*subs.outputs, *lines.outputs], api_visibility="private")
+        fast.tick(refresh_live, inputs=[*subs.inputs], outputs=[*subs.outputs, *lines.outputs], api_visibility="private")
         replay.open_on_select(matches.table, tabs)
     return demo
 

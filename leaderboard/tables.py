@@ -48,7 +48,7 @@ def widths(columns: Sequence[Column]) -> list[str | int]:
 
 PVP_COLUMNS = [
     Column("Rank", "number", "1 + number of policies whose 95% rating interval lies entirely above this one's"),
-    Column("Policy", "markdown", "Hub repo and revision (built-ins are the fixed rating anchors)", "240px"),
+    Column("Policy", "markdown", "Hub repo (a link to it) and revision (a link to its page here); built-ins are the fixed rating anchors", "240px"),
     Column("Author", "str", "Owner of the repo"),
     Column("TrueSkill", "number", "mu - 3 sigma, the paper's conservative score"),
     Column("mu", "number", "TrueSkill mean"),
@@ -183,10 +183,24 @@ def pvp_table(standings: Standings, *, hub_url: str, latest: set[str] | None = N
     else:
         table = table.sort_values("TrueSkill", ascending=False)
         table.insert(0, "Rank", range(1, len(table) + 1))
-    if search:
-        needle = search.lower()
-        table = table[table["Policy"].str.lower().str.contains(needle, regex=False) | table["Author"].str.lower().str.contains(needle, regex=False)]
-    return table.round(2).reset_index(drop=True)
+    return search_rows(table, search, ("Policy", "Author")).round(2).reset_index(drop=True)
+
+
+def search_rows(table: pd.DataFrame, text: str, columns: Iterable[str]) -> pd.DataFrame:
+    """The rows of `table` whose `columns` contain `text`, case-insensitive, as a reader sees
+    them (a link's address is not its text); all of them for "". """
+    if not text or table.empty:
+        return table
+    needle = text.strip().lower()
+    seen = pd.Series(False, index=table.index)
+    for column in columns:
+        shown = table[column].astype(str).str.replace(_LINK_TARGET, "]", regex=True).str.lower()
+        seen |= shown.str.contains(needle, regex=False)
+    return table[seen]
+
+
+#: A markdown link's address, `](...)`, left out of what a search reads.
+_LINK_TARGET = r"\]\([^)]*\)"
 
 
 def source_line(standings: Standings) -> str:
@@ -213,7 +227,7 @@ def source_line(standings: Standings) -> str:
 
 
 PVE_COLUMNS = [
-    Column("Policy", "markdown", "Hub repo and revision", "210px"),
+    Column("Policy", "markdown", "Hub repo (a link to it) and revision (a link to its page here)", "210px"),
     Column("Status", "str", "where the revision stands (Submissions tab: why)", "100px"),
     *[
         column
@@ -256,7 +270,7 @@ def pve_table(standings: Standings, statuses: Sequence[RevisionState], *, hub_ur
 
 
 SUBMISSION_COLUMNS = [
-    Column("Policy", "markdown", "Hub repo (a link to its page) and the revision's first 7 hex digits", "210px"),
+    Column("Policy", "markdown", "Hub repo (a link to it) and revision (a link to its page here)", "210px"),
     Column("Status", "str", "queued, validating, rejected, evaluating, qualified, evaluated or error", "105px"),
     Column("Reason", "str", "where it is now (in PvE: its stage, matches played and the time to its verdict), or why, "
            "in words: what was measured, or what to fix", "350px"),

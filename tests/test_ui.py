@@ -396,14 +396,24 @@ def test_a_matchs_address_opens_its_replay_at_the_tick_and_follows_it(browser, a
 
 
 def test_a_filtered_tables_address_opens_it_filtered(browser, app):
-    """`/?tab=pvp&q=TEXT` opens the PvP leaderboard searched for TEXT."""
+    """`/?tab=pvp&q=TEXT` opens the PvP leaderboard searched for TEXT; the PvE and
+    Submissions tables are searched the same way, and stay searched as they refresh."""
     context, page, errors = _fresh_page(browser, app["url"] + "?tab=pvp&q=alice")
     expect(page.locator("#pvp-search textarea, #pvp-search input").first).to_have_value("alice", timeout=UI_WAIT_MS)
     page.wait_for_function("() => { const t = document.querySelector('#pvp-table'); return t && t.innerText.includes('alice/strong')"
                            " && !t.innerText.includes('bob/weak'); }", timeout=UI_WAIT_MS)
     page.screenshot(path=str(SHOTS / "link-pvp-search.png"))
-    page.goto(app["url"] + "?tab=submissions")
+    page.goto(app["url"] + "?tab=submissions&q=carol")
     expect(page.get_by_role("tab", name="Submissions")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    expect(page.locator("#submissions-search textarea, #submissions-search input").first).to_have_value("carol")
+    page.wait_for_function("() => { const t = document.querySelector('#submissions-table'); return t && "
+                           "t.innerText.includes('carol/broken') && !t.innerText.includes('alice/strong'); }", timeout=UI_WAIT_MS)
+    page.wait_for_timeout(2500)  # the live refresh (every 2 s) keeps the search
+    assert "alice/strong" not in page.locator("#submissions-table").inner_text()
+    page.goto(app["url"] + "?tab=pve&q=bob")
+    page.wait_for_function("() => { const t = document.querySelector('#pve-table'); return t && "
+                           "t.innerText.includes('bob/weak') && !t.innerText.includes('alice/strong'); }", timeout=UI_WAIT_MS)
+    page.screenshot(path=str(SHOTS / "link-pve-search.png"))
     assert errors == [], errors
     context.close()
 

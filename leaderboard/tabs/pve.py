@@ -24,11 +24,12 @@ def pve_tab(page: TabContext) -> TableTab:
     def pve_table() -> pd.DataFrame:
         return tables.pve_table(data.standings(), data.statuses(), hub_url=data.hub_url)
 
-    def pve_view() -> tuple[pd.DataFrame, Any]:
-        table = pve_table()
-        return table, page.note(EMPTY, table)
+    def pve_view(search: str = "") -> tuple[pd.DataFrame, Any]:
+        table = tables.search_rows(pve_table(), search, ("Policy", "Status"))
+        return table, page.note(EMPTY, table, filtered=bool(search))
 
     with gr.Tab("PvE", id="pve"):
+        search = gr.Textbox(label="Search policy or status", elem_id="pve-search")
         pve = gr.Dataframe(pve_table, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVE_COLUMNS))
         pve_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pve-empty")
@@ -48,4 +49,5 @@ def pve_tab(page: TabContext) -> TableTab:
         return frame_json(pve_table())
 
     page.api(api_pve, "pve_table")
-    return TableTab(pve, pve_empty, pve_view)
+    search.change(pve_view, inputs=search, outputs=[pve, pve_empty], api_visibility="private")
+    return TableTab(pve, pve_empty, pve_view, inputs=(search,))

@@ -35,11 +35,12 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         return tables.owner_slots(data.statuses(), active=settings.owner_active, daily=settings.owner_daily,
                                   exempt=exempt, now=time.time())
 
-    def submissions_view() -> tuple[pd.DataFrame, Any]:
-        table = submissions()
-        return table, page.note(EMPTY, table)
+    def submissions_view(search: str = "") -> tuple[pd.DataFrame, Any]:
+        table = tables.search_rows(submissions(), search, ("Policy", "Status", "Reason", "Team"))
+        return table, page.note(EMPTY, table, filtered=bool(search))
 
     with gr.Tab("Submissions", id="submissions"):
+        search = gr.Textbox(label="Search policy, status, reason or team", elem_id="submissions-search")
         subs = gr.Dataframe(submissions, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
                             interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
         subs_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="submissions-empty")
@@ -67,4 +68,5 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         return frame_json(slots())
 
     page.api(api_owner_slots, "owner_slots")
-    return TableTab(subs, subs_empty, submissions_view)
+    search.change(submissions_view, inputs=search, outputs=[subs, subs_empty], api_visibility="private")
+    return TableTab(subs, subs_empty, submissions_view, inputs=(search,))
