@@ -7,12 +7,20 @@ import time
 
 import pytest
 
-from arena.policies import builtin
+from arena.policies import builtin, local
 from arena.rules import stage_opponents
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec, policies_for
 from matchmaking.service.executor import LocalExecutor
 from matchmaking.service.live import STALE_S, LiveBoard
+from tests_support import POLICIES
+
+#: Ticks of the local match: its first team takes 20 ms a tick, so it is in flight for at
+#: least 3 s however fast the engine plays.
+HORIZON = 150
+#: Ticks of the Ray match, which seats only built-ins (a node fetches submissions from the
+#: Hub; a local folder does not travel): elite, the slowest, plays 500 ticks in seconds.
+RAY_HORIZON = 500
 
 
 def play_watching(executor, spec, in_flight) -> tuple[list, list]:
@@ -32,8 +40,8 @@ def play_watching(executor, spec, in_flight) -> tuple[list, list]:
 @pytest.mark.slow
 def test_a_match_in_flight_reports_its_tick_and_vanishes_when_it_ends(tmp_path):
     board = LiveBoard(tmp_path / "live")
-    spec = MatchSpec(seed=5, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
-                     config=MatchConfig(horizon=400), track="pve", stage=1)
+    spec = MatchSpec(seed=5, policies=policies_for(local(POLICIES / "unhurried"), [builtin(n) for n in stage_opponents(1)]),
+                     config=MatchConfig(horizon=HORIZON), track="pve", stage=1)  # at least 3 s: see HORIZON
     executor = LocalExecutor(1, live=board.folder)
     try:
         outcomes, seen = play_watching(executor, spec, board.matches)
@@ -42,10 +50,10 @@ def test_a_match_in_flight_reports_its_tick_and_vanishes_when_it_ends(tmp_path):
     assert outcomes and outcomes[0].result is not None, outcomes
     assert seen, "no report while the match played"
     ticks = [m.tick for m in seen]
-    assert ticks == sorted(ticks) and 0 < ticks[0] < 400  # reported as it goes, not only at the end
+    assert ticks == sorted(ticks) and 0 < ticks[0] < HORIZON  # reported as it goes, not only at the end
     first = seen[0]
-    assert first.match_id == spec.match_id and (first.track, first.stage, first.horizon) == ("pve", 1, 400)
-    assert first.lineup[0] == "builtin:elite" and len(first.lineup) == 16
+    assert first.match_id == spec.match_id and (first.track, first.stage, first.horizon) == ("pve", 1, HORIZON)
+    assert first.lineup[0].startswith("local:unhurried@") and len(first.lineup) == 16
     assert board.matches() == []  # gone once the match ended
 
 
@@ -61,10 +69,6 @@ def test_stale_and_damaged_reports_are_skipped_and_cleared(tmp_path):
     done()  # a match ending after a clear is fine
 
 
-#: Ticks of the Ray match: long enough for the board to be asked while it plays (elite, the
-#: slowest built-in, takes several seconds), short enough not to hold the Ray tests' worker.
-HORIZON = 150
-
 
 @pytest.mark.cluster
 @pytest.mark.xdist_group("ray")
@@ -75,7 +79,7 @@ def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
     from matchmaking.service.executor import RayExecutor
 
     spec = MatchSpec(seed=6, policies=policies_for(builtin("elite"), [builtin(n) for n in stage_opponents(1)]),
-                     config=MatchConfig(horizon=HORIZON), track="pvp")
+                     config=MatchConfig(horizon=RAY_HORIZON), track="pvp")
     executor = RayExecutor(num_cpus=1, record_replays=False)
     try:
         assert executor.in_flight() == []
@@ -85,8 +89,8 @@ def test_a_match_on_ray_reports_to_the_clusters_board_with_its_node(tmp_path):
         executor.close()
     assert outcomes and outcomes[0].result is not None, outcomes
     assert seen, "no report reached the board while the match played"
-    assert [m.tick for m in seen] == sorted(m.tick for m in seen) and 0 < seen[0].tick < HORIZON
-    assert {(m.match_id, m.track, m.horizon, len(m.lineup)) for m in seen} == {(spec.match_id, "pvp", HORIZON, 16)}
+    assert [m.tick for m in seen] == sorted(m.tick for m in seen) and 0 < seen[0].tick < RAY_HORIZON
+    assert {(m.match_id, m.track, m.horizon, len(m.lineup)) for m in seen} == {(spec.match_id, "pvp", RAY_HORIZON, 16)}
     assert {m.node for m in seen} == {outcomes[0].node} and outcomes[0].node  # the node that played it
     assert after == []  # gone once the match ended
 
