@@ -174,20 +174,25 @@ class WokenWhenLeftBehind(SandboxedTeam):
 SLEEPER_CONFIG = MatchConfig(horizon=16, time_bank_s=0.4, max_faults_recorded=100, fault_message_chars=1000)
 
 
-@pytest.fixture(scope="module")
-def sleeper():
-    """A match of the sleeper (sandboxed) and 15 idle teams (in the match's process)."""
+def woken_match(lineup, config):
+    """Play `lineup` with its first team in a `WokenWhenLeftBehind` sandbox and the others in
+    the match's process: (the result, that first team's host)."""
     hosts = []
 
     def host(ref, slot):
-        if ref.policy_id != "local:sleepy":
+        if ref is not lineup[0]:
             return in_process_host(ref, slot)
         hosts.append(WokenWhenLeftBehind(ref, slot))
         return hosts[-1]
 
+    return run_match(MatchSpec(seed=21, policies=lineup, config=config), host_factory=host), hosts[0]
+
+
+@pytest.fixture(scope="module")
+def sleeper():
+    """A match of the sleeper (sandboxed) and 15 idle teams (in the match's process)."""
     lineup = (local(POLICIES / "adversarial" / "sleepy"),) + (local(POLICIES / "adversarial" / "idle"),) * 15
-    result = run_match(MatchSpec(seed=21, policies=lineup, config=SLEEPER_CONFIG), host_factory=host)
-    return result, hosts[0]
+    return woken_match(lineup, SLEEPER_CONFIG)
 
 
 def test_sleeping_past_the_deadline_costs_only_those_ticks(sleeper):
@@ -205,21 +210,13 @@ def test_sleeping_past_the_deadline_costs_only_those_ticks(sleeper):
 def test_a_late_answers_error_is_recorded_when_it_is_read():
     """The error a team raised after its deadline counts: read with the next tick's request,
     it is that tick's fault (the team's agents idle once more), and the team plays on."""
-    hosts = []
-
-    def host(ref, slot):
-        if ref.policy_id != "local:sleepy_raises":
-            return in_process_host(ref, slot)
-        hosts.append(WokenWhenLeftBehind(ref, slot))
-        return hosts[-1]
-
     lineup = (local(POLICIES / "adversarial" / "sleepy_raises"), builtin("forage"))
-    result = run_match(MatchSpec(seed=21, policies=lineup, config=replace(SLEEPER_CONFIG, num_teams=2)), host_factory=host)
+    result, host = woken_match(lineup, replace(SLEEPER_CONFIG, num_teams=2))
     team, faults = fault_of(result, "sleepy_raises")
     assert team.fault_counts == {"TIMEOUT": 2, "ERROR": 1}, faults
     assert faults.split(" / ")[2].startswith(
         "5:ERROR:in its late answer to tick 3: RuntimeError: raised after the deadline (at policy.py:"), faults
-    assert hosts[0].answered == [1, 2, *range(6, SLEEPER_CONFIG.horizon + 1)] and not hosts[0].stopped
+    assert host.answered == [1, 2, *range(6, SLEEPER_CONFIG.horizon + 1)] and not host.stopped
 
 
 def test_a_late_answers_error_after_the_last_tick_is_recorded_too():
