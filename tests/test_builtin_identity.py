@@ -24,7 +24,8 @@ from nmmo.entity.entity import EntityState
 from nmmo.lib import material
 from scripted import attack, baselines, move
 
-from bench.match_speed import compare_with_nmmo, stage1_lineup
+from bench.match_speed import compare_with_nmmo, long_lived_lineup, stage1_lineup
+from matchmaking.engine import game, speedups
 from matchmaking.engine.config import MatchConfig
 from matchmaking.engine.match import MatchSpec
 from matchmaking.teams import compiled_builtins
@@ -123,6 +124,46 @@ def test_arena_matches_equal_nmmos_own_loop(seed, horizon):
     compared = compare_with_nmmo(spec)
     assert compared["identical"], compared
     assert compared["ticks"] == horizon and compared["events"] > 0 and compared["states_compared"] == horizon
+
+
+def test_a_long_lived_line_up_equals_nmmos_own_loop():
+    """Sixteen forage teams: players move, explore and harvest all match long, so the lean
+    moves (players' as well as NPCs') and their GO_FARTHEST events are compared too."""
+    spec = MatchSpec(seed=5, policies=long_lived_lineup(), config=patient(MatchConfig(horizon=80)))
+    compared = compare_with_nmmo(spec)
+    assert compared["identical"], compared
+
+
+def test_the_realm_speed_ups_are_bound_to_the_arenas_env_alone(tmp_path):
+    """An Arena env plays the lean realm step; nmmo's `Realm` class, which `bare_match` and
+    anything else in the process play, keeps nmmo's own."""
+    from nmmo.core.realm import Realm
+
+    config = MatchConfig(horizon=8)
+    env = game.env_on(config, game.ensure_map(1, config))
+    try:
+        assert env.realm.step.__func__ is speedups._realm_step
+        assert "_compute_rewards" in vars(env)
+        assert Realm.step is not speedups._realm_step and Realm.step.__module__ == "nmmo.core.realm"
+    finally:
+        game.dispose_env(env)
+
+
+def test_identity_check_catches_a_realm_that_plays_differently(monkeypatch):
+    """An NPC update that forgets nmmo's one point of health regained a tick changes no
+    event at first, only the entities' rows: the tick-by-tick state comparison says so."""
+    original = speedups._npc_update
+
+    def no_regeneration(npc, actions, equipment):
+        health = npc.resources.health._val
+        original(npc, actions, equipment)
+        if npc.resources.health._val > 0:
+            speedups._write(npc.resources.health, health)
+
+    monkeypatch.setattr(speedups, "_npc_update", no_regeneration)
+    spec = MatchSpec(seed=11, policies=stage1_lineup(), config=patient(MatchConfig(horizon=60)))
+    compared = compare_with_nmmo(spec)
+    assert not compared["identical"] and "entities" in compared["difference"], compared
 
 
 def _unbound_host(ref, slot):
