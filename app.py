@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # the parts are imported when `build_space` starts them: a ba
 
 
 def model_card_publisher(settings: ArenaSettings, api: HfApi, refresher: StandingsRefresher, statuses: StatusLog, *,
-                         writer: str | None = None, leads: Callable[[], bool] | None = None) -> ModelCardPublisher | None:
+                         writer: str | None = None, leads: Callable[[], bool] | None = None,
+                         space_url: str | None = None) -> ModelCardPublisher | None:
     """The model-card publisher over the Space's standings and statuses (None when
     `NMMO_ARENA_MODEL_CARDS` is off). It writes with the Space's own Hub client and token,
     its ledger in the history dataset (this writer's file), and publishes only while this
@@ -58,7 +59,7 @@ def model_card_publisher(settings: ArenaSettings, api: HfApi, refresher: Standin
     return ModelCardPublisher(
         api=api, standings=refresher.standings, statuses=statuses.states,
         ledger=PublicationLedger(settings.model_card_ledger, writer=writer), dataset=settings.history_repo,
-        rule=PublishRule(min_interval_s=60.0 * settings.model_cards_minutes), leads=leads,
+        rule=PublishRule(min_interval_s=60.0 * settings.model_cards_minutes), leads=leads, space_url=space_url,
     )
 
 
@@ -161,7 +162,7 @@ def build_space(settings: ArenaSettings, *, space_url: str | None = None, schedu
                                    **options)
     standings.refresh()
     publisher = model_card_publisher(settings, arena.api, standings, arena.statuses, writer=arena.writers.writer,
-                                     leads=arena.writers.leads)
+                                     leads=arena.writers.leads, space_url=public_url() or space_url)
     verdicts = verdict_poster(settings, arena, standings, space_url=public_url() or space_url)
     if background:
         standings.run_in_background()

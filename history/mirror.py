@@ -46,6 +46,7 @@ from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import filter_repo_objects
 
 from arena.errors import InvalidArgumentError
+from history import views
 from history.restore import DatasetPull
 from history.store import CompactionPlan, CompactionReport, HistoryReader, HistoryStore
 from history.writers import Writers
@@ -54,8 +55,8 @@ log = logging.getLogger(__name__)
 
 #: What of the history folder is the dataset.
 #: (`fnmatch` patterns: `*` matches `/` too, so `data/*.parquet` is every shard of every day.)
-PUSHED = ["README.md", "data/*.parquet", "replays/*.replay", "replays/*.bundle", "logs/*.json.gz", "logs/*.bundle",
-          "submissions/*.jsonl", "audits/*.jsonl", "modelcards/*.jsonl", "incidents/*.jsonl", "writers/*.json",
+PUSHED = ["README.md", "eval.yaml", "tables/*.parquet", "data/*.parquet", "replays/*.replay", "replays/*.bundle",
+          "logs/*.json.gz", "logs/*.bundle", "submissions/*.jsonl", "audits/*.jsonl", "modelcards/*.jsonl", "incidents/*.jsonl", "writers/*.json",
           "fits/*.json"]
 NOT_PUSHED = ["**/.*", ".*", "wal/**", "quarantine/**", "compaction/**", "*.damaged.jsonl"]
 
@@ -79,7 +80,8 @@ def own_patterns(writer: str | None, *, legacy: bool = False) -> list[str]:
     mine = [f"data/*-{writer}.parquet", f"replays/*-{writer}.bundle", f"logs/*-{writer}.bundle",
             f"replays/loose/*.{writer}.replay", f"logs/loose/*.{writer}.json.gz",
             f"submissions/*-{writer}.jsonl", f"audits/*-{writer}.jsonl", f"modelcards/*-{writer}.jsonl",
-            f"incidents/*-{writer}.jsonl", f"writers/{writer}.json", f"fits/fit-{writer}.json", "README.md"]
+            f"incidents/*-{writer}.jsonl", f"tables/*-{writer}.parquet", f"writers/{writer}.json",
+            f"fits/fit-{writer}.json", "README.md", "eval.yaml"]
     if legacy:
         mine += [f"data/*{_LEGACY}.parquet", f"replays/*{_LEGACY}.bundle", f"logs/*{_LEGACY}.bundle",
                  f"replays/*{_MATCH}.replay", f"logs/*{_MATCH}.json.gz"]
@@ -156,8 +158,10 @@ class HistoryPusher(CommitScheduler):
 
     def __init__(self, *args: Any, report: PushReport | None = None, store: HistoryStore | None = None,
                  compact_every_minutes: float | None = None, writers: Writers | None = None,
-                 pull: DatasetPull | None = None, **kwargs: Any):
+                 pull: DatasetPull | None = None, writer: str | None = None, **kwargs: Any):
         self.report = report
+        self.writer = writer
+        """Whose logs' parquet views this pusher keeps current (`history.views`; None: every log's)."""
         self.store = store
         self.writers = writers
         self.pull = pull
@@ -200,6 +204,7 @@ class HistoryPusher(CommitScheduler):
                     self.writers.beat()
                 if self.store is not None and (self.store.journal_plans() or self._compaction_due()):
                     self.compact()
+                views.refresh(Path(self.folder_path), writer=self.writer)
                 info = super().push_to_hub()
             except Exception as exc:
                 self.last_push = Push.failed(time.monotonic() - started, exc, waiting=self.pending())
@@ -381,6 +386,7 @@ class HubMirror:
                     compact_every_minutes=self.compact_every_minutes,
                     writers=self.writers,
                     pull=self.pull,
+                    writer=getattr(self.store, "writer", None),
                 )
             except Exception as exc:  # noqa: BLE001 - the Hub is away: try again at the next call
                 if self.report is not None:

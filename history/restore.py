@@ -229,7 +229,7 @@ class DatasetPull:
                 reload()
         if progress is self.progress:  # the first pull: what a restart on a kept disk need not push again
             report.marked_pushed = [root / p for p in mine if _same(root / p, hub[p])]
-            if "README.md" in hub:
+            if "README.md" in hub and not self.store.write_card():  # an older Arena's card is replaced, and pushed
                 report.marked_pushed.append(root / "README.md")
         return report
 

@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from arena.errors import HubStartError
+from localhub import evals
 from localhub.discussions import DiscussionRoutes
 from localhub.store import (
     PR_REF_PREFIX,
@@ -141,6 +142,8 @@ class LocalHubApp(DiscussionRoutes):
         if not rest and method == "GET":
             return self.repo_info(request, repo, "main")
         head, args = rest[0], [unquote(p) for p in rest[1:]]
+        if head == "leaderboard" and not args and method == "GET" and repo.repo_type == "dataset":
+            return self.leaderboard(request, repo)
         if head == "revision" and args and method == "GET":
             return self.repo_info(request, repo, args[0])
         if head == "tree" and args and method == "GET":
@@ -275,8 +278,20 @@ class LocalHubApp(DiscussionRoutes):
         return self._paginate(request, items, limit)
 
     def repo_info(self, request: Request, repo: Repo, revision: str) -> Response:
-        blobs = parse_qs(request.url.query).get("blobs", ["false"])[0] == "true"
-        return JSONResponse(self._repo_json(repo, self.store.commit(repo, revision), blobs=blobs))
+        query = parse_qs(request.url.query)
+        blobs = query.get("blobs", ["false"])[0] == "true"
+        commit = self.store.commit(repo, revision)
+        data = self._repo_json(repo, commit, blobs=blobs)
+        if "evalResults" in query.get("expand", []):
+            data["evalResults"] = evals.entries(self.store, commit)
+        return JSONResponse(data)
+
+    def leaderboard(self, request: Request, repo: Repo) -> Response:
+        task = parse_qs(request.url.query).get("task_id", [None])[0]
+        board = evals.leaderboard(self.store, repo, task_id=task)
+        if board is None:
+            return _error(_NotFound(f"{repo.repo_id} declares no benchmark (no eval.yaml at its root): it has no leaderboard"))
+        return JSONResponse(board)
 
     @staticmethod
     def _entries(commit: Commit, prefix: str, recursive: bool) -> list[dict[str, Any]]:

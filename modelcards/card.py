@@ -26,7 +26,12 @@ PvP matches it has played and about how many more it needs (`description`).
 Results of other sources on the card (the owner's own evaluations) are kept as they are;
 the Arena's, recognised by their dataset (the history repo), are replaced.
 
-A card opts out with `nmmo_arena: {model_index: false}` in its metadata.
+The same pull request also writes the Hub's newer results format, a file in the model repo
+(`EVAL_RESULTS_PATH`, huggingface_hub's `EvalResultEntry`s): one headline figure per task of
+the history dataset's benchmark declaration (its `eval.yaml`: `pvp`, `pve-stage-1` to `-3`),
+so the results appear on the model page and on the dataset's leaderboard.
+
+A card opts out with `nmmo_arena: {model_index: false}` in its metadata (of both).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 import yaml
-from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub import EvalResult, EvalResultEntry, ModelCard, ModelCardData, eval_result_entries_to_yaml
 
 from arena.errors import CardMetadataError
 from arena.settling import SETTLED_WIDTH
@@ -44,6 +49,9 @@ from modelcards.publications import CardResults
 #: The card metadata key the Arena reads (`nmmo_arena: {model_index: false}` opts out).
 ARENA_KEY = "nmmo_arena"
 OPT_OUT_KEY = "model_index"
+
+#: The model repo's file of the Arena's results in the Hub's `.eval_results/` format.
+EVAL_RESULTS_PATH = ".eval_results/nmmo-arena.yaml"
 
 TASK_TYPE = "reinforcement-learning"
 TASK_NAME = "Neural MMO team play"
@@ -96,6 +104,39 @@ def eval_results(results: CardResults, *, dataset: str, dataset_url: str) -> lis
             result(track, config, "matches", stage.matches, "PvE matches"),
         ]
     return out
+
+
+def eval_result_entries(results: CardResults, *, dataset: str, source_url: str) -> list[EvalResultEntry]:
+    """The headline figure of each task the revision has one for, in the Hub's `.eval_results/`
+    format: `pvp` (the conservative TrueSkill rating, once settled) and `pve-stage-N` (Top1Ratio).
+
+    Args:
+        results (`CardResults`): what to publish.
+        dataset (`str`): the history dataset's repo id (the benchmark: its `eval.yaml`).
+        source_url (`str`): where the figures can be checked (the revision's page on the Arena).
+    """
+    sha7 = results.id.sha[:7]
+
+    def entry(task: str, value: Any, notes: str) -> EvalResultEntry:
+        return EvalResultEntry(dataset_id=dataset, task_id=task, value=value, source_url=source_url,
+                               source_name="NMMO Arena", notes=f"revision {sha7}; {notes}")
+
+    out = []
+    pvp = results.pvp
+    if pvp is not None:
+        out.append(entry("pvp", pvp.conservative, f"{pvp.matches} PvP matches, TrueSkill mu {pvp.mu:.2f}, sigma {pvp.sigma:.2f}"))
+    for stage in results.pve:
+        out.append(entry(f"pve-stage-{stage.stage}", stage.top1_ratio,
+                         f"{stage.matches} matches against stage {stage.stage}'s built-in teams, "
+                         f"mean Achievement {stage.mean_achievement:.1f}"))
+    return out
+
+
+def eval_results_file(entries: list[EvalResultEntry]) -> str:
+    """The text of `EVAL_RESULTS_PATH` ("" for no entry: then no file is written)."""
+    if not entries:
+        return ""
+    return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True)
 
 
 def with_results(card_text: str, results: list[EvalResult], *, dataset: str, model_name: str) -> str:

@@ -16,7 +16,8 @@ The Hub side of `modelcards`: every round (`run_once`, every minute in the Space
 3. writes the card: the README at `refs/pr/N` (or main, for a new pull request) with the
    Arena's `model-index` results replaced (`modelcards.card.with_results`); a card that
    already carries them is not committed again;
-4. commits it: `create_commit(create_pr=True)` opens the pull request, a commit to
+4. commits it, with the same figures in the Hub's `.eval_results/` format beside it
+   (`modelcards.card.EVAL_RESULTS_PATH`): `create_commit(create_pr=True)` opens the pull request, a commit to
    `refs/pr/N` updates it (plus a comment saying what changed, which notifies the owner);
 5. records the publication in the ledger.
 
@@ -44,9 +45,19 @@ from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 
 from arena.errors import CardMetadataError, HubAnswerError
 from arena.lifecycle import RevisionState
+from arena.links import policy_link
 from arena.revision import Revision
 from leaderboard.standings import Standings
-from modelcards.card import arena_results, description, eval_results, opted_out, with_results
+from modelcards.card import (
+    EVAL_RESULTS_PATH,
+    arena_results,
+    description,
+    eval_result_entries,
+    eval_results,
+    eval_results_file,
+    opted_out,
+    with_results,
+)
 from modelcards.ledger import PublicationLedger, PullRequest
 from modelcards.publications import Publication, PublishRule, due
 from modelcards.rounds import account, in_background, next_wait
@@ -88,8 +99,12 @@ class ModelCardPublisher:
         rule: PublishRule | None = None,
         clock: Callable[[], float] = time.time,
         leads: Callable[[], bool] | None = None,
+        space_url: str | None = None,
     ):
         self.api = api
+        self.space_url = space_url
+        """The Arena's public address: the `.eval_results/` entries link the revision's page
+        there (`arena.links.policy_link`); None: they link the history dataset."""
         self.standings = standings
         self.statuses = statuses
         self.ledger = ledger
@@ -149,12 +164,17 @@ class ModelCardPublisher:
         model_name = repo_id.split("/")[1]
         card = with_results(current, eval_results(results, dataset=self.dataset, dataset_url=self.dataset_url),
                             dataset=self.dataset, model_name=model_name)
-        if pr is not None and _same_results(current, card, self.dataset):
+        source = policy_link(self.space_url, repo_id, revision) if self.space_url else self.dataset_url
+        entries = eval_results_file(eval_result_entries(results, dataset=self.dataset, source_url=source))
+        if pr is not None and _same_results(current, card, self.dataset) and \
+                self._file(repo_id, base, EVAL_RESULTS_PATH) == entries:
             self.ledger.published(results, pr=PullRequest(pr.num, pr.url, revision), reason=publication.reason, at=self.clock())
             return Outcome(results.id, "unchanged", publication.reason, pr.num)
 
         body = description(results, publication.reason, dataset=self.dataset, dataset_url=self.dataset_url)
         operations = [CommitOperationAdd("README.md", card.encode())]
+        if entries:
+            operations.append(CommitOperationAdd(EVAL_RESULTS_PATH, entries.encode()))
         if pr is None:
             info = self.api.create_commit(repo_id, operations=operations, commit_message=PR_TITLE,
                                           commit_description=body, create_pr=True)
@@ -206,9 +226,13 @@ class ModelCardPublisher:
 
     def _readme(self, repo_id: str, revision: str | None) -> str:
         """The card's text at `revision` ("" for a repo without a card)."""
-        with tempfile.TemporaryDirectory() as folder:  # a fresh read, never a stale cached card
+        return self._file(repo_id, revision, "README.md")
+
+    def _file(self, repo_id: str, revision: str | None, path_in_repo: str) -> str:
+        """A text file of the repo at `revision` ("" where it has none)."""
+        with tempfile.TemporaryDirectory() as folder:  # a fresh read, never a stale cached copy
             try:
-                path = self.api.hf_hub_download(repo_id, "README.md", revision=revision, local_dir=folder)
+                path = self.api.hf_hub_download(repo_id, path_in_repo, revision=revision, local_dir=folder)
             except EntryNotFoundError:
                 return ""
             with open(path, encoding="utf-8-sig", newline="") as f:

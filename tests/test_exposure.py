@@ -224,6 +224,60 @@ def test_the_totals_of_every_revision_agree_with_the_ledgers(space):
             track.matches, track.seats, track.published_maps, track.held_out_maps, track.held_out_matches)
 
 
+def _history_sql(name: str) -> str:
+    """The SQL block of docs/history.md whose first line is `-- name`."""
+    import re
+
+    blocks = re.findall(r"```sql\n(.*?)```", (TESTS.parent / "docs" / "history.md").read_text(), re.S)
+    [block] = [b for b in blocks if b.startswith(f"-- {name}\n")]
+    return block
+
+
+def _docs_views(store: HistoryStore):
+    """DuckDB with the docs' views, over the shards of `store` (the docs' first SQL block)."""
+    import re
+
+    import duckdb  # requirements-dev.txt: the engine of the Hub's SQL console
+
+    blocks = re.findall(r"```sql\n(.*?)```", (TESTS.parent / "docs" / "history.md").read_text(), re.S)
+    views = next(b for b in blocks if b.startswith("CREATE VIEW teams"))
+    db = duckdb.connect()
+    db.execute(views.replace("match-history/data", str(store.data)))
+    return db
+
+
+def test_the_docs_sql_recomputes_the_exposure_totals(space):
+    """docs/history.md's SQL over the dataset's shards (a version-1 shard among them) gives
+    every player's matches, seats and maps per track as the Space counts them."""
+    store, data, _ = space
+    db = _docs_views(store)
+    got = {(r[0], r[1]): tuple(r[2:]) for r in db.execute(_history_sql("exposure_totals")).fetchall()}
+    want = {(t.player, t.track): (t.matches, t.seats, t.published_maps, t.held_out_maps, t.held_out_matches)
+            for t in exposure_totals(data.standings().teams)}
+    assert got == want and len(got) > 10
+
+
+def test_the_docs_sql_recomputes_the_pve_figures(space):
+    """docs/history.md's SQL gives each submitted revision's PvE figures per stage as the
+    matchmaker summarizes them into its verdict (`matchmaking.service.pve.summarize`)."""
+    from matchmaking.service.pve import summarize
+
+    store, _, _ = space
+    db = _docs_views(store)
+    got = {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in db.execute(_history_sql("pve_table")).fetchall()}
+    results = [r for r in store.results() if r.track == "pve"]
+    want = {}
+    for policy, revision in SUBMITTED:
+        for stage in (1, 2):
+            played = [r for r in results if r.stage == stage and any(t.revision == revision for t in r.teams)]
+            if played:
+                summary = summarize(played, policy)
+                want[(policy, revision, stage)] = (summary.matches, summary.top1_ratio, summary.mean_achievement)
+    assert got.keys() == want.keys() and len(want) == 6
+    for key, (matches, top1, mean) in want.items():
+        assert got[key][0] == matches and got[key][1] == pytest.approx(top1) and got[key][2] == pytest.approx(mean), key
+
+
 def test_the_api_answer_names_revisions_policies_and_nothing(space):
     _, data, _ = space
     teams = data.standings().teams

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -172,6 +173,64 @@ def test_threads_pushing_at_once_start_one_pusher(tmp_path):
         hub.stop()
 
 
+def test_each_config_of_the_card_loads_from_the_hub(tmp_path):
+    """The card's configs as `datasets.load_dataset(repo, NAME)` reads them over HTTP from the
+    embedded Hub (a fresh interpreter: HF_ENDPOINT is read at import): the team rows by track
+    and by PvE stage, the seats (`exposure`: its columns only), and the status and incident
+    logs through their parquet views (`history.views`); with the benchmark's `eval.yaml`."""
+    from dataclasses import replace
+
+    from huggingface_hub import HfApi
+
+    from arena.lifecycle import Status
+    from history.incidents import Cause, Incident, IncidentLog, incident_log_path
+    from history.statuses import StatusLog
+    from history.store.layout import EVAL_YAML, EXPOSURE_COLUMNS
+    from localhub import LocalHub
+    from tests_support import record_lifecycle
+
+    hub = LocalHub(tmp_path / "hub").start()
+    try:
+        store = HistoryStore(tmp_path / "history")
+        tracks = [("pvp", 0)] * 3 + [("pve", 1)] * 2 + [("pve", 2), ("validation", 0)]
+        for match, (track, stage) in zip(history(7), tracks):
+            store.record(replace(match, track=track, stage=stage))
+        store.flush()
+        statuses = StatusLog(store.root / "submissions" / "statuses.jsonl")
+        record_lifecycle(statuses, "ann/team", "a" * 40, Status.QUALIFIED, "qualified")
+        events = len(statuses.own.read_text().splitlines())
+        IncidentLog(incident_log_path(store.root)).append(Incident(
+            match_id="m" * 20, failed_at="2026-12-06T00:00:00+00:00", track="pvp", stage=0, seed=5,
+            submissions=("ann/team@" + "a" * 40,), cause=Cause.WORKER_DIED, message="killed", attempt=1,
+            max_attempts=3, replanned=True))
+        api = HfApi(endpoint=hub.endpoint, token="t")
+        mirror = HubMirror(store, api=api, repo_id="arena/configs")
+        assert mirror.push_now()
+        mirror.stop()
+        files = set(api.list_repo_files("arena/configs", repo_type="dataset"))
+        assert {"README.md", "eval.yaml", "tables/statuses.parquet", "tables/incidents.parquet"} <= files
+        assert api.hf_hub_download("arena/configs", "eval.yaml", repo_type="dataset", local_dir=tmp_path / "dl") \
+            and (tmp_path / "dl" / "eval.yaml").read_text() == EVAL_YAML
+        code = (
+            "import sys; from datasets import load_dataset\n"
+            "for name in sys.argv[1:]:\n"
+            "    d = load_dataset('arena/configs', name, split='train')\n"
+            "    print(name, d.num_rows, ','.join(d.column_names))\n"
+        )
+        names = ["default", "pvp", "pve", "pve-stage-1", "pve-stage-2", "exposure", "statuses", "incidents"]
+        env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_TELEMETRY": "1"}
+        out = subprocess.run([sys.executable, "-c", code, *names], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        loaded = {line.split()[0]: (int(line.split()[1]), line.split()[2].split(",")) for line in out.stdout.splitlines()}
+        rows = {name: count for name, (count, _) in loaded.items()}
+        assert rows == {"default": 7 * 16, "pvp": 3 * 16, "pve": 3 * 16, "pve-stage-1": 2 * 16, "pve-stage-2": 16,
+                        "exposure": 7 * 16, "statuses": events, "incidents": 1}
+        assert sorted(loaded["exposure"][1]) == sorted(EXPOSURE_COLUMNS)
+        assert {"repo_id", "revision", "status", "reason", "time"} <= set(loaded["statuses"][1])
+    finally:
+        hub.stop()
+
+
 def test_datasets_loads_the_pushed_history(tmp_path):
     """`datasets.load_dataset` reads the Hub dataset through the unmodified client (it reads
     HF_ENDPOINT at import, hence a fresh interpreter)."""
@@ -197,5 +256,62 @@ def test_datasets_loads_the_pushed_history(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         assert out.stdout.split()[-2:] == ["64", "4"]
+    finally:
+        hub.stop()
+
+
+def test_the_log_views_skip_torn_lines_and_are_rewritten_only_when_their_log_changes(tmp_path):
+    """`history.views`: a torn last line (a crash mid-write) and a damaged file set apart are
+    left out of the parquet view; an unchanged log is not rewritten; an appended one is."""
+    from history import views
+
+    log = tmp_path / "submissions" / "statuses-w000000000001.jsonl"
+    log.parent.mkdir(parents=True)
+    event = {"repo_id": "ann/team", "revision": "a" * 40, "status": "queued", "reason": "waiting", "at": 1.5,
+             "submission": {"team_name": "Ann"}}
+    log.write_text(json.dumps(event) + "\n" + '{"repo_id": "ann/te')
+    (log.parent / "statuses.damaged.jsonl").write_text(json.dumps(event) + "\n")
+    [view] = views.refresh(tmp_path, writer="w000000000001")
+    assert view == tmp_path / "tables" / "statuses-w000000000001.parquet"
+    table = pq.read_table(view)
+    assert table.num_rows == 1 and table.schema.equals(views.STATUSES_SCHEMA)
+    row = table.to_pylist()[0]
+    assert (row["status"], row["time"], json.loads(row["details"])) == ("queued", "1970-01-01T00:00:01+00:00", {"submission": {"team_name": "Ann"}})
+    assert views.refresh(tmp_path, writer="w000000000001") == []
+    log.write_text(json.dumps(event) + "\n" + json.dumps({**event, "status": "validating"}) + "\n")
+    assert views.refresh(tmp_path, writer="w000000000001") == [view]
+    assert pq.read_table(view).column("status").to_pylist() == ["queued", "validating"]
+    assert views.refresh(tmp_path, writer=None) == []  # no other log; the damaged file is never one
+
+
+def test_a_restored_dataset_with_an_older_card_gets_the_configs(tmp_path):
+    """A dataset whose card an older Arena wrote (no configs per track) is pulled by a new
+    writer: its card is replaced and pushed, with the benchmark's `eval.yaml`, not taken as
+    already pushed."""
+    from huggingface_hub import HfApi
+
+    from history.restore import DatasetPull
+    from history.writers import Writers
+    from localhub import LocalHub
+
+    hub = LocalHub(tmp_path / "hub").start()
+    try:
+        api = HfApi(endpoint=hub.endpoint, token="t")
+        api.create_repo("arena/old-card", repo_type="dataset")
+        old = "---\nlicense: mit\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/**/*.parquet\n---\n# NMMO Arena match history\n"
+        api.upload_file(path_or_fileobj=old.encode(), path_in_repo="README.md", repo_id="arena/old-card", repo_type="dataset")
+        folder = tmp_path / "new"
+        store = HistoryStore(folder, writer="w00000000000e")
+        pull = DatasetPull(store, api=api, repo_id="arena/old-card", writers=Writers(folder, "w00000000000e", ttl_s=60))
+        report = pull.run()
+        assert folder / "README.md" not in report.marked_pushed
+        assert "config_name: pvp" in (folder / "README.md").read_text()
+        mirror = HubMirror(store, api=api, repo_id="arena/old-card")
+        mirror.mark_pushed(report.marked_pushed)
+        assert mirror.push_now()
+        mirror.stop()
+        card = api.hf_hub_download("arena/old-card", "README.md", repo_type="dataset", local_dir=tmp_path / "dl")
+        assert "config_name: pve-stage-1" in open(card).read()
+        assert "eval.yaml" in api.list_repo_files("arena/old-card", repo_type="dataset")
     finally:
         hub.stop()

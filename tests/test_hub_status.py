@@ -36,7 +36,7 @@ def test_an_unreachable_hub_is_reported_once_and_its_return_too(tmp_path, caplog
         m.flush()  # the history push cannot start either
         line = arena.operator_lines()[0]
         assert f"Hub {hub.endpoint} (NMMO_ARENA_HUB): UNREACHABLE since" in line and "ConnectError" in line
-        assert "1 file waiting to be pushed; no push yet" in line  # the dataset card
+        assert "2 files waiting to be pushed; no push yet" in line  # the dataset card and its eval.yaml
         unreachable = [r for r in caplog.records if "unreachable" in r.getMessage()]
         assert len(unreachable) == 1 and unreachable[0].exc_info is None  # one line, no traceback
         assert not [r for r in caplog.records if r.exc_info]

@@ -428,3 +428,54 @@ def test_end_to_end_from_pve_and_pvp_matches_to_the_pull_request(tmp_path, monke
             arena.stop()
     finally:
         hub.stop()
+
+
+def test_the_pull_request_writes_the_hubs_eval_results_and_the_benchmark_ranks_them(hub_api, tmp_path):
+    """Beside `model-index`, the pull request writes `.eval_results/nmmo-arena.yaml`: the Hub
+    reads it (`model_info(expand=["evalResults"])`, through huggingface_hub's own parser),
+    each entry linking the revision's page on the Arena; the history dataset declares the
+    benchmark (`eval.yaml`, written by the history store), and its leaderboard lists the
+    revision's PvP rating once settled."""
+    from history.store.layout import EVAL_YAML
+
+    world = World(hub_api, tmp_path, "cards/evals")
+    world.play(2)
+    publisher = ModelCardPublisher(api=hub_api, standings=world.refresher.standings, statuses=world.statuses.states,
+                                   ledger=PublicationLedger(tmp_path / "ledger.jsonl"), dataset=DATASET,
+                                   rule=WORLD_RULE, clock=lambda: world.now, space_url="https://arena.example")
+    [opened] = publisher.run_once()
+    ref = f"refs/pr/{opened.pr_num}"
+
+    def entries() -> dict:
+        info = hub_api.model_info(world.repo_id, revision=ref, expand=["evalResults"])
+        return {e.task_id: e for e in info.eval_results or []}
+
+    found = entries()
+    assert set(found) == {"pve-stage-1", "pve-stage-2"}  # PvP provisional: no PvP entry yet
+    stage1 = found["pve-stage-1"]
+    assert (stage1.dataset_id, stage1.value, stage1.source_name) == (DATASET, 0.8, "NMMO Arena")
+    assert stage1.source_url == f"https://arena.example/?policy={world.repo_id}@{world.revision}"
+    assert stage1.notes.startswith(f"revision {world.revision[:7]}; ")
+
+    hub_api.create_repo("cards/not-a-benchmark", repo_type="dataset", exist_ok=True)
+    with pytest.raises(Exception, match="no benchmark"):
+        hub_api.get_dataset_leaderboard("cards/not-a-benchmark")
+    hub_api.create_repo(DATASET, repo_type="dataset", exist_ok=True)
+    hub_api.upload_file(path_or_fileobj=EVAL_YAML.encode(), path_in_repo="eval.yaml", repo_id=DATASET, repo_type="dataset")
+
+    def ranked() -> list:  # (other tests' repos on this Hub may have entries too)
+        return [row for row in hub_api.get_dataset_leaderboard(DATASET) if row.model_id == world.repo_id]
+
+    assert ranked() == []  # the headline task (pvp) has no entry of this revision yet
+
+    world.settle()
+    [updated] = publisher.run_once()
+    assert updated.action == "updated"
+    pvp = entries()["pvp"]
+    figures = results_for(world.refresher.standings(), world.state()).pvp
+    assert pvp.value == figures.conservative and f"{figures.matches} PvP matches" in pvp.notes
+    [row] = ranked()
+    assert (row.model_id, row.value, row.pull_request) == (world.repo_id, figures.conservative, opened.pr_num)
+    ranks = [r.rank for r in hub_api.get_dataset_leaderboard(DATASET)]
+    assert ranks == list(range(1, len(ranks) + 1))
+    assert [o.action for o in publisher.run_once()] == []  # nothing new: no commit

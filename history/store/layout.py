@@ -44,18 +44,46 @@ INDEX_CACHE = 512
 #: takes several, each one commit).
 MAX_COMPACTED_SHARDS = 2000
 
+#: The card's configs: `datasets.load_dataset(repo, NAME)` and the Hub's dataset viewer read
+#: them. Every config reads parquet (`datasets` builds all of a repo's configs with the
+#: builder its first one chooses): the team rows, filtered by track or columns, and the
+#: parquet views of the JSON-lines logs (`history.views`).
+TEAM_ROWS = "data/**/*.parquet"
+EXPOSURE_COLUMNS = ("match_id", "started_at", "track", "stage", "map_id", "held_out", "slot", "policy_id",
+                    "revision", "spawn_side", "spawn_index")
+CONFIGS: tuple[dict[str, Any], ...] = (
+    {"config_name": "default", "path": TEAM_ROWS},
+    {"config_name": "pvp", "path": TEAM_ROWS, "filters": [["track", "==", "pvp"]]},
+    {"config_name": "pve", "path": TEAM_ROWS, "filters": [["track", "==", "pve"]]},
+    *({"config_name": f"pve-stage-{n}", "path": TEAM_ROWS, "filters": [["track", "==", "pve"], ["stage", "==", n]]}
+      for n in (1, 2, 3)),
+    {"config_name": "exposure", "path": TEAM_ROWS, "columns": list(EXPOSURE_COLUMNS)},
+    {"config_name": "statuses", "path": "tables/statuses*.parquet"},
+    {"config_name": "incidents", "path": "tables/incidents*.parquet"},
+)
+
+
+def _configs_yaml() -> str:
+    lines = ["configs:"]
+    for config in CONFIGS:
+        lines += [f"- config_name: {config['config_name']}", "  data_files:", "  - split: train",
+                  f"    path: {config['path']}"]
+        if "filters" in config:
+            lines.append("  filters:")
+            lines += [f"  - [{column}, \"{op}\", {value}]" for column, op, value in config["filters"]]
+        if "columns" in config:
+            lines.append(f"  columns: [{', '.join(config['columns'])}]")
+    return "\n".join(lines) + "\n"
+
+
 DATASET_CARD = """---
 license: mit
 tags:
 - nmmo-arena
 - neural-mmo
 - multi-agent
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/**/*.parquet
----
+- benchmark
+""" + _configs_yaml() + """---
 # NMMO Arena match history
 
 Every match played by the NMMO Arena: one row per team per match (16 rows a match), in
@@ -66,17 +94,51 @@ recompute them. Replays are under `replays/`, team logs (what each sandboxed tea
 capped at 64 KiB a team and match) under `logs/`: one file a match while recent
 (`replays/loose/`), then packed into bundles, one folder a day, each bundle starting with
 an index (match id -> offset and length) so that one replay is read by range (see
-`history/bundle.py` in the NMMO Arena). Submission statuses are under `submissions/`, and
-the Arena's audits (recorded matches played again, and whether they reproduced) in
-`audits/audits.jsonl`.
+`history/bundle.py` in the NMMO Arena). Submission statuses are under `submissions/`, the
+Arena's audits (recorded matches played again, and whether they reproduced) under
+`audits/`, matches the platform lost under `incidents/`.
+
+Configs (`load_dataset("REPO_ID", NAME, split="train")`):
+
+| Config | Rows |
+|---|---|
+| `default` | every team of every match, all tracks |
+| `pvp`, `pve` | the teams of PvP, of PvE matches |
+| `pve-stage-1`, `-2`, `-3` | the teams of one PvE stage's matches |
+| `exposure` | every seat (match, track, map, slot, spawn, policy and revision): what the exposure ledger counts |
+| `statuses` | every status event of every submitted revision (`tables/`, a parquet copy of `submissions/`) |
+| `incidents` | every match attempt the platform lost, never rated (`tables/`, a copy of `incidents/`) |
 
 ```python
 from datasets import load_dataset
-teams = load_dataset("REPO_ID", split="train").to_pandas()
+pvp = load_dataset("REPO_ID", "pvp", split="train").to_pandas()
 ```
 
-Columns: see "Match record" in the NMMO Arena's docs/history.md (schema version {version}).
+`eval.yaml` declares the dataset a benchmark (tasks `pvp`, `pve-stage-1` to `-3`); the
+Arena writes each revision's results in its model repo's `.eval_results/nmmo-arena.yaml`.
+Columns, and SQL that recomputes the tables: the NMMO Arena's docs/history.md (schema
+version {version}).
 """
+
+#: The benchmark declaration at the dataset's root (`eval.yaml`): each task a config, and
+#: the figure the model repos' `.eval_results/` give for it (`modelcards.card`).
+EVAL_YAML = """name: NMMO Arena
+description: >-
+  Neural MMO 2 team policies (8 agents a team) in free-for-all matches of 16 teams on
+  128x128 maps for 1024 ticks. PvP: the conservative TrueSkill rating (mu - 3 sigma) among
+  qualified submissions. PvE: Top1Ratio, the share of a stage's matches the team won
+  (highest Achievement) against 15 built-in teams.
+evaluation_framework: nmmo-arena
+tasks:
+- id: pvp
+  name: PvP rating (TrueSkill mu - 3 sigma)
+  config: pvp
+  split: train
+""" + "".join(f"""- id: pve-stage-{n}
+  name: PvE stage {n} Top1Ratio
+  config: pve-stage-{n}
+  split: train
+""" for n in (1, 2, 3))
 
 
 def day_folder(started_at: str) -> str | None:

@@ -28,6 +28,7 @@ from arena.schema import SCHEMA_VERSION, MatchResult, rows
 from history.store.compaction import CompactionPlan, CompactionReport, Publish, StageHook, bundle_writer
 from history.store.layout import (
     DATASET_CARD,
+    EVAL_YAML,
     LEGACY_TAG,
     LOGS,
     MATCH_ID,
@@ -74,9 +75,7 @@ class HistoryStore(HistoryReader):
         """Files named before writers (a random 8-hex tag) are this store's own to compact."""
         for folder in (self.data, self.wal, self.replays, self.logs_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        card = self.root / "README.md"
-        if not card.exists() or "path: data/*.parquet\n" in card.read_text():  # the flat layout's card
-            write_atomically(card, DATASET_CARD.replace("{version}", str(SCHEMA_VERSION)).encode())
+        self.write_card()
         self._lock = threading.Lock()
         self._compacting = threading.Lock()
         self._sharded: dict[str, bool] = {}
@@ -84,6 +83,24 @@ class HistoryStore(HistoryReader):
         self._opened = time.time()
         """When this store opened its folder: no `record()` of it wrote a file older than that."""
         self.recover()
+
+    def write_card(self) -> bool:
+        """Write the dataset card and the benchmark declaration (`eval.yaml`) where the
+        folder has none, or an older Arena's: a card without today's configs (the flat
+        layout's, or one from before the configs per track) is the Arena's to replace.
+        Whether the card was written (a card pulled from the dataset then is to be pushed)."""
+        card = self.root / "README.md"
+        text = card.read_text() if card.exists() else ""
+        flat = "path: data/*.parquet\n" in text  # the flat layout's card
+        if not text or flat or ("# NMMO Arena match history" in text and "config_name: statuses\n" not in text):
+            write_atomically(card, DATASET_CARD.replace("{version}", str(SCHEMA_VERSION)).encode())
+            written = True
+        else:
+            written = False
+        declaration = self.root / "eval.yaml"
+        if not declaration.exists() or declaration.read_text() != EVAL_YAML:
+            write_atomically(declaration, EVAL_YAML.encode())
+        return written
 
     def _write(self, path: Path, data: bytes | Callable[[Any], None]) -> None:
         write_atomically(path, data, durable=self.durable)
