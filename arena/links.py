@@ -75,6 +75,11 @@ class Opened:
     policy: str = ""
     match: str = ""
     tick: int = 0
+    owner: str = ""
+    status: str = ""
+    settled: str = ""
+    cols: tuple[str, ...] = ()
+    """The columns to show (`cols=Rank,Policy,MLE`): none asked, all of them."""
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> Opened:
@@ -87,6 +92,8 @@ class Opened:
             Opened(tab='replay', q='', policy='', match='0b6d5e', tick=412)
             >>> Opened.from_query({"tab": "PvP", "q": " alice "}).tab
             'pvp'
+            >>> Opened.from_query({"tab": "pvp", "owner": "alice", "settled": "provisional", "cols": "Rank,Policy"}).cols
+            ('Rank', 'Policy')
         """
         match = (query.get("match") or "").strip()
         policy = (query.get("policy") or "").strip()
@@ -97,7 +104,10 @@ class Opened:
             tab = "replay"
         elif policy:
             tab = "policy"
-        return cls(tab if tab in TABS else "", (query.get("q") or "").strip(), policy, match, tick)
+        cols = tuple(c.strip() for c in (query.get("cols") or "").split(",") if c.strip())
+        return cls(tab if tab in TABS else "", (query.get("q") or "").strip(), policy, match, tick,
+                   (query.get("owner") or "").strip(), (query.get("status") or "").strip().lower(),
+                   (query.get("settled") or "").strip().lower(), cols)
 
 
 def resolve_policy(wanted: str, players: Iterable[str], latest: Iterable[str] = ()) -> str:

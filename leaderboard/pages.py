@@ -166,32 +166,75 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             a tick)."""
             opened = Opened.from_query(dict(request.query_params) if request is not None else {})
             chosen = resolve_policy(opened.policy, policy.players(), page.latest_players()) if opened.policy else ""
-            searches = {"pvp": pvp, "pve": pve, "submissions": subs, "matches": matches}
-            return (*(table.view()[1] for table in (pvp, pve, subs, matches)), policy.choose(chosen),
-                    gr.Tabs(selected=opened.tab) if opened.tab else gr.skip(),
-                    *(opened.q if opened.tab == name and opened.q else gr.skip() for name in searches),
+            asked = [value for name, controls in controlled.items() for value in _asked(opened, name, controls)]
+            return (*(table.view(*(_default(c) for c in table.inputs))[1] for table in (pvp, pve, subs, matches)),
+                    policy.choose(chosen), gr.Tabs(selected=opened.tab) if opened.tab else gr.skip(), *asked,
+                    opened.q if opened.tab == "matches" and opened.q else gr.skip(),
                     opened.match or gr.skip(),
                     {"match_id": opened.match, "tick": opened.tick} if opened.match else gr.skip())
 
+        controlled = {name: t.controls for name, t in (("pvp", pvp), ("pve", pve), ("submissions", subs)) if t.controls}
         demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, tabs,
-                                    *(table.inputs[0] for table in (pvp, pve, subs, matches)), replay.match_id, replay.viewer],
+                                    *(c for controls in controlled.values() for c in controls.inputs),
+                                    matches.inputs[0], replay.match_id, replay.viewer],
                   api_visibility="private").then(policy.view, inputs=policy.chooser, outputs=policy.outputs, api_visibility="private")
 
-        def refresh(search_text: str, show_older: bool, at_least: float, chosen: str, pve_search: str, *values: str):
-            return (*pvp.view(search_text, show_older, at_least), *pve.view(pve_search), *matches.view(*values),
-                    policy.choose(chosen))
+        def refresh(*values: Any):
+            pvp_values, rest = values[:len(pvp.inputs)], values[len(pvp.inputs):]
+            chosen, pve_values, match_values = rest[0], rest[1:1 + len(pve.inputs)], rest[1 + len(pve.inputs):]
+            return (*pvp.view(*pvp_values), *pve.view(*pve_values), *matches.view(*match_values), policy.choose(chosen))
 
         page.tick(timer, refresh, inputs=[*pvp.inputs, policy.chooser, *pve.inputs, *matches.inputs],
                   outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
         page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs)  # the open policy's page, too
 
-        def refresh_live(subs_search: str):
-            return (*subs.view(subs_search), *lines.view())
+        def refresh_live(*values: Any):
+            return (*subs.view(*values), *lines.view())
 
         fast.tick(refresh_live, inputs=[*subs.inputs], outputs=[*subs.outputs, *lines.outputs], api_visibility="private")
         replay.open_on_select(matches.table, tabs)
     return demo
 
+
+def _default(component: Any) -> Any:
+    """A filter's value before anyone changed it (its initial value)."""
+    return getattr(component, "value", None)
+
+
+def _asked(opened: Opened, name: str, controls: Any) -> list[Any]:
+    """What the page's address sets in tab `name`'s search, filters and columns (`gr.skip()`
+    for each it does not ask about), in `controls.inputs`' order."""
+    mine = opened.tab == name
+    values = {controls.search: opened.q, controls.owner: opened.owner, controls.status: opened.status,
+              controls.settled: opened.settled,
+              controls.columns: [c for c in controls.every if c in opened.cols] if opened.cols else ""}
+    return [values[c] if mine and values[c] else gr.skip() for c in controls.inputs]
+
+
+#: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `LAUNCH`): a click on a
+#: table's header sorts the table by that column, a second click the other way. Gradio's
+#: Dataframe sorts only from each header's menu (its "⋮"); this clicks that menu's own
+#: "Sort ascending" / "Sort descending", so the table keeps Gradio's sort (in the browser:
+#: no request, whatever the table's size) and the menu still works as before.
+JS = """
+() => {
+  document.addEventListener("click", (event) => {
+    const th = event.target.closest("[id$='-table'] th.header-cell");
+    if (!th || event.target.closest(".cell-menu-button, [role=menu]")) return;
+    const button = th.querySelector(".cell-menu-button");
+    if (!button) return;
+    const ascending = th.dataset.arenaSort !== "ascending";
+    th.closest("table").querySelectorAll("th.header-cell").forEach((h) => { delete h.dataset.arenaSort; });
+    th.dataset.arenaSort = ascending ? "ascending" : "descending";
+    const wanted = ascending ? "Sort ascending" : "Sort descending";
+    const pick = (tries) => {
+      const item = [...document.querySelectorAll(".cell-menu [role=menuitem]")].find((b) => b.textContent.trim() === wanted);
+      if (item) item.click(); else if (tries > 0) requestAnimationFrame(() => pick(tries - 1));
+    };
+    setTimeout(() => { button.click(); pick(20); }, 0);  // after the table's own handling of the click
+  }, true);
+}
+"""
 
 #: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never
 #: inside one (a squeezed header went one letter per line).
@@ -199,3 +242,6 @@ CSS = """
 .table-wrap th, .table-wrap th * { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
 #now-playing { font-size: 0.95em; }
 """
+
+#: What every launch of the pages passes to `Blocks.launch` (the Space, the tests, the benches).
+LAUNCH = {"css": CSS, "js": JS}

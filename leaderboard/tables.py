@@ -202,6 +202,62 @@ def search_rows(table: pd.DataFrame, text: str, columns: Iterable[str]) -> pd.Da
 #: A markdown link's address, `](...)`, left out of what a search reads.
 _LINK_TARGET = r"\]\([^)]*\)"
 
+#: What the PvP table's settled filter offers ("" for every row).
+SETTLED_CHOICES = ("", "settled", "provisional")
+
+#: A revision cell's owner: the text before the first "/" of its first link (`revision_cell`).
+_CELL_OWNER = r"^\[([^/\]]+)/"
+
+
+@dataclass(frozen=True)
+class TableView:
+    """What a reader chose to see of a table (all of it by default), as the page's filters
+    and its address (`arena.links.Opened`) give it.
+
+    Attributes:
+        search: rows whose text columns contain it (`search_rows`).
+        owner: rows of this owner's revisions (the Hub account before the repo's "/";
+            `arena` for the built-ins).
+        status: rows whose Status starts with it (`queued`, `qualified`, ...).
+        settled: `settled` or `provisional`: PvP rows whose rank is (not yet) settled.
+        columns: the columns shown, in the table's order (empty: all).
+    """
+
+    search: str = ""
+    owner: str = ""
+    status: str = ""
+    settled: str = ""
+    columns: tuple[str, ...] = ()
+
+
+def owners(table: pd.DataFrame) -> list[str]:
+    """The owners of a table's rows, sorted (what its owner filter offers)."""
+    return sorted(set(row_owners(table))) if len(table) else []
+
+
+def row_owners(table: pd.DataFrame) -> pd.Series:
+    """Each row's owner: its Author column, or the owner in its Policy cell (`arena` for a built-in)."""
+    if "Author" in table:
+        return table["Author"].astype(str)
+    found = table["Policy"].astype(str).str.extract(_CELL_OWNER, expand=False)
+    return found.fillna("arena").where(~table["Policy"].astype(str).str.startswith("[builtin:"), "arena")
+
+
+def viewed(table: pd.DataFrame, view: TableView, searched: Iterable[str]) -> pd.DataFrame:
+    """`table` as `view` asks: its rows searched in `searched` and filtered, then its columns
+    chosen (an unknown column name is left out, never an error). Pure: frame in, frame out."""
+    out = search_rows(table, view.search, searched)
+    if len(out) and view.owner:
+        out = out[(row_owners(out) == view.owner.strip()).to_numpy()]
+    if len(out) and view.status and "Status" in out:
+        out = out[out["Status"].astype(str).str.startswith(view.status.strip().lower()).to_numpy()]
+    if len(out) and view.settled in ("settled", "provisional") and "Settling" in out:
+        state = out["Settling"].astype(str)
+        out = out[(state == "settled") if view.settled == "settled" else state.str.startswith("provisional")]
+    if view.columns:
+        out = out[[c for c in out.columns if c in view.columns]]
+    return out.reset_index(drop=True)
+
 
 def source_line(standings: Standings) -> str:
     """What the PvP table was computed from, in one line: the matches (every one recorded

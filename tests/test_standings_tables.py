@@ -76,6 +76,32 @@ def test_the_pvp_table_is_best_first_with_anchors_and_searchable(standings):
     assert set(only_latest["Author"]) == {"alice", "arena"}  # the anchors always stay
 
 
+def test_a_table_view_filters_by_owner_status_and_settled_and_chooses_columns(standings):
+    """`tables.viewed`: the owner of a row is its Author or the account in its Policy cell
+    (`arena` for the built-ins); status and settled filter rows; the columns keep the table's
+    order, and names it lacks are left out."""
+    from leaderboard.tables import TableView, viewed
+
+    table = tables.pvp_table(standings, hub_url="http://hub")
+    assert {"alice", "arena", "bob"} <= set(tables.owners(table))
+    bob = viewed(table, TableView(owner="bob"), ())
+    assert list(bob["Author"]) == ["bob"]
+    assert set(viewed(table, TableView(owner="arena"), ())["Author"]) == {"arena"}
+    shown = viewed(table, TableView(columns=("MLE", "Rank", "Policy", "No such column")), ())
+    assert list(shown.columns) == ["Rank", "Policy", "MLE"] and len(shown) == len(table)
+    marked = table.assign(Settling=["settled", "provisional: about 3 more matches", *[""] * (len(table) - 2)])
+    assert len(viewed(marked, TableView(settled="settled"), ())) == 1
+    assert list(viewed(marked, TableView(settled="provisional"), ())["Settling"]) == ["provisional: about 3 more matches"]
+    assert len(viewed(marked, TableView(settled=""), ())) == len(table)
+    cells = pd.DataFrame({"Policy": [tables.revision_cell(Revision("carol/x", "c" * 40), "http://hub"),
+                                     tables.revision_cell(Revision("builtin:forage", "builtin"), "http://hub")],
+                          "Status": ["rejected", "qualified (superseded)"]})
+    assert list(tables.row_owners(cells)) == ["carol", "arena"]
+    assert len(viewed(cells, TableView(status="qualified"), ())) == 1
+    assert len(viewed(cells, TableView(owner="carol", status="qualified"), ())) == 0
+    assert viewed(table.iloc[0:0], TableView(owner="bob", status="x", settled="settled"), ()).empty
+
+
 def test_the_matches_table_filters(standings):
     everything = tables.matches_table(standings)
     assert len(everything) == 61 and everything["Started"].is_monotonic_decreasing

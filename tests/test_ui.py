@@ -42,7 +42,7 @@ SHOTS.mkdir(parents=True, exist_ok=True)
 def app(tmp_path_factory):
     import numpy as np
 
-    from leaderboard.pages import CSS, build
+    from leaderboard.pages import LAUNCH, build
     from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("ui")
@@ -90,7 +90,7 @@ def app(tmp_path_factory):
     demo = build(data, operator=lambda: ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed", *store.damaged],
                  live=live, queue=queue)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
     yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data, "statuses": registry}
     demo.close()
 
@@ -196,7 +196,7 @@ def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
 @pytest.fixture(scope="module")
 def empty_app(tmp_path_factory):
     """The Space before anything happened: no history, no submissions."""
-    from leaderboard.pages import CSS, build
+    from leaderboard.pages import LAUNCH, build
     from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("empty")
@@ -204,7 +204,7 @@ def empty_app(tmp_path_factory):
     data.refresh()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
@@ -418,6 +418,49 @@ def test_a_filtered_tables_address_opens_it_filtered(browser, app):
     context.close()
 
 
+def test_tables_filter_by_owner_and_status_choose_columns_and_sort_by_a_header(browser, app):
+    """At 1280 px: `/?tab=pvp&owner=...&cols=...` opens the PvP table with that owner's rows
+    and those columns only; a click on a header sorts by it (again: the other way); the
+    Submissions table filters by status from its address and from its dropdown."""
+    url = app["url"] + "?tab=pvp&owner=bob&cols=Rank,Policy,MLE,Matches,Settling"
+    context, page, errors = _fresh_page(browser, url)
+    expect(page.locator("#pvp-owner textarea, #pvp-owner input").first).to_have_value("bob", timeout=UI_WAIT_MS)
+    page.wait_for_function("() => { const t = document.querySelector('#pvp-table'); return t && t.innerText.includes('bob/weak')"
+                           " && !t.innerText.includes('alice/strong'); }", timeout=UI_WAIT_MS)
+    headers = [h.strip() for h in page.locator("#pvp-table thead th").all_inner_texts() if h.strip()]
+    assert headers == ["Rank", "Policy", "MLE", "Settling", "Matches"], headers  # the table's order
+    settling = page.locator("#pvp-table thead th", has_text="Settling").first.bounding_box()
+    assert settling is not None and settling["x"] + settling["width"] <= 1280  # readable at 1280 px: nothing cut off
+    page.screenshot(path=str(SHOTS / "pvp-owner-columns-1280.png"))
+    page.goto(app["url"] + "?tab=pvp&cols=Rank,Policy,MLE,Matches")  # every owner: rows to sort
+    page.wait_for_function("() => document.querySelectorAll('#pvp-table thead th').length === 4 && "
+                           "document.querySelector('#pvp-table').innerText.includes('bob/weak')", timeout=UI_WAIT_MS)
+
+    def mle() -> list[float]:  # the MLE column (the third shown), top to bottom as on screen
+        cells = page.locator("#pvp-table .virtual-row [data-col='2']").all_inner_texts()
+        return [float(c) for c in cells if c.strip()]
+
+    before = mle()
+    assert before == sorted(before, reverse=True) and len(before) >= 2, before  # best first, by rank
+    page.locator("#pvp-table thead th", has_text="MLE").first.click()
+    page.wait_for_function("() => document.querySelector('#pvp-table th[data-arena-sort=ascending]')", timeout=UI_WAIT_MS)
+    page.wait_for_timeout(300)
+    assert mle() == sorted(before), mle()  # a click: ascending
+    page.locator("#pvp-table thead th", has_text="MLE").first.click()
+    page.wait_for_timeout(300)
+    assert mle() == sorted(before, reverse=True), mle()  # again: descending
+    page.screenshot(path=str(SHOTS / "pvp-sorted.png"))
+
+    page.goto(app["url"] + "?tab=submissions&status=rejected")
+    page.wait_for_function("() => { const t = document.querySelector('#submissions-table'); return t && "
+                           "t.innerText.includes('carol/broken') && !t.innerText.includes('dave/new'); }", timeout=UI_WAIT_MS)
+    page.wait_for_timeout(2500)  # the live refresh (every 2 s) keeps the filter
+    assert "dave/new" not in page.locator("#submissions-table").inner_text()
+    page.screenshot(path=str(SHOTS / "submissions-rejected.png"))
+    assert errors == [], errors
+    context.close()
+
+
 def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
     """Last (it compacts the module's history): the real match's replay read by range out
     of its day's bundle, and the table still counts every match once."""
@@ -440,7 +483,7 @@ def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
 def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path):
     """A Space restarted on an empty disk: until its tables hold what the dataset holds, each
     says it is restoring and how far it has got; then the usual notes come back."""
-    from leaderboard.pages import CSS, build
+    from leaderboard.pages import LAUNCH, build
     from leaderboard.refresher import StandingsRefresher
 
     data = StandingsRefresher(HistoryStore(tmp_path / "history"), statuses=StatusLog(tmp_path / "s.jsonl").states,
@@ -451,7 +494,7 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
     demo = build(data, operator=lambda: operator + ([state["line"].capitalize()] if state["line"] else []),
                  restoring=lambda: state["line"])
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()

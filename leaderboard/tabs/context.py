@@ -6,7 +6,7 @@ background), so a callback only reads and formats them and every page answers qu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +16,9 @@ import pandas as pd
 from arena.lifecycle import Status
 from arena.settings import ArenaSettings
 from arena.settling import Settling
-from leaderboard import meter
+from leaderboard import meter, tables
 from leaderboard.refresher import StandingsRefresher
+from leaderboard.tables import Column, TableView
 
 #: The note under every table while the Space restores its state from the history dataset.
 RESTORING = ("**This table is being restored from the history dataset**: {line}. The Space was restarted on an empty disk; "
@@ -100,6 +101,8 @@ class TableTab:
     view: Callable[..., tuple[Any, ...]]
     inputs: tuple[Any, ...] = ()
     extra: tuple[Any, ...] = ()
+    controls: ViewControls | None = None
+    """Its search, filters and columns, which the page's address sets (`leaderboard.pages`)."""
 
     @property
     def outputs(self) -> list[Any]:
@@ -110,3 +113,57 @@ def frame_json(frame: pd.DataFrame) -> dict:
     """A table as `{"headers": [...], "data": [[...], ...]}`, the way a Dataframe answers."""
     clean = frame.astype(object).where(frame.notna(), None)
     return {"headers": [str(c) for c in frame.columns], "data": clean.values.tolist()}
+
+
+@dataclass(frozen=True)
+class ViewControls:
+    """A table's search, filters and column chooser (`view_controls`), in the order `inputs`
+    gives them to a view; `view(*values)` reads them back as a `TableView`."""
+
+    search: gr.Textbox
+    owner: gr.Textbox
+    columns: gr.CheckboxGroup
+    every: tuple[str, ...]
+    """The table's columns (all of them chosen: no choice)."""
+    status: gr.Dropdown | None = None
+    settled: gr.Dropdown | None = None
+
+    @property
+    def inputs(self) -> list[Any]:
+        return [c for c in (self.search, self.owner, self.status, self.settled, self.columns) if c is not None]
+
+    def view(self, *values: Any) -> TableView:
+        named = dict(zip([c.elem_id for c in self.inputs], values))
+        chosen = named.get(self.columns.elem_id) or ()
+        return TableView(
+            search=str(named.get(self.search.elem_id) or ""), owner=str(named.get(self.owner.elem_id) or ""),
+            status=str(named.get(self.status.elem_id) or "") if self.status is not None else "",
+            settled=str(named.get(self.settled.elem_id) or "") if self.settled is not None else "",
+            columns=() if set(chosen) >= set(self.every) else tuple(chosen),
+        )
+
+
+def view_controls(tab: str, columns: Sequence[Column], *, search_label: str, statuses: Sequence[str] = (),
+                  settled: bool = False) -> ViewControls:
+    """The row of a table's search and filters, and its column chooser (every column shown
+    by default), with element ids `<tab>-search`, `<tab>-owner`, `<tab>-status`,
+    `<tab>-settled`, `<tab>-columns` (the page's address sets them: `arena.links`)."""
+    with gr.Row():
+        search = gr.Textbox(label=search_label, elem_id=f"{tab}-search", scale=2)
+        owner = gr.Textbox(label="Owner (Hub account; arena: the built-ins)", elem_id=f"{tab}-owner")
+        status = gr.Dropdown(choices=["", *statuses], value="", label="Status", elem_id=f"{tab}-status",
+                             allow_custom_value=True) if statuses else None
+        rank = gr.Dropdown(choices=list(tables.SETTLED_CHOICES), value="", label="Rank settled or provisional",
+                           elem_id=f"{tab}-settled", allow_custom_value=True) if settled else None
+    names = [c.name for c in columns]
+    with gr.Accordion("Columns", open=False, elem_id=f"{tab}-columns-box"):
+        chooser = gr.CheckboxGroup(choices=names, value=names, show_label=False, elem_id=f"{tab}-columns")
+    return ViewControls(search, owner, chooser, tuple(names), status, rank)
+
+
+def shown(frame: pd.DataFrame, columns: Sequence[Column]) -> gr.Dataframe:
+    """The table update for `frame` (its columns a choice of `columns`'): each shown column
+    keeps its kind and width."""
+    by_name = {c.name: c for c in columns}
+    kept = [by_name[name] for name in frame.columns if name in by_name]
+    return gr.Dataframe(value=frame, datatype=tables.kinds(kept), column_widths=tables.widths(kept))

@@ -8,9 +8,10 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from arena.lifecycle import Status
 from leaderboard import tables
 from leaderboard.about import builtin_references
-from leaderboard.tabs.context import TabContext, TableTab, frame_json
+from leaderboard.tabs.context import TabContext, TableTab, frame_json, shown, view_controls
 
 #: The note under the PvE table while it is empty.
 EMPTY = ("No submission is in PvE yet. Push a policy (About / Submit): once validated it plays PvE stage 1 against "
@@ -24,12 +25,9 @@ def pve_tab(page: TabContext) -> TableTab:
     def pve_table() -> pd.DataFrame:
         return tables.pve_table(data.standings(), data.statuses(), hub_url=data.hub_url)
 
-    def pve_view(search: str = "") -> tuple[pd.DataFrame, Any]:
-        table = tables.search_rows(pve_table(), search, ("Policy", "Status"))
-        return table, page.note(EMPTY, table, filtered=bool(search))
-
     with gr.Tab("PvE", id="pve"):
-        search = gr.Textbox(label="Search policy or status", elem_id="pve-search")
+        controls = view_controls("pve", tables.PVE_COLUMNS, search_label="Search policy or status",
+                                 statuses=[s.value for s in Status])
         pve = gr.Dataframe(pve_table, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVE_COLUMNS))
         pve_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pve-empty")
@@ -49,5 +47,12 @@ def pve_tab(page: TabContext) -> TableTab:
         return frame_json(pve_table())
 
     page.api(api_pve, "pve_table")
-    search.change(pve_view, inputs=search, outputs=[pve, pve_empty], api_visibility="private")
-    return TableTab(pve, pve_empty, pve_view, inputs=(search,))
+
+    def pve_view(*values: Any) -> tuple[Any, Any]:
+        view = controls.view(*values)
+        table = tables.viewed(pve_table(), view, ("Policy", "Status"))
+        return shown(table, tables.PVE_COLUMNS), page.note(EMPTY, table, filtered=view != tables.TableView())
+
+    gr.on([c.change for c in controls.inputs], pve_view, inputs=controls.inputs, outputs=[pve, pve_empty],
+          api_visibility="private")
+    return TableTab(pve, pve_empty, pve_view, inputs=tuple(controls.inputs), controls=controls)

@@ -11,7 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from leaderboard import meter, tables
-from leaderboard.tabs.context import TabContext, TableTab
+from leaderboard.tabs.context import TabContext, TableTab, frame_json, shown, view_controls
 
 #: One line per rating: the question it answers (under the PvP table and on Head to head).
 RATINGS_MARKDOWN = """**What each rating answers.**
@@ -102,40 +102,40 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
     with the line saying which shards it was computed from."""
     data = page.data
 
-    def pvp_table(search: str = "", older: bool = False, min_matches: float = 0) -> pd.DataFrame:
-        """The PvP leaderboard, best first: rank, policy, author, TrueSkill, mu, sigma, the
-        order-free rating (MLE) with its 95% interval and position range, matches played,
-        and how settled each rank is.
-
-        Args:
-            search: keep the rows whose policy or author contains this text ("" for all).
-            older: include revisions superseded by a newer push of the same repo.
-            min_matches: keep the policies with at least this many PvP matches.
-        """
+    def pvp_table(search: str = "", older: bool = False, min_matches: float = 0, owner: str = "",
+                  settled: str = "") -> pd.DataFrame:
+        """The PvP table as `api_pvp_table` describes it."""
         latest = None if older else (page.latest_players() or None)
-        table = tables.pvp_table(data.standings(), hub_url=data.hub_url, latest=latest, search=search or "",
+        table = tables.pvp_table(data.standings(), hub_url=data.hub_url, latest=latest,
                                  costs=tables.step_costs(data.statuses()), settling=meter.meter_texts(page.settling()))
-        return table[table["Matches"] >= (min_matches or 0)].reset_index(drop=True) if len(table) else table
-
-    def pvp_view(search: str = "", older: bool = False, at_least: float = 0) -> tuple[pd.DataFrame, Any, str]:
-        table = pvp_table(search, older, at_least)
-        return table, page.note(EMPTY, table, filtered=bool(search or at_least)), tables.source_line(data.standings())
+        if len(table):
+            table = table[table["Matches"] >= (min_matches or 0)]
+        return tables.viewed(table, tables.TableView(search or "", owner or "", "", settled or ""), ("Policy", "Author"))
 
     with gr.Tab("PvP leaderboard", id="pvp"):
+        controls = view_controls("pvp", tables.PVP_COLUMNS, search_label="Search policy or author", settled=True)
         with gr.Row():
-            search = gr.Textbox(label="Search policy or author", elem_id="pvp-search")
             older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
             min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
         pvp = gr.Dataframe(pvp_table, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
         pvp_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pvp-empty")
         pvp_source = gr.Markdown(lambda: tables.source_line(data.standings()), elem_id="pvp-source")
-        gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column to sort.", elem_id="pvp-ratings-help")
+        gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column's header to sort by it.",
+                    elem_id="pvp-ratings-help")
         overfitting_section(page, demo, timer, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
-    filters = [search, older, min_matches]
-    search.change(pvp_table, inputs=filters, outputs=pvp, api_name="pvp_table")
-    older.change(pvp_table, inputs=filters, outputs=pvp, api_visibility="private")
-    min_matches.change(pvp_table, inputs=filters, outputs=pvp, api_visibility="private")
+    filters = [*controls.inputs, older, min_matches]
+
+    def pvp_view(*values: Any) -> tuple[Any, Any, str]:
+        view = controls.view(*values[:-2])
+        older_too, at_least = values[-2:]
+        rows = pvp_table(view.search, older_too, at_least, view.owner, view.settled)
+        table = tables.viewed(rows, tables.TableView(columns=view.columns), ())
+        filtered = bool(view.search or view.owner or view.settled or at_least)
+        return shown(table, tables.PVP_COLUMNS), page.note(EMPTY, table, filtered=filtered), tables.source_line(data.standings())
+
+    gr.on([c.change for c in filters], pvp_view, inputs=filters, outputs=[pvp, pvp_empty, pvp_source],
+          api_visibility="private")
 
     def api_settling() -> list[dict]:
         """The settling meter of every qualified revision, the least settled first: whether
@@ -144,4 +144,20 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
         return meter.meter_records(page.settling())
 
     page.api(api_settling, "settling")
-    return TableTab(pvp, pvp_empty, pvp_view, inputs=tuple(filters), extra=(pvp_source,))
+    def api_pvp_table(search: str = "", older: bool = False, min_matches: float = 0, owner: str = "",
+                      settled: str = "") -> dict:
+        """The PvP leaderboard, best first: rank, policy, author, TrueSkill, mu, sigma, the
+        order-free rating (MLE) with its 95% interval and position range, matches played,
+        and how settled each rank is (as {"headers": [...], "data": [[...], ...]}).
+
+        Args:
+            search: keep the rows whose policy or author contains this text ("" for all).
+            older: include revisions superseded by a newer push of the same repo.
+            min_matches: keep the policies with at least this many PvP matches.
+            owner: keep the revisions of this Hub account ("arena": the built-in anchors; "" for all).
+            settled: "settled" or "provisional": keep the policies whose rank is (not yet) settled ("" for all).
+        """
+        return frame_json(pvp_table(search, older, min_matches, owner, settled))
+
+    page.api(api_pvp_table, "pvp_table")
+    return TableTab(pvp, pvp_empty, pvp_view, inputs=tuple(filters), extra=(pvp_source,), controls=controls)

@@ -11,9 +11,10 @@ import gradio as gr
 import pandas as pd
 
 from arena.activity import QueueEntry
+from arena.lifecycle import Status
 from arena.revision import Revision
 from leaderboard import tables
-from leaderboard.tabs.context import TabContext, TableTab, frame_json
+from leaderboard.tabs.context import TabContext, TableTab, frame_json, shown, view_controls
 
 #: The note under the Submissions table while it is empty.
 EMPTY = ("No submission seen yet. Push a model repo tagged `{tag}` with a `policy.py` (About / Submit); "
@@ -35,12 +36,9 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         return tables.owner_slots(data.statuses(), active=settings.owner_active, daily=settings.owner_daily,
                                   exempt=exempt, now=time.time())
 
-    def submissions_view(search: str = "") -> tuple[pd.DataFrame, Any]:
-        table = tables.search_rows(submissions(), search, ("Policy", "Status", "Reason", "Team"))
-        return table, page.note(EMPTY, table, filtered=bool(search))
-
     with gr.Tab("Submissions", id="submissions"):
-        search = gr.Textbox(label="Search policy, status, reason or team", elem_id="submissions-search")
+        controls = view_controls("submissions", tables.SUBMISSION_COLUMNS, search_label="Search policy, status, reason or team",
+                                 statuses=[s.value for s in Status])
         subs = gr.Dataframe(submissions, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
                             interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
         subs_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="submissions-empty")
@@ -68,5 +66,12 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         return frame_json(slots())
 
     page.api(api_owner_slots, "owner_slots")
-    search.change(submissions_view, inputs=search, outputs=[subs, subs_empty], api_visibility="private")
-    return TableTab(subs, subs_empty, submissions_view, inputs=(search,))
+
+    def submissions_view(*values: Any) -> tuple[Any, Any]:
+        view = controls.view(*values)
+        table = tables.viewed(submissions(), view, ("Policy", "Status", "Reason", "Team"))
+        return shown(table, tables.SUBMISSION_COLUMNS), page.note(EMPTY, table, filtered=view != tables.TableView())
+
+    gr.on([c.change for c in controls.inputs], submissions_view, inputs=controls.inputs, outputs=[subs, subs_empty],
+          api_visibility="private")
+    return TableTab(subs, subs_empty, submissions_view, inputs=tuple(controls.inputs), controls=controls)
