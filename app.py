@@ -113,12 +113,12 @@ class Space:
 
     def serve(self, *, host: str, port: int, block: bool = True, quiet: bool = False) -> gr.Blocks:
         """Serve the pages and the webhook route on `host:port`; blocks unless `block=False`."""
-        from leaderboard.pages import LAUNCH
+        from leaderboard.pages import launch_options
         from matchmaking.hub.webhooks import launch
 
         self.demo = self.ui()
         # mcp_server: the read endpoints are MCP tools too, at /gradio_api/mcp/ (docs/participants.md)
-        launch(self.demo, self.arena.webhooks, server_name=host, server_port=port, **LAUNCH,
+        launch(self.demo, self.arena.webhooks, server_name=host, server_port=port, **launch_options(),
                prevent_thread_lock=not block, quiet=quiet, mcp_server=True)
         return self.demo
 

@@ -88,8 +88,9 @@ class Opened:
         still opens the Arena).
 
         Example:
-            >>> Opened.from_query({"match": "0b6d5e", "tick": "412"})
-            Opened(tab='replay', q='', policy='', match='0b6d5e', tick=412)
+            >>> opened = Opened.from_query({"match": "0b6d5e", "tick": "412"})
+            >>> opened.tab, opened.match, opened.tick
+            ('replay', '0b6d5e', 412)
             >>> Opened.from_query({"tab": "PvP", "q": " alice "}).tab
             'pvp'
             >>> Opened.from_query({"tab": "pvp", "owner": "alice", "settled": "provisional", "cols": "Rank,Policy"}).cols

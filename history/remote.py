@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from typing import Any
 
 from huggingface_hub.errors import EntryNotFoundError
@@ -31,10 +33,14 @@ class HubFiles:
         endpoint (`str`, *optional*): the Hub, for a client made here.
         token (`str`, *optional*): a token, for a client made here (reading a public dataset needs none).
         revision (`str`, *optional*): a commit or branch (default: main).
+        listing_ttl_s (`float`, *optional*): how long a folder's listing is reused. Reading
+            many matches in turn (the analytics working through a restored history) lists
+            each day's folder once rather than once per match; a bundle's index is kept
+            for good (a bundle is never rewritten).
     """
 
     def __init__(self, repo_id: str, *, fs: Any = None, endpoint: str | None = None, token: str | None = None,
-                 revision: str | None = None):
+                 revision: str | None = None, listing_ttl_s: float = 10.0):
         if fs is None:
             from huggingface_hub import HfFileSystem
 
@@ -44,6 +50,25 @@ class HubFiles:
         self.revision = revision
         self.requests = 0
         """Files opened or folders listed so far (each one or two HTTP requests)."""
+        self.listing_ttl_s = listing_ttl_s
+        self._listings: dict[str, tuple[float, list[str]]] = {}
+        self._indexes: OrderedDict[str, bundle.BundleIndex] = OrderedDict()
+
+    def _ls(self, folder: str) -> list[str]:
+        """The files of a folder of the dataset ([] for none), listed again after `listing_ttl_s`."""
+        now = time.monotonic()
+        kept = self._listings.get(folder)
+        if kept is not None and now - kept[0] < self.listing_ttl_s:
+            return kept[1]
+        self.requests += 1
+        try:
+            names = list(self.fs.ls(self._path(folder), detail=False, refresh=True))
+        except FileNotFoundError:
+            names = []
+        if len(self._listings) > 1024:
+            self._listings.clear()
+        self._listings[folder] = (now, names)
+        return names
 
     def _path(self, relative: str) -> str:
         at = f"@{self.revision}" if self.revision else ""
@@ -63,27 +88,27 @@ class HubFiles:
             return None
         day = day_folder(started_at)
         if day is not None:  # bundled: compaction leaves nothing loose for long
-            self.requests += 1
-            try:
-                names = self.fs.ls(self._path(f"{kind.folder}/{day}"), detail=False, refresh=True)
-            except FileNotFoundError:
-                names = []
-            for name in sorted(names, reverse=True):
+            for name in sorted(self._ls(f"{kind.folder}/{day}"), reverse=True):
                 if not name.endswith(".bundle"):
                     continue
+                known = self._indexes.get(name)
+                if known is not None and match_id not in known:
+                    continue  # a bundle's index, read once, says it is not there
                 self.requests += 1
                 with self.fs.open(name, "rb", block_size=bundle.HEAD_BYTES, cache_type="none") as f:
                     index = bundle.read_index(f)
+                    self._indexes[name] = index
+                    while len(self._indexes) > 256:
+                        self._indexes.popitem(last=False)
                     if match_id in index:
                         return bundle.read_entry(f, index, match_id)
         # loose: named by the match, then (since writers) by the writer that recorded it
-        self.requests += 1
-        try:
-            names = self.fs.ls(self._path(f"{kind.folder}/loose/{match_id[:2]}"), detail=False, refresh=True)
-        except FileNotFoundError:
-            names = []
+        names = self._ls(f"{kind.folder}/loose/{match_id[:2]}")
         found = [n for n in sorted(names) if n.rsplit("/", 1)[-1].startswith(f"{match_id}.") and n.endswith(kind.suffix)]
-        for name in [*found, self._path(kind.flat(match_id))]:
+        flat = kind.flat(match_id)  # the layout before loose folders: listed with the kind's folder
+        if flat.rsplit("/", 1)[-1] in {n.rsplit("/", 1)[-1] for n in self._ls(kind.folder)}:
+            found.append(self._path(flat))
+        for name in found:
             self.requests += 1
             try:
                 with self.fs.open(name, "rb", block_size=0) as f:

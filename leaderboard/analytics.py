@@ -26,9 +26,11 @@ from arena import replay as replay_format
 from arena.analytics import CAUSES, Analytics, PolicyAnalytics, trajectories
 from arena.errors import DamagedFileError
 from arena.files import write_atomically
+from arena.rules import MATCH
 from arena.schema import TASK_NAMES
-from history.index import TeamRows
+from history.index import TeamRows, plain_values
 from history.store import HistoryReader
+from leaderboard.updates import only_changed
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,11 @@ class AnalyticsKeeper:
         self.reads = 0
         """Replays read so far (what the tests count)."""
         self.backlog = 0
-        """Matches left for later updates by the last one."""
+        """Matches left for later updates by the last one (about: counted from the rows)."""
+        self._rows_done = 0
+        """Rows from the first whose matches are all added or skipped (`_next_batch`)."""
+        self._last_done: Any = None
+        """The match id of the last of those rows (to notice rows read anew)."""
         self._lock = threading.Lock()  # the accumulator, between the refresher and the pages
         self._updating = threading.Lock()  # one update at a time: a replay is read once
         self.book = Analytics()
@@ -100,16 +106,12 @@ class AnalyticsKeeper:
         rows = TeamRows.of(rows)
         if rows.empty:
             return 0
-        with self._lock:
-            new = [m for ids in rows.match_ids() for m in ids if not self.book.knows(m)]
-        if not new:
+        fresh, order = self._next_batch(rows)
+        if not order:
             self.backlog = 0
             return 0
-        fresh = rows.where(lambda c: c["match_id"].isin(new).to_numpy()).sort_values(["started_at", "match_id", "slot"])
-        order = list(dict.fromkeys(fresh["match_id"]))
-        self.backlog = max(0, len(order) - self.per_update)
         added = 0
-        for match_id, teams in fresh[fresh["match_id"].isin(order[: self.per_update])].groupby("match_id", sort=False):
+        for match_id, teams in fresh.groupby("match_id", sort=False):
             players = dict(zip(teams["slot"].astype(int), teams["player"]))
             first = teams.iloc[0]
             # Read as a bystander: a damaged replay is skipped and logged here, and left in place
@@ -130,6 +132,55 @@ class AnalyticsKeeper:
                     added += 1
         self.save()
         return added
+
+    def _next_batch(self, rows: TeamRows) -> tuple[pd.DataFrame, list[str]]:
+        """The rows of the next `per_update` matches not added yet (oldest first within the
+        batch), and their ids; sets `backlog`.
+
+        Why a cursor: the history's rows only grow at their end, a match's rows together,
+        so the matches before `_rows_done` are all added or skipped and each update reads
+        only the rows after it. Scanning every row for the ones not added yet cost each
+        update (every second) time in proportion to the whole history: a Space restored
+        from 200,000 matches spent 36 CPU-seconds a minute on it for hours. If the rows
+        before the cursor changed (a history read anew), it starts again from the first row.
+        """
+        total = len(rows)
+        if self._rows_done > total or (self._rows_done and self._row_at(rows, self._rows_done - 1) != self._last_done):
+            self._rows_done, self._last_done = 0, None
+        batch: list[pd.DataFrame] = []
+        order: list[str] = []
+        offset = 0
+        for chunk in rows:
+            end = offset + len(chunk)
+            if end <= self._rows_done or len(order) >= self.per_update:
+                offset = end
+                continue
+            part = chunk.iloc[max(0, self._rows_done - offset):]
+            ids = pd.unique(part["match_id"].astype(object))
+            with self._lock:
+                wanted = [m for m in ids if not self.book.knows(m)][: self.per_update - len(order)]
+            if wanted:
+                order += wanted
+                batch.append(part[part["match_id"].isin(wanted).to_numpy()])
+            if len(order) < self.per_update:  # every match of this chunk is handled
+                self._rows_done, self._last_done = end, chunk["match_id"].iloc[-1]
+            offset = end
+        left = (total - self._rows_done) // MATCH.num_teams
+        self.backlog = max(0, left - len(order))
+        if not batch:
+            return pd.DataFrame(), []
+        fresh = pd.concat([plain_values(b) for b in batch], ignore_index=True).sort_values(["started_at", "match_id", "slot"])
+        return fresh, list(dict.fromkeys(fresh["match_id"]))
+
+    @staticmethod
+    def _row_at(rows: TeamRows, index: int) -> Any:
+        """The match id of row `index` of `rows`."""
+        offset = 0
+        for chunk in rows:
+            if index < offset + len(chunk):
+                return chunk["match_id"].iloc[index - offset]
+            offset += len(chunk)
+        return None
 
     def save(self) -> None:
         if self.path is None:
@@ -402,6 +453,7 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
                     "Visits count every alive member's tile on every tick, divided by the team-frames analysed. The field is "
                     "every other team in the same matches.")
         gr.api(analytics, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
+        sent = gr.State(None)  # what this page's chooser was last sent (inside the tab, too)
     outputs = [note, summary, visits, match, tasks, deaths, alive, tracks]
     chooser.change(view, inputs=chooser, outputs=outputs, api_visibility="private")
     match.change(paths, inputs=[chooser, match], outputs=tracks, api_visibility="private")
@@ -410,7 +462,10 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
         found = choices()
         return gr.Dropdown(choices=found, value=chosen if chosen in found else (found[0] if found else None))
 
-    timer.tick(refresh_choices, inputs=chooser, outputs=chooser, api_visibility="private")
+    def refresh_changed(chosen: str, shown: Any) -> tuple[Any, ...]:  # the list travels only when it changed
+        return only_changed((refresh_choices(chosen),), shown)
+
+    timer.tick(refresh_changed, inputs=[chooser, sent], outputs=[chooser, sent], api_visibility="private")
     demo.load(refresh_choices, inputs=chooser, outputs=chooser, api_visibility="private")  # each visitor's page: the list as of now
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 
 from arena.activity import LiveMatch, QueueEntry
 from arena.links import Opened, resolve_policy
@@ -191,7 +193,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         def refresh_live(*values: Any):
             return (*subs.view(*values), *lines.view())
 
-        fast.tick(refresh_live, inputs=[*subs.inputs], outputs=[*subs.outputs, *lines.outputs], api_visibility="private")
+        page.live(fast, refresh_live, inputs=[*subs.inputs], outputs=[*subs.outputs, *lines.outputs])
         replay.open_on_select(matches.table, tabs)
     return demo
 
@@ -211,7 +213,7 @@ def _asked(opened: Opened, name: str, controls: Any) -> list[Any]:
     return [values[c] if mine and values[c] else gr.skip() for c in controls.inputs]
 
 
-#: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `LAUNCH`): a click on a
+#: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `launch_options`): a click on a
 #: table's header sorts the table by that column, a second click the other way. Gradio's
 #: Dataframe sorts only from each header's menu (its "⋮"); this clicks that menu's own
 #: "Sort ascending" / "Sort descending", so the table keeps Gradio's sort (in the browser:
@@ -243,5 +245,10 @@ CSS = """
 #now-playing { font-size: 0.95em; }
 """
 
-#: What every launch of the pages passes to `Blocks.launch` (the Space, the tests, the benches).
-LAUNCH = {"css": CSS, "js": JS}
+def launch_options() -> dict[str, Any]:
+    """What every launch of the pages passes to `Blocks.launch` (the Space, the tests, the
+    benches): the CSS, the page's script (`JS`), and gzip for responses of 1 KB or more (the
+    page, its config, the API's answers; Starlette leaves the event streams that carry a
+    page's updates as they are). Gradio builds its FastAPI app at launch, so the middleware
+    goes in through `app_kwargs`; a new dict each time, as Gradio adds to it."""
+    return {"css": CSS, "js": JS, "app_kwargs": {"middleware": [Middleware(GZipMiddleware, minimum_size=1024)]}}

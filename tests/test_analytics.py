@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from arena.analytics import CAUSES, Analytics, analyse, death_causes, trajectories
@@ -214,3 +215,35 @@ def test_task_profile_is_against_the_teams_met(matches):
     for task in ("travel", "forage", "equipment", "eliminate"):
         assert profile["policy"][task] == pytest.approx(np.mean([t.tasks[task].points for t in elite]), abs=1e-3)
         assert profile["field"][task] == pytest.approx(np.mean([t.tasks[task].points for t in others]), abs=1e-3)
+
+
+def test_each_update_reads_only_the_rows_after_what_it_has_handled(tmp_path):
+    """A restored history of many matches without replays: the keeper works through them
+    `per_update` at a time, and once through, an update looks at no old match again (its
+    cost follows the new rows, not the history's size); rows read anew start it over."""
+    from arena.schema import rows as team_rows
+    from arena.simulation import Population, random_history
+
+    matches = random_history(Population.random(20, seed=4), 30, seed=4)
+    frame = with_players(pd.DataFrame([r for m in matches for r in team_rows(m)]))
+    keeper = AnalyticsKeeper(HistoryStore(tmp_path / "history"), per_update=8)
+    asked: list[str] = []
+    knows = keeper.book.knows
+    keeper.book.knows = lambda m: (asked.append(m), knows(m))[1]  # type: ignore[method-assign]
+    rounds = 0
+    while True:
+        keeper.update(frame)
+        rounds += 1
+        if not keeper.backlog:
+            break
+    assert rounds == 4 and len(keeper.book.skipped) == 30  # 8 + 8 + 8 + 6, each "no replay recorded"
+    asked.clear()
+    assert keeper.update(frame) == 0 and asked == []  # nothing after the cursor: no match looked at
+    more = random_history(Population.random(20, seed=5), 2, seed=5)
+    more = [type(m)(**{**m.__dict__, "match_id": f"new{k:017d}"}) for k, m in enumerate(more)]
+    grown = pd.concat([frame, with_players(pd.DataFrame([r for m in more for r in team_rows(m)]))], ignore_index=True)
+    keeper.update(grown)
+    assert sorted(set(asked)) == sorted(m.match_id for m in more) and len(keeper.book.skipped) == 32
+    asked.clear()
+    keeper.update(grown.iloc[16:].reset_index(drop=True))  # the rows read anew, the first match gone
+    assert len(set(asked)) == 31 and keeper.backlog == 0  # started over: every match looked at once, none read

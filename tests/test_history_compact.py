@@ -431,3 +431,38 @@ def test_files_of_a_record_killed_before_its_wal_entry_go_at_the_next_compaction
     assert len(restarted.orphans()) == 2  # left by a process killed before it opened
     restarted.compact()
     assert not files(tmp_path, "replays/loose") and not files(tmp_path, "logs/loose")
+
+
+def test_reading_many_matches_from_the_hub_lists_each_folder_once():
+    """The analytics of a restored Space ask the Hub for the replay of every match in turn: a
+    day's folder and a loose folder are listed once for all their matches (within the
+    listing's lifetime), a bundle's index is read once, and a match with no file anywhere
+    costs no request of its own."""
+    calls: list[str] = []
+
+    class Folders:  # what HfFileSystem answers for a dataset with one day's bundle and no loose file
+        def ls(self, path, detail=False, refresh=True):
+            calls.append(f"ls {path}")
+            if path.endswith("replays/2026/12/01"):
+                return ["datasets/o/d/replays/2026/12/01/replays-1.bundle"]
+            raise FileNotFoundError(path)
+
+        def open(self, path, mode="rb", **kwargs):
+            calls.append(f"open {path}")
+            import io
+
+            from history import bundle as bundles
+
+            data = io.BytesIO()
+            bundles.write(data, {"a" * 20: 8}, lambda match_id: b"replay-a")
+            data.seek(0)
+            return data
+
+    hub = HubFiles("o/d", fs=Folders())
+    started = "2026-12-01T10:00:00+00:00"
+    assert hub.replay("a" * 20, started_at=started) == b"replay-a"
+    for k in range(50):
+        assert hub.replay(f"{k:020x}", started_at=started) is None
+    assert len([c for c in calls if c.startswith("open")]) == 1  # the bundle's index, once
+    assert len([c for c in calls if c.endswith("replays/2026/12/01")]) == 1
+    assert len(calls) <= 1 + 1 + 1 + 32  # the day, the bundle, the top folder, at most the loose folders met

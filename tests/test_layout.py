@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = {
     "arena": {"arena", "numpy", "scipy", "trueskill", "numba"},  # numba: the compiled rating loops (arena/kernels/)
     "history": {"arena", "history", "numpy", "pandas", "pyarrow", "huggingface_hub"},  # pandas: the read side (history/index/)
-    "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy", "plotly"},  # plotly: the Analytics figures (gr.Plot)
+    "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy", "plotly",  # plotly: the Analytics figures (gr.Plot)
+                    "starlette"},  # starlette: the gzip middleware of the app Gradio builds (`leaderboard.pages.launch_options`)
     "modelcards": {"arena", "history", "leaderboard", "modelcards", "huggingface_hub", "yaml"},
     "matchmaking": None,  # anything but what comes after it
 }

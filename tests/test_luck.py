@@ -193,7 +193,7 @@ def test_the_refresher_computes_luck_in_the_background_and_the_about_section_sho
 
 @pytest.mark.browser
 def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
-    from leaderboard.pages import LAUNCH, build
+    from leaderboard.pages import build, launch_options
     from tests_support import free_port
 
     data = refresher_over(tmp_path, seated_history(Population.random(16, seed=18), 20, effects=planted(), seed=19))
@@ -201,7 +201,7 @@ def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
     data.refresh_luck()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     try:
         page = browser.new_page()
         page.goto(f"http://127.0.0.1:{port}/")

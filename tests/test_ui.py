@@ -42,7 +42,7 @@ SHOTS.mkdir(parents=True, exist_ok=True)
 def app(tmp_path_factory):
     import numpy as np
 
-    from leaderboard.pages import LAUNCH, build
+    from leaderboard.pages import build, launch_options
     from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("ui")
@@ -90,7 +90,7 @@ def app(tmp_path_factory):
     demo = build(data, operator=lambda: ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed", *store.damaged],
                  live=live, queue=queue)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data, "statuses": registry}
     demo.close()
 
@@ -196,7 +196,7 @@ def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
 @pytest.fixture(scope="module")
 def empty_app(tmp_path_factory):
     """The Space before anything happened: no history, no submissions."""
-    from leaderboard.pages import LAUNCH, build
+    from leaderboard.pages import build, launch_options
     from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("empty")
@@ -204,7 +204,7 @@ def empty_app(tmp_path_factory):
     data.refresh()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
@@ -483,7 +483,7 @@ def test_a_replay_compacted_into_a_bundle_plays_within_a_second(browser, app):
 def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path):
     """A Space restarted on an empty disk: until its tables hold what the dataset holds, each
     says it is restoring and how far it has got; then the usual notes come back."""
-    from leaderboard.pages import LAUNCH, build
+    from leaderboard.pages import build, launch_options
     from leaderboard.refresher import StandingsRefresher
 
     data = StandingsRefresher(HistoryStore(tmp_path / "history"), statuses=StatusLog(tmp_path / "s.jsonl").states,
@@ -494,7 +494,7 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
     demo = build(data, operator=lambda: operator + ([state["line"].capitalize()] if state["line"] else []),
                  restoring=lambda: state["line"])
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()

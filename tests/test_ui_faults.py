@@ -29,7 +29,7 @@ SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    from leaderboard.pages import LAUNCH, build
+    from leaderboard.pages import build, launch_options
     from leaderboard.refresher import StandingsRefresher
 
     root = tmp_path_factory.mktemp("ui-faults")
@@ -43,7 +43,7 @@ def app(tmp_path_factory):
     data.refresh()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     yield {"url": f"http://127.0.0.1:{port}/", "result": outcome.result}
     demo.close()
 

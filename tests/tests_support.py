@@ -97,11 +97,11 @@ def free_port() -> int:
 def serve_app(data, **build_kwargs) -> tuple:
     """The Space's pages over `data` (a `StandingsRefresher`), served on a free local port
     with the Space's CSS, for browser tests: (the Gradio app, its URL)."""
-    from leaderboard.pages import LAUNCH, build
+    from leaderboard.pages import build, launch_options
 
     demo = build(data, **build_kwargs)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     return demo, f"http://127.0.0.1:{port}/"
 
 

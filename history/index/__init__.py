@@ -20,10 +20,10 @@ from history.index.index import HistoryIndex, Snapshot
 from history.index.rated import held_out_mask, pvp_outcomes, rated_table
 from history.index.rows import POINT_COLUMNS, frames, is_builtin_row, narrow, with_players
 from history.index.tallies import Tallies, pve_stages, pvp_players
-from history.index.team_rows import TeamRows
+from history.index.team_rows import TeamRows, plain_values
 
 __all__ = [
     "KEPT_COLUMNS", "POINT_COLUMNS", "Folded", "HistoryChangedError", "HistoryIndex", "Snapshot", "Tallies", "TeamRows",
     "fold", "frames", "held_out_mask", "is_builtin_row", "narrow", "pve_stages", "pvp_outcomes", "pvp_players",
-    "rated_table", "with_players",
+    "plain_values", "rated_table", "with_players",
 ]

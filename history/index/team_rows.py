@@ -92,7 +92,7 @@ class TeamRows:
         if not self.chunks:
             return pd.DataFrame()
         parts = [p for p in (c[keep(c)] for c in self.chunks) if len(p)] or [self.chunks[0].iloc[0:0]]
-        whole = pd.concat([_plain(p) for p in parts], ignore_index=True)
+        whole = pd.concat([plain_values(p) for p in parts], ignore_index=True)
         return whole
 
     def of_player(self, player: str) -> pd.DataFrame:
@@ -118,7 +118,7 @@ class TeamRows:
             yield np.asarray(pd.unique(chunk["match_id"]), dtype=object)
 
 
-def _plain(rows: pd.DataFrame) -> pd.DataFrame:
+def plain_values(rows: pd.DataFrame) -> pd.DataFrame:
     """`rows` with categorical columns as their values (a copy of those columns only)."""
     categorical = [c for c in rows.columns if isinstance(rows[c].dtype, pd.CategoricalDtype)]
     if not categorical:

@@ -19,6 +19,7 @@ from arena.settling import Settling
 from leaderboard import meter, tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.tables import Column, TableView
+from leaderboard.updates import only_changed
 
 #: The note under every table while the Space restores its state from the history dataset.
 RESTORING = ("**This table is being restored from the history dataset**: {line}. The Space was restarted on an empty disk; "
@@ -58,15 +59,27 @@ class TabContext:
         call: an idle page costs a comparison, so the timer can be short. It adds a `gr.State`:
         call it inside a `gr.Tab` or outside the `gr.Tabs` (a Tabs block takes only tabs)."""
         seen = gr.State(None)
+        sent = gr.State(None)
 
-        def changed(last: Any, *values: Any) -> tuple[Any, ...]:
+        def changed(last: Any, shown: Any, *values: Any) -> tuple[Any, ...]:
             key = (self.data.version, tuple((s.id, s.status, s.updated, s.latest) for s in self.data.statuses()),
                    self.restoring(), values)
             if key == last:
-                return tuple(gr.skip() for _ in range(len(outputs) + 1))
-            return (*view(*values), key)
+                return tuple(gr.skip() for _ in range(len(outputs) + 2))
+            return (*only_changed(view(*values), shown), key)
 
-        timer.tick(changed, inputs=[seen, *(inputs or [])], outputs=[*outputs, seen], api_visibility="private")
+        timer.tick(changed, inputs=[seen, sent, *(inputs or [])], outputs=[*outputs, sent, seen], api_visibility="private")
+
+    def live(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
+             outputs: list[Any]) -> None:
+        """Call `view(*inputs)` at each tick of `timer` (what changes by the second, whatever
+        the standings do), sending only the outputs that changed since this page's last tick."""
+        sent = gr.State(None)
+
+        def changed(shown: Any, *values: Any) -> tuple[Any, ...]:
+            return only_changed(view(*values), shown)
+
+        timer.tick(changed, inputs=[sent, *(inputs or [])], outputs=[*outputs, sent], api_visibility="private")
 
     def filled(self, text: str) -> str:
         """`text` with its `{qualify}` and `{tag}` filled in from the settings."""
@@ -167,3 +180,4 @@ def shown(frame: pd.DataFrame, columns: Sequence[Column]) -> gr.Dataframe:
     by_name = {c.name: c for c in columns}
     kept = [by_name[name] for name in frame.columns if name in by_name]
     return gr.Dataframe(value=frame, datatype=tables.kinds(kept), column_widths=tables.widths(kept))
+

@@ -1,0 +1,249 @@
+"""The Space at the size of a real field, measured from outside in Chromium.
+
+    python -m bench.ui_scale --json [--revisions 500] [--matches 200000] [--idle-s 60]
+
+1. **The history.** A data folder holds the project's synthetic history
+   (`arena.simulation.random_history_columns`: `--revisions` policies in pools of 16,
+   `--matches` PvP matches, in day shards as compaction leaves them) and one real match of
+   built-ins, recorded with its replay (so that a replay can be played).
+2. **The Space.** `python app.py` starts on that folder as `make run` starts it (the embedded
+   Hub, offline; no seeded examples, so nothing is played meanwhile): `first_page_s` is the
+   time from its start to its first page with the PvP rows.
+3. **A visitor**, in Debian's Chromium at 1280x900, each figure the median of `--repeats`:
+   - `pvp_rows_visible_ms`: from navigation to the PvP table's first row on screen;
+   - `search_ms`: from typing a search into the PvP table's box to the rows it keeps;
+   - `sort_ms`: from a click on the MLE header to the rows in its order;
+   - `policy_page_ms`: from navigation to `/?policy=...` to that policy's page on screen;
+   - `open_tab_kb_per_min`: what an open tab on the PvP table receives in a minute (every
+     byte on the wire: Chrome DevTools' encoded data lengths), nothing happening;
+   - `replay_fps_in_space`: frames a second the page draws while the real match's replay
+     plays inside the Space, after every tab was opened; `replay_rate` its ticks a second
+     against the viewer's nominal rate (1.0: on time);
+   - `replay_tab_mb`: the tab's JS heap after that.
+4. **The idle Space**, no page open: `idle_cpu_s_per_min` (its process and children's CPU
+   seconds over `--idle-s`, scaled to a minute) and `space_rss_mb` (their resident memory).
+
+Targets (issue 39): rows within 1 s, a search or sort within 200 ms, a policy page within
+500 ms, a replay tab under 300 MB, the idle Space under 2 CPU-seconds a minute and 1.5 GB,
+an open tab under 200 KB a minute, a replay at 50 fps or more at its nominal rate, the first
+page within 30 s. The JSON line is last; a missed target is printed as missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import psutil
+
+from arena import PROJECT_ROOT
+from arena.policies import builtin
+from arena.rules import stage_opponents
+from arena.simulation import Population, random_history_columns
+from bench.ratings_recompute import write_history
+from history.store import HistoryStore
+
+TARGETS = {"pvp_rows_visible_ms": ("<=", 1000), "search_ms": ("<=", 200), "sort_ms": ("<=", 200),
+           "policy_page_ms": ("<=", 500), "replay_tab_mb": ("<=", 300), "idle_cpu_s_per_min": ("<=", 2.0),
+           "space_rss_mb": ("<=", 1536), "open_tab_kb_per_min": ("<=", 200), "replay_fps_in_space": (">=", 50),
+           "first_page_s": ("<=", 30)}
+
+ROWS = "#pvp-table .virtual-row"
+
+
+def make_history(folder: Path, *, revisions: int, matches: int) -> str:
+    """The synthetic history and one real recorded match (its id returned)."""
+    from matchmaking.engine.config import MatchConfig
+    from matchmaking.engine.match import MatchSpec, policies_for
+    from matchmaking.service.executor import play_outcome
+    from matchmaking.teams.factory import in_process_host
+
+    frame = pd.DataFrame(random_history_columns(Population.random(revisions, seed=0), matches, seed=1), copy=False)
+    write_history(frame, folder, shard_matches=max(1, matches // 60))
+    spec = MatchSpec(seed=7, policies=policies_for(builtin("combat"), [builtin(n) for n in stage_opponents(1)]),
+                     config=MatchConfig(horizon=256), track="pve", stage=1)
+    outcome = play_outcome(spec, in_process_host, record=True)
+    assert outcome.result is not None, outcome.error
+    store = HistoryStore(folder)
+    store.record(outcome.result, replay=outcome.replay)
+    store.flush()
+    return outcome.result.match_id
+
+
+def start_space(data: Path, port: int) -> subprocess.Popen:
+    env = {**os.environ, "NMMO_ARENA_DATA": str(data), "NMMO_ARENA_SEED_EXAMPLES": "0", "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_SERVER_NAME": "127.0.0.1", "NMMO_ARENA_LOG": "WARNING"}
+    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], env=env, cwd=PROJECT_ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def wait_served(url: str, timeout_s: float = 600) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the Space did not serve {url} within {timeout_s:g} s")
+
+
+def space_usage(process: psutil.Process) -> tuple[float, float]:
+    """CPU seconds and resident MB of the Space's process and its children."""
+    family = [process, *process.children(recursive=True)]
+    cpu = rss = 0.0
+    for p in family:
+        try:
+            times = p.cpu_times()
+            cpu += times.user + times.system
+            rss += p.memory_info().rss / 2**20
+        except psutil.NoSuchProcess:
+            continue
+    return cpu, rss
+
+
+def visitor(url: str, match_id: str, policy: str, repeats: int, minute_s: float) -> dict[str, float]:
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(PROJECT_ROOT / "tests"))
+    from tests_support import BROWSER_ARGS, CHROMIUM
+
+    out: dict[str, list[float]] = {k: [] for k in ("pvp_rows_visible_ms", "search_ms", "sort_ms", "policy_page_ms")}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+        for _ in range(repeats):
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.goto(url, wait_until="commit")
+            page.wait_for_selector(ROWS, timeout=120_000)
+            out["pvp_rows_visible_ms"].append(page.evaluate("() => performance.now()"))
+            first = page.locator(f"{ROWS} [data-col='1']").first.inner_text()
+            started = time.perf_counter()
+            wanted = policy.split("/")[1]
+            page.locator("#pvp-search textarea, #pvp-search input").first.fill(wanted)
+            page.wait_for_function("(w) => { const r = document.querySelectorAll('#pvp-table .virtual-row');"
+                                   " return r.length >= 1 && r.length <= 3 && r[0].innerText.includes(w); }",
+                                   arg=wanted, timeout=60_000)
+            out["search_ms"].append((time.perf_counter() - started) * 1000)
+            page.locator("#pvp-search textarea, #pvp-search input").first.fill("")
+            page.wait_for_function(f"() => document.querySelectorAll('{ROWS}').length > 3", timeout=60_000)
+            started = time.perf_counter()
+            page.locator("#pvp-table thead th", has_text="MLE").first.click()
+            page.wait_for_function("(first) => { const c = document.querySelector('#pvp-table .virtual-row [data-col=\"1\"]');"
+                                   " return c && c.innerText !== first; }", arg=first, timeout=60_000)
+            out["sort_ms"].append((time.perf_counter() - started) * 1000)
+            page.goto(f"{url}?policy={policy}", wait_until="commit")
+            page.wait_for_function("(p) => { const h = document.querySelector('#policy-heading');"
+                                   " return h && h.innerText.includes(p); }", arg=policy, timeout=120_000)
+            out["policy_page_ms"].append(page.evaluate("() => performance.now()"))
+            context.close()
+        figures = {k: round(statistics.median(v), 1) for k, v in out.items()}
+
+        # an open tab, nothing happening: what reaches it in a minute
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_selector(ROWS, timeout=120_000)
+        page.wait_for_timeout(3000)
+        cdp = context.new_cdp_session(page)
+        received = [0]
+        cdp.on("Network.dataReceived", lambda e: received.__setitem__(0, received[0] + e.get("encodedDataLength", 0)))
+        cdp.on("Network.webSocketFrameReceived", lambda e: received.__setitem__(0, received[0] + len(e["response"]["payloadData"])))
+        cdp.send("Network.enable")
+        page.wait_for_timeout(minute_s * 1000)
+        figures["open_tab_kb_per_min"] = round(received[0] / 1024 * 60 / minute_s, 1)
+
+        # every tab opened, then the real match's replay played inside the Space
+        for tab in ("Head to head", "PvE", "Submissions", "Policy", "Analytics", "Matches", "About / Submit", "PvP leaderboard"):
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_timeout(500)
+        page.goto(f"{url}?match={match_id}")
+        page.wait_for_function("() => window.__replayReady === true", timeout=120_000)
+        page.locator("#replay-viewer .nr-play").click()
+        measured = page.evaluate("""() => new Promise((done) => {
+            let frames = 0; const t0 = performance.now(); const tick0 = window.__replayTick;
+            const count = (now) => { frames += 1; if (now - t0 < 3000) requestAnimationFrame(count);
+              else done({fps: frames * 1000 / (now - t0), ticks: (window.__replayTick - tick0) * 1000 / (now - t0)}); };
+            requestAnimationFrame(count); })""")
+        speed = float(page.locator("#replay-viewer .nr-speed").input_value())
+        figures["replay_fps_in_space"] = round(measured["fps"], 1)
+        figures["replay_rate"] = round(measured["ticks"] / speed, 3)
+        heap = cdp.send("Runtime.getHeapUsage")
+        figures["replay_tab_mb"] = round(heap["usedSize"] / 2**20, 1)
+        context.close()
+        browser.close()
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--revisions", type=int, default=500)
+    parser.add_argument("--matches", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--idle-s", type=float, default=60.0, help="seconds the idle Space is watched")
+    parser.add_argument("--tab-s", type=float, default=60.0, help="seconds an open tab is watched")
+    parser.add_argument("--port", type=int, default=7871)
+    parser.add_argument("--json", action="store_true", help="print the JSON line last (always printed)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="arena-ui-scale-") as tmp:
+        data = Path(tmp)
+        started = time.perf_counter()
+        match_id = make_history(data / "history", revisions=args.revisions, matches=args.matches)
+        print(f"history: {args.matches:,} synthetic matches of {args.revisions} policies and one real one, "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+        url = f"http://127.0.0.1:{args.port}/"
+        started = time.perf_counter()
+        space = start_space(data, args.port)
+        try:
+            wait_served(url)
+            from playwright.sync_api import sync_playwright
+
+            sys.path.insert(0, str(PROJECT_ROOT / "tests"))
+            from tests_support import BROWSER_ARGS, CHROMIUM
+
+            with sync_playwright() as p:  # the first page with its rows: the Space is up
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+                page = browser.new_page()
+                page.goto(url)
+                page.wait_for_selector(ROWS, timeout=600_000)
+                first_page_s = time.perf_counter() - started
+                browser.close()
+            figures: dict[str, Any] = {"revisions": args.revisions, "matches": args.matches,
+                                       "first_page_s": round(first_page_s, 1)}
+            policy = f"sim/policy-{args.revisions // 2:04d}"  # one in the middle of the field
+            figures.update(visitor(url, match_id, policy, args.repeats, args.tab_s))
+            process = psutil.Process(space.pid)
+            cpu0, _ = space_usage(process)
+            time.sleep(args.idle_s)
+            cpu1, rss = space_usage(process)
+            figures["idle_cpu_s_per_min"] = round((cpu1 - cpu0) * 60 / args.idle_s, 2)
+            figures["space_rss_mb"] = round(rss, 0)
+        finally:
+            os.killpg(space.pid, signal.SIGTERM)
+            try:
+                space.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(space.pid, signal.SIGKILL)
+    for key, (sense, target) in TARGETS.items():
+        value = figures.get(key)
+        met = value is not None and (value <= target if sense == "<=" else value >= target)
+        print(f"  {key:<22} {value!s:>10}   target {sense} {target}: {'met' if met else 'MISSED'}")
+    print(f"  {'replay_rate':<22} {figures.get('replay_rate')!s:>10}   (1.0: the nominal rate)")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
