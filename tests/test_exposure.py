@@ -224,25 +224,21 @@ def test_the_totals_of_every_revision_agree_with_the_ledgers(space):
             track.matches, track.seats, track.published_maps, track.held_out_maps, track.held_out_matches)
 
 
-def _history_sql(name: str) -> str:
-    """The SQL block of docs/history.md whose first line is `-- name`."""
+def _history_sql(first_line: str) -> str:
+    """The SQL block of docs/history.md that begins with `first_line`."""
     import re
 
     blocks = re.findall(r"```sql\n(.*?)```", (TESTS.parent / "docs" / "history.md").read_text(), re.S)
-    [block] = [b for b in blocks if b.startswith(f"-- {name}\n")]
+    [block] = [b for b in blocks if b.startswith(first_line)]
     return block
 
 
 def _docs_views(store: HistoryStore):
-    """DuckDB with the docs' views, over the shards of `store` (the docs' first SQL block)."""
-    import re
-
+    """DuckDB with the docs' views (their first SQL block), over the shards of `store`."""
     import duckdb  # requirements-dev.txt: the engine of the Hub's SQL console
 
-    blocks = re.findall(r"```sql\n(.*?)```", (TESTS.parent / "docs" / "history.md").read_text(), re.S)
-    views = next(b for b in blocks if b.startswith("CREATE VIEW teams"))
     db = duckdb.connect()
-    db.execute(views.replace("match-history/data", str(store.data)))
+    db.execute(_history_sql("CREATE VIEW teams").replace("match-history/data", str(store.data)))
     return db
 
 
@@ -251,7 +247,7 @@ def test_the_docs_sql_recomputes_the_exposure_totals(space):
     every player's matches, seats and maps per track as the Space counts them."""
     store, data, _ = space
     db = _docs_views(store)
-    got = {(r[0], r[1]): tuple(r[2:]) for r in db.execute(_history_sql("exposure_totals")).fetchall()}
+    got = {(r[0], r[1]): tuple(r[2:]) for r in db.execute(_history_sql("-- exposure_totals\n")).fetchall()}
     want = {(t.player, t.track): (t.matches, t.seats, t.published_maps, t.held_out_maps, t.held_out_matches)
             for t in exposure_totals(data.standings().teams)}
     assert got == want and len(got) > 10
@@ -264,7 +260,7 @@ def test_the_docs_sql_recomputes_the_pve_figures(space):
 
     store, _, _ = space
     db = _docs_views(store)
-    got = {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in db.execute(_history_sql("pve_table")).fetchall()}
+    got = {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in db.execute(_history_sql("-- pve_table\n")).fetchall()}
     results = [r for r in store.results() if r.track == "pve"]
     want = {}
     for policy, revision in SUBMITTED:

@@ -150,6 +150,7 @@ def test_tabs_and_filters(page):
     table.get_by_role("gridcell", name="rejected").first.wait_for()
     assert any("No module named 'torch'" in c for c in visible_cells(page, "submissions-table"))
     page.get_by_role("tab", name="PvP leaderboard").click()
+    page.locator("#pvp-table .virtual-row", has_text=WEAK).first.wait_for()  # the rows are in before they are counted
     before = len(page.locator("#pvp-table").get_by_role("row").all())
     page.locator("#pvp-search textarea, #pvp-search input").first.fill("alice")
     page.wait_for_function(f"() => document.querySelectorAll('#pvp-table [role=row]').length < {before}", timeout=UI_WAIT_MS)
@@ -442,13 +443,12 @@ def test_tables_filter_by_owner_and_status_choose_columns_and_sort_by_a_header(b
 
     before = mle()
     assert before == sorted(before, reverse=True) and len(before) >= 2, before  # best first, by rank
+    in_order = ("(want) => JSON.stringify([...document.querySelectorAll(\"#pvp-table .virtual-row [data-col='2']\")]"
+                ".map(c => c.innerText.trim()).filter(t => t).map(Number)) === JSON.stringify(want)")
     page.locator("#pvp-table thead th", has_text="MLE").first.click()
-    page.wait_for_function("() => document.querySelector('#pvp-table th[data-arena-sort=ascending]')", timeout=UI_WAIT_MS)
-    page.wait_for_timeout(300)
-    assert mle() == sorted(before), mle()  # a click: ascending
+    page.wait_for_function(in_order, arg=sorted(before), timeout=UI_WAIT_MS)  # a click: ascending
     page.locator("#pvp-table thead th", has_text="MLE").first.click()
-    page.wait_for_timeout(300)
-    assert mle() == sorted(before, reverse=True), mle()  # again: descending
+    page.wait_for_function(in_order, arg=sorted(before, reverse=True), timeout=UI_WAIT_MS)  # again: descending
     page.screenshot(path=str(SHOTS / "pvp-sorted.png"))
 
     page.goto(app["url"] + "?tab=submissions&status=rejected")
