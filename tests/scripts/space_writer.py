@@ -25,27 +25,36 @@ if __name__ == "__main__":
         qualify_achievement=0.0, next_stage_top1=1.0, audit_minutes=0, model_cards=False, map_secret="restart-test-map-secret",
         sync_every_s=2, validate_every_s=2, pve_every_s=1, pvp_every_s=2, flush_every_s=2, push_every_minutes=0.05,
     )
+    said = threading.Lock()
+
+    def say(*words: object) -> None:
+        """One whole line at a time: the rounds record and push from several threads, and
+        print() writes its arguments piece by piece, so two unlocked lines can interleave."""
+        with said:
+            sys.stdout.write(" ".join(map(str, words)) + "\n")
+            sys.stdout.flush()
+
     original = HistoryStore.record
 
     def record(self, result, **kwargs):
         fresh = original(self, result, **kwargs)
         if fresh:
-            print("match", result.match_id, result.track, result.started_at, flush=True)
+            say("match", result.match_id, result.track, result.started_at)
         return fresh
 
     HistoryStore.record = record
     push = HistoryPusher.push_to_hub
 
     def pushing(self):
-        print("pushing", flush=True)
+        say("pushing")
         return push(self)
 
     HistoryPusher.push_to_hub = pushing
     stop = threading.Event()
     arena = Arena.start(settings)
     arena.wait_restored()
-    print("ready", arena.writers.writer, flush=True)
+    say("ready", arena.writers.writer)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a Space is stopped with SIGTERM
     stop.wait(seconds)
     arena.stop()
-    print("stopped", arena.writers.writer, time.time(), flush=True)
+    say("stopped", arena.writers.writer, time.time())
