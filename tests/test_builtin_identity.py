@@ -137,14 +137,19 @@ def test_a_long_lived_line_up_equals_nmmos_own_loop():
 def test_the_realm_speed_ups_are_bound_to_the_arenas_env_alone(tmp_path):
     """An Arena env plays the lean realm step; nmmo's `Realm` class, which `bare_match` and
     anything else in the process play, keeps nmmo's own."""
+    import nmmo
     from nmmo.core.realm import Realm
+    from nmmo.lib.event_log import EventLogger
 
     config = MatchConfig(horizon=8)
     env = game.env_on(config, game.ensure_map(1, config))
     try:
         assert env.realm.step.__func__ is speedups._realm_step
-        assert "_compute_rewards" in vars(env)
+        assert "_compute_rewards" in vars(env) and "_update_comm_obs" in vars(env)
+        assert "_create_event" in vars(env.realm.event_log)
         assert Realm.step is not speedups._realm_step and Realm.step.__module__ == "nmmo.core.realm"
+        assert EventLogger._create_event.__module__ == "nmmo.lib.event_log"
+        assert nmmo.Env._update_comm_obs.__module__ == "nmmo.core.env"
     finally:
         game.dispose_env(env)
 
@@ -162,6 +167,55 @@ def test_identity_check_catches_a_realm_that_plays_differently(monkeypatch):
 
     monkeypatch.setattr(speedups, "_npc_update", no_regeneration)
     spec = MatchSpec(seed=11, policies=stage1_lineup(), config=patient(MatchConfig(horizon=60)))
+    compared = compare_with_nmmo(spec)
+    assert not compared["identical"] and "entities" in compared["difference"], compared
+
+
+def test_identity_check_catches_an_event_written_differently(monkeypatch):
+    """An event row whose extra cells (a step's distance, a hit's damage) are written one
+    off: the event logs differ, and the comparison says so."""
+    monkeypatch.setattr(speedups._EventCell, "update",
+                        lambda self, value: self._table._data.__setitem__((self._row, self._column), value + 1))
+    spec = MatchSpec(seed=11, policies=stage1_lineup(), config=patient(MatchConfig(horizon=40)))
+    compared = compare_with_nmmo(spec)
+    assert not compared["identical"] and "event" in compared["difference"], compared
+
+
+def test_team_messages_equal_nmmos_every_tick():
+    """Each agent's `Comm` rows, gathered in one pass, equal what nmmo's own
+    `Env._update_comm_obs` gathers on the same env, after every tick of a match."""
+    import nmmo
+
+    from bench.match_speed import _Captured
+    from matchmaking.engine.match import run_match
+    from matchmaking.teams.factory import in_process_host
+
+    compared = []
+
+    def check(tick):
+        env = captured.env
+        env._update_comm_obs()  # the lean one, bound to this env
+        lean = {agent: rows.copy() for agent, rows in env._comm_obs.items()}
+        nmmo.Env._update_comm_obs(env)  # nmmo's own
+        assert lean.keys() == env._comm_obs.keys() and lean
+        for agent, rows in env._comm_obs.items():
+            assert rows.dtype == lean[agent].dtype and np.array_equal(rows, lean[agent]), (tick, agent)
+        compared.append(tick)
+
+    spec = MatchSpec(seed=29, policies=stage1_lineup(), config=patient(MatchConfig(horizon=30)))
+    with _Captured() as captured:
+        run_match(spec, host_factory=in_process_host, progress=check)
+    assert len(compared) >= 30
+
+
+def test_identity_check_catches_a_skill_update_skipped(monkeypatch):
+    """The players' lean update calls a skill's own update only where the skill's material
+    is: one that wrongly skips food's (no hunger) is caught by the state comparison."""
+    from nmmo.systems import skill
+
+    checks = speedups._skill_checks
+    monkeypatch.setattr(speedups, "_skill_checks", lambda: {**checks(), skill.Food: ("nothing",)})
+    spec = MatchSpec(seed=11, policies=stage1_lineup(), config=patient(MatchConfig(horizon=20)))
     compared = compare_with_nmmo(spec)
     assert not compared["identical"] and "entities" in compared["difference"], compared
 
