@@ -15,8 +15,8 @@ from matchmaking.service.executor import LocalExecutor
 from matchmaking.service.live import STALE_S, LiveBoard
 from tests_support import POLICIES
 
-#: Ticks of the local match: its first team takes 20 ms a tick, so it is in flight for at
-#: least 3 s however fast the engine plays.
+#: Ticks of the local match: its first team takes 150 ms a tick while its agents live (they
+#: starve by about tick 25), so it is in flight for about 3 s however fast the engine plays.
 HORIZON = 150
 #: Ticks of the Ray match, which seats only built-ins (a node fetches submissions from the
 #: Hub; a local folder does not travel): elite, the slowest, plays 500 ticks in seconds.
