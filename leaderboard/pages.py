@@ -33,7 +33,7 @@ from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
 from leaderboard.tabs.head_to_head import head_to_head_tab
 from leaderboard.tabs.matches import matches_tab
-from leaderboard.tabs.policy import policy_tab
+from leaderboard.tabs.policy import POLICY_PAGE, policy_tab
 from leaderboard.tabs.pve import pve_tab
 from leaderboard.tabs.pvp import pvp_tab
 from leaderboard.tabs.replay import replay_tab
@@ -184,11 +184,12 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         def refresh(*values: Any):
             pvp_values, rest = values[:len(pvp.inputs)], values[len(pvp.inputs):]
             chosen, pve_values, match_values = rest[0], rest[1:1 + len(pve.inputs)], rest[1 + len(pve.inputs):]
-            return (*pvp.view(*pvp_values), *pve.view(*pve_values), *matches.view(*match_values), policy.choose(chosen))
+            return (*pvp.view(*pvp_values), *pve.view(*pve_values), *matches.view(*match_values), policy.choose(chosen, keep=True))
 
         page.tick(timer, refresh, inputs=[*pvp.inputs, policy.chooser, *pve.inputs, *matches.inputs],
                   outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
-        page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs)  # the open policy's page, too
+        page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs,  # the open policy's page, too
+                  concurrency_id=POLICY_PAGE)
 
         def refresh_live(*values: Any):
             return (*subs.view(*values), *lines.view())

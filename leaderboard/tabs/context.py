@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
 import pandas as pd
@@ -20,6 +20,8 @@ from leaderboard import meter, tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.tables import Column, TableView
 from leaderboard.updates import only_changed
+
+T = TypeVar("T")
 
 #: The note under every table while the Space restores its state from the history dataset.
 RESTORING = ("**This table is being restored from the history dataset**: {line}. The Space was restarted on an empty disk; "
@@ -42,6 +44,26 @@ class TabContext:
     settings: ArenaSettings
     restoring: Callable[[], str | None]
     endpoints: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    _kept: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
+
+    def state(self) -> tuple[Any, ...]:
+        """What every table is a function of: the standings' version, each revision's status
+        and the restore's progress (equal states: equal tables)."""
+        return (self.data.version, tuple((s.id, s.status, s.updated, s.latest) for s in self.data.statuses()),
+                self.restoring())
+
+    def kept(self, name: str, build: Callable[[], T], *args: Any) -> T:
+        """`build()`, computed once per `state()` and `args` and then kept: every visitor,
+        search and timer tick of the same state reads the same whole table and only filters
+        it (the PvP table of 500 revisions, with its settling meter, is 0.4 s to build and a
+        few milliseconds to filter). The caller must not change what it gets."""
+        key = (self.state(), args)
+        kept = self._kept.get(name)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        value = build()
+        self._kept[name] = (key, value)
+        return value
 
     def api(self, endpoint: Callable[..., Any], name: str) -> None:
         """Serve `endpoint` at `/name`, and as the MCP tool `name` (the Space serves its API
@@ -53,22 +75,23 @@ class TabContext:
         self.endpoints[name] = endpoint
 
     def tick(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
-             outputs: list[Any]) -> None:
+             outputs: list[Any], concurrency_id: str | None = None) -> None:
         """Call `view(*inputs)` into `outputs` at each tick of `timer`, but only when the
         standings, the statuses, the restore or the inputs changed since this page's last
         call: an idle page costs a comparison, so the timer can be short. It adds a `gr.State`:
-        call it inside a `gr.Tab` or outside the `gr.Tabs` (a Tabs block takes only tabs)."""
+        call it inside a `gr.Tab` or outside the `gr.Tabs` (a Tabs block takes only tabs).
+        `concurrency_id`: the queue it shares with other events into the same outputs."""
         seen = gr.State(None)
         sent = gr.State(None)
 
         def changed(last: Any, shown: Any, *values: Any) -> tuple[Any, ...]:
-            key = (self.data.version, tuple((s.id, s.status, s.updated, s.latest) for s in self.data.statuses()),
-                   self.restoring(), values)
+            key = (self.state(), values)
             if key == last:
                 return tuple(gr.skip() for _ in range(len(outputs) + 2))
             return (*only_changed(view(*values), shown), key)
 
-        timer.tick(changed, inputs=[seen, sent, *(inputs or [])], outputs=[*outputs, sent, seen], api_visibility="private")
+        timer.tick(changed, inputs=[seen, sent, *(inputs or [])], outputs=[*outputs, sent, seen], api_visibility="private",
+                   concurrency_id=concurrency_id)
 
     def live(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
              outputs: list[Any]) -> None:
@@ -99,8 +122,9 @@ class TabContext:
         return {s.id.player for s in self.data.statuses() if s.latest and s.status is not Status.WITHDRAWN}
 
     def settling(self) -> dict[str, Settling]:
-        """The meter of every qualified revision (`leaderboard.meter`)."""
-        return meter.meter(self.data.standings(), self.data.statuses(), pairing=self.settings.pairing)
+        """The meter of every qualified revision (`leaderboard.meter`), kept per state."""
+        return self.kept("settling", lambda: meter.meter(self.data.standings(), self.data.statuses(),
+                                                         pairing=self.settings.pairing))
 
 
 @dataclass(frozen=True)

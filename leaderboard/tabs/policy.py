@@ -23,11 +23,15 @@ NO_RATING = "No PvP match for this policy yet: its TrueSkill over time appears a
 EXPOSURE_TABLES = ("tracks", "seats", "opponents")
 
 
+#: The queue the policy page's events share (`policy_tab`, `leaderboard.pages.build`).
+POLICY_PAGE = "policy_page"
+
+
 @dataclass(frozen=True)
 class PolicyTab:
     """What `leaderboard.pages.build` refreshes of the tab: the `chooser` and its list
-    (`choose(chosen)`: every player, `chosen` or else the first selected; `players()`: that
-    list), and the policy's page (`view(player)` answers `outputs`)."""
+    (`choose(chosen)`: every player, `chosen` or else the first selected, or with `keep` the
+    list alone; `players()`: that list), and the policy's page (`view(player)` answers `outputs`)."""
 
     chooser: gr.Dropdown
     outputs: list[Any]
@@ -85,8 +89,10 @@ def policy_tab(page: TabContext) -> PolicyTab:
         order = {p: i for i, p in enumerate(tables.ranked_players(standings))}
         return sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
 
-    def choose(chosen: str = "") -> Any:
+    def choose(chosen: str = "", *, keep: bool = False) -> Any:
         choices = players()
+        if keep and chosen:  # a tick: the list only, as a visitor may have chosen another since it was sent
+            return gr.Dropdown(choices=choices)
         return gr.Dropdown(choices=choices, value=chosen or (choices[0] if choices else None))
 
     def policy(player: str) -> tuple[Any, ...]:
@@ -116,5 +122,7 @@ def policy_tab(page: TabContext) -> PolicyTab:
         h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
         exposure_shown = exposure_section(page)
     outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling, heading]
-    chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy")
+    # one at a time, in the order sent, with the timer's refresh of the page: a refresh sent
+    # before a visitor chose another policy answers before that choice does, never after it
+    chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy", concurrency_id=POLICY_PAGE)
     return PolicyTab(chooser, outputs, policy, choose, players)
