@@ -100,17 +100,30 @@ class HeadToHead:
     def index(self, player: str) -> int:
         return self.players.index(player)
 
-    def pairs(self) -> list[dict]:
-        """Every ordered pair that met, as dicts with keys a, b, met, wins, ties, share,
-        low, high (the `/head_to_head` API's rows), in `players` order."""
-        rows = []
-        for i, j in zip(*np.nonzero(self.met)):
-            rows.append({
-                "a": self.players[i], "b": self.players[j], "met": int(self.met[i, j]),
-                "wins": int(self.wins[i, j]), "ties": int(self.ties[i, j]),
-                "share": float(self.share[i, j]), "low": float(self.low[i, j]), "high": float(self.high[i, j]),
-            })
-        return rows
+    def pairs(self, *, naming: str = "", offset: int = 0, limit: int | None = None) -> list[dict]:
+        """The ordered pairs that met, as dicts with keys a, b, met, wins, ties, share, low,
+        high (the `/head_to_head` API's rows), in `players` order: only those with `naming`
+        in a's or b's id (if given), from the `offset`-th, at most `limit`. Only the rows
+        returned are built: a field of 500 has 250,000."""
+        i, j = self._met_pairs(naming)
+        end = len(i) if limit is None else offset + limit
+        return [{
+            "a": self.players[a], "b": self.players[b], "met": int(self.met[a, b]),
+            "wins": int(self.wins[a, b]), "ties": int(self.ties[a, b]),
+            "share": float(self.share[a, b]), "low": float(self.low[a, b]), "high": float(self.high[a, b]),
+        } for a, b in zip(i[offset:end].tolist(), j[offset:end].tolist())]
+
+    def count_pairs(self, *, naming: str = "") -> int:
+        """How many ordered pairs met (with `naming` in a's or b's id, if given)."""
+        return len(self._met_pairs(naming)[0])
+
+    def _met_pairs(self, naming: str) -> tuple[np.ndarray, np.ndarray]:
+        i, j = np.nonzero(self.met)
+        if naming:
+            named = np.array([naming in p for p in self.players], dtype=bool)
+            keep = named[i] | named[j]
+            i, j = i[keep], j[keep]
+        return i, j
 
 
 # -- intervals ----------------------------------------------------------------------------

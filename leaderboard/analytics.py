@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,10 @@ log = logging.getLogger(__name__)
 #: long backlog (a first start over a big history) is worked off across refreshes, a few
 #: seconds each, and the standings never wait for it.
 PER_UPDATE = 50
+
+#: Seconds between saves of the accumulator while a backlog of matches without replays is
+#: worked off (one with a replay added is saved at once): each save writes the whole of it.
+SAVE_EVERY_S = 60.0
 
 #: Matches offered in the trajectory chooser (the newest).
 MATCH_CHOICES = 200
@@ -89,6 +94,7 @@ class AnalyticsKeeper:
         """The match id of the last of those rows (to notice rows read anew)."""
         self._lock = threading.Lock()  # the accumulator, between the refresher and the pages
         self._updating = threading.Lock()  # one update at a time: a replay is read once
+        self._saved_at = 0.0
         self.book = Analytics()
         if self.path is not None and self.path.exists():
             try:
@@ -106,12 +112,9 @@ class AnalyticsKeeper:
         rows = TeamRows.of(rows)
         if rows.empty:
             return 0
-        fresh, order = self._next_batch(rows)
-        if not order:
-            self.backlog = 0
-            return 0
+        fresh, order, cursor = self._next_batch(rows)
         added = 0
-        for match_id, teams in fresh.groupby("match_id", sort=False):
+        for match_id, teams in (fresh.groupby("match_id", sort=False) if order else ()):
             players = dict(zip(teams["slot"].astype(int), teams["player"]))
             first = teams.iloc[0]
             # Read as a bystander: a damaged replay is skipped and logged here, and left in place
@@ -130,47 +133,62 @@ class AnalyticsKeeper:
                     self.book.skipped[match_id] = "no replay recorded"
                 elif self.book.add(match_id, decoded[0], decoded[1], players, map_id=int(first["map_id"]), horizon=int(first["horizon"])):
                     added += 1
-        self.save()
+        self._rows_done, self._last_done = cursor  # every match before it is now added or skipped
+        left = (len(rows) - self._rows_done) // MATCH.num_teams
+        self.backlog = max(0, left)
+        if order and (added or time.monotonic() - self._saved_at >= SAVE_EVERY_S or not self.backlog):
+            self.save()
         return added
 
-    def _next_batch(self, rows: TeamRows) -> tuple[pd.DataFrame, list[str]]:
+    def _next_batch(self, rows: TeamRows) -> tuple[pd.DataFrame, list[str], tuple[int, Any]]:
         """The rows of the next `per_update` matches not added yet (oldest first within the
-        batch), and their ids; sets `backlog`.
+        batch), their ids, and the cursor once they are handled: (rows from the first whose
+        matches are then all added or skipped, the match id of the last of those rows).
 
         Why a cursor: the history's rows only grow at their end, a match's rows together,
         so the matches before `_rows_done` are all added or skipped and each update reads
-        only the rows after it. Scanning every row for the ones not added yet cost each
-        update (every second) time in proportion to the whole history: a Space restored
-        from 200,000 matches spent 36 CPU-seconds a minute on it for hours. If the rows
-        before the cursor changed (a history read anew), it starts again from the first row.
+        only the rows after it, a window of about two batches' rows at a time (a day's shard
+        of a restored history is 50,000 rows: reading all of them to take 50 matches cost a
+        restored Space most of its idle CPU). If the rows before the cursor changed (a
+        history read anew), it starts again from the first row.
         """
         total = len(rows)
         if self._rows_done > total or (self._rows_done and self._row_at(rows, self._rows_done - 1) != self._last_done):
             self._rows_done, self._last_done = 0, None
+        window = 2 * self.per_update * MATCH.num_teams
         batch: list[pd.DataFrame] = []
         order: list[str] = []
+        cursor: tuple[int, Any] = (self._rows_done, self._last_done)
         offset = 0
         for chunk in rows:
             end = offset + len(chunk)
-            if end <= self._rows_done or len(order) >= self.per_update:
+            if end <= cursor[0]:
                 offset = end
                 continue
-            part = chunk.iloc[max(0, self._rows_done - offset):]
-            ids = pd.unique(part["match_id"].astype(object))
-            with self._lock:
-                wanted = [m for m in ids if not self.book.knows(m)][: self.per_update - len(order)]
-            if wanted:
-                order += wanted
-                batch.append(part[part["match_id"].isin(wanted).to_numpy()])
-            if len(order) < self.per_update:  # every match of this chunk is handled
-                self._rows_done, self._last_done = end, chunk["match_id"].iloc[-1]
+            start = cursor[0] - offset
+            while start < len(chunk) and len(order) < self.per_update:
+                part = chunk.iloc[start:start + window]
+                ids = part["match_id"].to_numpy(dtype=object)
+                stop = len(part)
+                if start + stop < len(chunk):  # the window's last match may go on past it: left for the next
+                    stop = int(np.argmax(ids == ids[-1])) or stop
+                unique = list(dict.fromkeys(ids[:stop].tolist()))
+                with self._lock:
+                    wanted = [m for m in unique if not self.book.knows(m)][: self.per_update - len(order)]
+                if wanted:
+                    order += wanted
+                    batch.append(part.iloc[:stop][np.isin(ids[:stop], wanted)])
+                if len(order) >= self.per_update:  # done up to the last row of the last match taken
+                    stop = int(np.flatnonzero(ids[:stop] == wanted[-1])[-1]) + 1
+                start += stop
+                cursor = (offset + start, ids[stop - 1])
             offset = end
-        left = (total - self._rows_done) // MATCH.num_teams
-        self.backlog = max(0, left - len(order))
+            if len(order) >= self.per_update:
+                break
         if not batch:
-            return pd.DataFrame(), []
+            return pd.DataFrame(), [], cursor
         fresh = pd.concat([plain_values(b) for b in batch], ignore_index=True).sort_values(["started_at", "match_id", "slot"])
-        return fresh, list(dict.fromkeys(fresh["match_id"]))
+        return fresh, list(dict.fromkeys(fresh["match_id"])), cursor
 
     @staticmethod
     def _row_at(rows: TeamRows, index: int) -> Any:
@@ -188,6 +206,7 @@ class AnalyticsKeeper:
         with self._lock:
             data = self.book.to_bytes()
         write_atomically(self.path, data)
+        self._saved_at = time.monotonic()
 
     def player(self, player: str) -> PolicyAnalytics | None:
         """A copy of one player's analytics (None if none of its matches was analysed)."""

@@ -17,7 +17,9 @@ Each fit of matches the Hub dataset holds, all of them, is published for the nex
 (`publish_fit`, `leaderboard.standings.fits`), and the first standings take a published fit
 of the same PvP results (or of the most shards held) rather than fitting again: a Space
 restored on an empty disk shows the same table as the writer as soon as it has read the
-shards (on a million matches the fit is more than half of the work).
+shards (on a million matches the fit is more than half of the work). Without one, a long
+history's first standings come without their whole-history columns (`Standings.fitting`,
+`FIT_LATER_FROM`): its rows are shown at once, and the next refresh fits them.
 
 The same thread then feeds the analytics (`leaderboard.analytics.AnalyticsKeeper`) the
 replays of matches it has not read yet, so pages never wait for replays being read. A
@@ -29,6 +31,7 @@ with its bootstrap takes about a minute on two thousand matches.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -62,6 +65,12 @@ LUCK_MATCHES = 2000
 #: matches, cost gigabytes); older matches, and those without spawn points or of another
 #: horizon, are not looked at.
 LUCK_CANDIDATES = 4 * LUCK_MATCHES
+
+#: PvP results from which a Space's first standings are shown before their whole-history
+#: columns (the Plackett-Luce fit, its bootstrap, the head to head, the held-out fit), which
+#: the next refresh computes: at 200,000 matches the bootstrap alone is 15-30 s of a
+#: restore's wait; below this the fit is a few seconds and comes with the first standings.
+FIT_LATER_FROM = 20_000
 
 #: Bootstrap resamples of the luck report (the bench's default is 50).
 LUCK_BOOTSTRAP = 20
@@ -153,12 +162,16 @@ class StandingsRefresher:
                     self._standings = compute(snapshot.folded, bootstrap=0, source=source)
                     self._generation = self._fitted = -1
             elif previous is None or self._generation < 0:
-                # the first standings, or the first of a restored history: computed whole, once,
-                # with a fit a writer published of the same results rather than fitting again
+                # the first standings, or the first of a restored history: with a fit a writer
+                # published of the same results; else without the whole-history columns, shown
+                # at once and fitted at the next refresh (the bootstrap of 200,000 matches is
+                # most of a restore's wait)
                 self._standings = compute(snapshot.folded, bootstrap=self.bootstrap, source=source,
-                                          fits=read_fits(self.store.root))
-                self._generation = self._fitted = snapshot.generation
-                self._computed_at = now
+                                          fits=read_fits(self.store.root),
+                                          whole_history=len(snapshot.folded.rated) < FIT_LATER_FROM)
+                self._generation = snapshot.generation
+                self._fitted = -1 if self._standings.fitting else snapshot.generation
+                self._computed_at = -math.inf if self._standings.fitting else now
             elif snapshot.generation != self._generation or (mle_due and self._fitted != snapshot.generation):
                 self._standings = compute(snapshot.folded, previous=previous, refresh_mle=mle_due,
                                           bootstrap=self.bootstrap, source=source)

@@ -259,6 +259,13 @@ def viewed(table: pd.DataFrame, view: TableView, searched: Iterable[str]) -> pd.
     return out.reset_index(drop=True)
 
 
+#: What the pages say while the whole-history columns of a long history are computed
+#: (`Standings.fitting`): the PvP table's line, the Head to head tab, the overfitting plot.
+FITTING = ("The order-free rating (MLE) with its bootstrap intervals, the ranks by them, the head to head and the "
+           "held-out fit are being computed from all of these matches (seconds to a minute after the Space read its "
+           "history).")
+
+
 def source_line(standings: Standings) -> str:
     """What the PvP table was computed from, in one line: the matches (every one recorded
     here, as soon as it is), and how much of them the Hub dataset holds, from which anyone
@@ -276,6 +283,8 @@ def source_line(standings: Standings) -> str:
         pushed = f"the shards through `{source.published[-1]}`" if source.published else "no shard yet"
         line += (f" In the Hub dataset: {pushed}; {waiting:,} shard{'s' if waiting != 1 else ''} and {source.unsharded:,} "
                  f"match{'es' if source.unsharded != 1 else ''} recorded here wait for the next push.")
+    if standings.fitting:
+        line += (f" {FITTING} Until then the table is in TrueSkill's order, and Rank is the position in it.")
     if standings.mle_writer:
         line += (f" Ratings and ranks: the fit writer `{standings.mle_writer}` published of the shards through "
                  f"`{standings.mle_source.through}`, until this Space's own.")
@@ -614,16 +623,24 @@ def nash_table(standings: Standings) -> pd.DataFrame:
     return table.sort_values(["Nash avg", "MLE"], ascending=False).round(3).reset_index(drop=True)
 
 
-def head_to_head_json(h2h: HeadToHead, *, player: str = "") -> dict:
-    """The `/head_to_head` API's answer: players, every ordered pair that met (only those
-    with `player` in a or b, if given), the clear cycles as lists of players, and the Nash
-    average with each player's weight in the mix."""
-    pairs = h2h.pairs()
-    if player:
-        pairs = [r for r in pairs if player in r["a"] or player in r["b"]]
+#: Pairs in one answer of `/head_to_head` at most (about 1.6 MB of JSON): a field of 500
+#: revisions has 250,000 ordered pairs (67 MB in one answer before it was paged).
+PAIRS_PAGE = 10_000
+
+
+def head_to_head_json(h2h: HeadToHead, *, player: str = "", offset: int = 0, limit: int = PAIRS_PAGE) -> dict:
+    """The `/head_to_head` API's answer: players, the ordered pairs that met (only those
+    with `player` in a or b, if given) a page at a time (`limit` from `offset`; `pairs_total`
+    in all, `next_offset` the next page's or None), the clear cycles as lists of players,
+    and the Nash average with each player's weight in the mix."""
+    offset, limit = max(0, int(offset or 0)), max(1, min(int(limit or PAIRS_PAGE), PAIRS_PAGE))
+    total = h2h.count_pairs(naming=player)
     return {
         "players": list(h2h.players),
-        "pairs": pairs,
+        "pairs": h2h.pairs(naming=player, offset=offset, limit=limit),
+        "pairs_total": total,
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
         "cycles": [list(c.players) for c in h2h.cycles],
         "nash": [{"player": p, "rating": h2h.nash[p], "weight": h2h.nash_weight[p]} for p in h2h.players],
     }

@@ -123,10 +123,15 @@ class ModelCardPublisher:
 
     # -- one round -------------------------------------------------------------------------
     def run_once(self) -> list[Outcome]:
-        """Publish everything due now; returns what each publication did."""
+        """Publish everything due now; returns what each publication did. Nothing while the
+        standings' whole-history columns are being computed (`Standings.fitting`): a card
+        then would lack its MLE rating, and be corrected by another pull request a minute on."""
+        standings = self.standings()
+        if standings.fitting:
+            return []
         with self._lock:
             state = self.ledger.state
-            todo = due(self.standings(), self.statuses(), published=state.published, declined=state.declined,
+            todo = due(standings, self.statuses(), published=state.published, declined=state.declined,
                        rule=self.rule, now=self.clock())
             outcomes = []
             for publication in todo:

@@ -93,7 +93,7 @@ def test_no_one_one_and_two_players():
     ratings, weights = nash_average(np.zeros((2, 2)))  # never met: no evidence, an even mix
     assert weights.tolist() == pytest.approx([0.5, 0.5]) and ratings.tolist() == [0, 0]
     empty = head_to_head([])
-    assert empty.players == () and empty.nash == {} and empty.cycles == () and empty.pairs() == []
+    assert empty.players == () and empty.nash == {} and empty.cycles == () and empty.pairs() == [] and empty.count_pairs() == 0
 
 
 def test_a_matrix_that_is_not_a_game_is_refused():

@@ -135,3 +135,37 @@ def test_tables_asked_during_the_restore_wait_then_show_the_writers_fit(tmp_path
     done[0] = True
     first = ours.refresh()
     assert first.mle_writer == WRITER and first.mle == theirs.mle and ours.covers(copy.shard_names())
+
+
+def test_a_long_history_without_a_fit_shows_its_rows_first_then_fits_them(tmp_path, monkeypatch):
+    """Past `FIT_LATER_FROM` PvP results and with no published fit, the first standings come
+    without the whole-history columns, and say so (the table in TrueSkill's order); the next
+    refresh fits them, equal to standings computed whole at once. No model card is written
+    in between (it would lack the MLE rating)."""
+    from huggingface_hub import HfApi
+
+    from leaderboard import refresher
+    from leaderboard.standings import compute
+    from modelcards.ledger import PublicationLedger
+    from modelcards.publisher import ModelCardPublisher
+
+    store, _ = a_writer(tmp_path)
+    monkeypatch.setattr(refresher, "FIT_LATER_FROM", 5)
+    data = published_refresher(store)
+    first = data.refresh()
+    assert first.fitting and not first.mle and not first.head_to_head.players and first.trueskill.ratings
+    assert tables.FITTING in source_line(first) and "TrueSkill's order" in source_line(first)
+    table = tables.pvp_table(first, hub_url="http://hub")
+    assert len(table) and list(table["Rank"]) == list(range(1, len(table) + 1)) and table["MLE"].isna().all()
+    asked: list[int] = []
+    publisher = ModelCardPublisher(api=HfApi(endpoint="http://127.0.0.1:9"), standings=data.standings,
+                                   statuses=lambda: asked.append(1) or [], ledger=PublicationLedger(tmp_path / "cards.json"),
+                                   dataset="nmmo-arena/match-history")
+    assert publisher.run_once() == [] and asked == []  # it waits: no revision even looked at
+    fitted = data.refresh()
+    assert publisher.run_once() == [] and asked == [1]
+    whole = compute(fitted.folded, bootstrap=5, source=fitted.source)
+    assert not fitted.fitting and fitted.mle == whole.mle and fitted.head_to_head.players == whole.head_to_head.players
+    assert tables.FITTING not in source_line(fitted)
+    monkeypatch.setattr(refresher, "FIT_LATER_FROM", 10**9)
+    assert not published_refresher(store).refresh().fitting  # a short history: fitted with its first standings

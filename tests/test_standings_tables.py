@@ -172,7 +172,10 @@ def test_the_head_to_head_is_in_the_standings_and_its_tables(standings):
     assert html.count('class="h2h-cell') == 5 * 4 and html.count('class="h2h-self"') == 5
     assert "95% interval" in html and "best 5 of" in tables.heatmap_caption(standings, top=5)
     answer = tables.head_to_head_json(h2h, player="bob/weak")
-    assert set(answer) == {"players", "pairs", "cycles", "nash"}
+    assert set(answer) == {"players", "pairs", "pairs_total", "offset", "next_offset", "cycles", "nash"}
+    assert answer["pairs_total"] == len(answer["pairs"]) and answer["next_offset"] is None
+    first, second = (tables.head_to_head_json(h2h, player="bob/weak", offset=k, limit=3) for k in (0, 3))
+    assert first["next_offset"] == 3 and first["pairs"] + second["pairs"] == answer["pairs"][:6]
     assert all("bob/weak" in (r["a"] + r["b"]) for r in answer["pairs"]) and len(answer["pairs"]) == 2 * (len(h2h.players) - 1)
     assert {r["player"] for r in answer["nash"]} == set(h2h.players)
     assert tables.nash_table(standings)["Player"].iloc[0] == "alice/strong@aaaaaaa"

@@ -111,7 +111,8 @@ def test_the_api_answers_every_pair_the_cycle_and_the_nash_average(app):
     from gradio_client import Client
 
     answer = Client(app, verbose=False).predict("", api_name="/head_to_head")
-    assert set(answer) == {"players", "pairs", "cycles", "nash"} and len(answer["players"]) == 34
+    assert set(answer) == {"players", "pairs", "pairs_total", "offset", "next_offset", "cycles", "nash"}
+    assert len(answer["players"]) == 34 and answer["pairs_total"] == len(answer["pairs"]) and answer["next_offset"] is None
     assert [f"{p}@sim" for p in (PAPER, ROCK, SCISSORS)] in answer["cycles"]
     pair = next(r for r in answer["pairs"] if r["a"] == f"{SCISSORS}@sim" and r["b"] == f"{PAPER}@sim")
     assert (pair["met"], pair["wins"], pair["ties"], pair["share"]) == (12, 12, 0, 1.0) and 0.7 < pair["low"] < pair["high"] == 1.0
@@ -121,6 +122,13 @@ def test_the_api_answers_every_pair_the_cycle_and_the_nash_average(app):
     assert all(r["rating"] < 0 for p, r in nash.items() if not p.startswith("cycle/"))
     only = Client(app, verbose=False).predict("cycle/rock", api_name="/head_to_head")
     assert only["pairs"] and all("cycle/rock" in r["a"] + r["b"] for r in only["pairs"])
+    paged, offset = [], 0  # a page at a time: the same pairs, in the same order
+    while offset is not None:
+        page = Client(app, verbose=False).predict("", offset, 100, api_name="/head_to_head")
+        assert len(page["pairs"]) <= 100 and page["offset"] == offset
+        paged += page["pairs"]
+        offset = page["next_offset"]
+    assert paged == answer["pairs"] and len(paged) > 100
 
 
 def test_before_any_pvp_match_the_tab_says_what_will_fill_it(browser, empty_app):

@@ -45,6 +45,7 @@ def compute(
     bootstrap: int = 200,
     source: Source | None = None,
     fits: Sequence[PublishedFit] = (),
+    whole_history: bool = True,
 ) -> Standings:
     """The standings of the history's matches: folded already (`HistoryIndex.refresh().folded`),
     or as rows, folded here. Pure: the same matches give the same standings.
@@ -62,6 +63,9 @@ def compute(
             these results, or of some of these shards, is taken instead of fitting here (the
             head to head and the held-out fit are still computed), and `mle_source` names
             its shards.
+        whole_history: False: without `previous` or a published fit, leave the whole-history
+            columns out (`Standings.fitting`), for the caller to compute next with
+            `refresh_mle` (what a Space shows first after reading a long history).
 
     Raises:
         `HistoryChangedError`: rows of one match in more than one frame.
@@ -83,11 +87,13 @@ def compute(
         fit, mle_source = chosen
         return _with_whole_history(standings, bootstrap=bootstrap, fitted=fit.mle, mle_source=mle_source,
                                    mle_writer=fit.writer)
+    if previous is None and not whole_history:
+        return replace(standings, fitting=True)
     if refresh_mle or previous is None:
         return _with_whole_history(standings, bootstrap=bootstrap, start=previous.mle if previous is not None else None)
     return replace(standings, mle=previous.mle, head_to_head=previous.head_to_head, held_out_mle=previous.held_out_mle,
                    overfitting=overfitting(stages, previous.held_out_mle), mle_source=previous.mle_source,
-                   mle_writer=previous.mle_writer)
+                   mle_writer=previous.mle_writer, fitting=previous.fitting)
 
 
 def update(

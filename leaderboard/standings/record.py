@@ -81,6 +81,10 @@ class Standings:
     mle_writer: str = ""
     """The writer whose published Plackett-Luce fit of `mle_source` the standings show
     (`leaderboard.standings.fits`: a restored Space's first standings); "" when fitted here."""
+    fitting: bool = False
+    """The whole-history columns are not computed yet (empty), and are being: a Space's first
+    standings of a history it has read whole (a restore), shown while the fit and its
+    bootstrap run (`leaderboard.refresher`) rather than after them."""
 
     # what the matches are, as the pages read them
     @property

@@ -26,7 +26,8 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
         heatmap = tables.heatmap_html(standings)
         nash = tables.nash_table(standings)
         return (gr.HTML(heatmap, visible=bool(heatmap)), gr.Markdown(tables.heatmap_caption(standings), visible=bool(heatmap)),
-                tables.cycles_markdown(standings.head_to_head), nash, gr.Markdown(visible=not heatmap))
+                tables.cycles_markdown(standings.head_to_head), nash,
+                gr.Markdown(tables.FITTING if standings.fitting else H2H_EMPTY, visible=not heatmap))
 
     with gr.Tab("Head to head", id="head_to_head"):
         empty = gr.Markdown(H2H_EMPTY, visible=False, elem_id="h2h-empty")
@@ -37,15 +38,19 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
                             interactive=False)
         gr.Markdown(RATINGS_MARKDOWN, elem_id="h2h-ratings-help")
 
-        def api_head_to_head(player: str = "") -> dict:
-            """Every player, every ordered pair that met (the share of their matches in which
-            the first ranked above the second), the clear cycles and the Nash average.
+        def api_head_to_head(player: str = "", offset: int = 0, limit: int = tables.PAIRS_PAGE) -> dict:
+            """Every player, the ordered pairs that met (the share of their matches in which
+            the first ranked above the second) a page at a time, the clear cycles and the
+            Nash average.
 
             Args:
                 player: keep only the pairs naming this revision (`owner/name@sha` or
                     `builtin:NAME`; "" for all).
+                offset: the first pair of the page (the last answer's `next_offset`).
+                limit: pairs in the page, at most 10,000 (`pairs_total` says how many there are).
             """
-            return tables.head_to_head_json(data.standings().head_to_head, player=player or "")
+            return tables.head_to_head_json(data.standings().head_to_head, player=player or "",
+                                            offset=offset or 0, limit=limit or tables.PAIRS_PAGE)
 
         api_head_to_head.__name__ = "head_to_head"  # its MCP tool's name (as `TabContext.api` names them)
         gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs

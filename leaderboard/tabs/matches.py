@@ -21,9 +21,9 @@ def matches_tab(page: TabContext) -> TableTab:
     data = page.data
 
     def matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> pd.DataFrame:
-        return tables.matches_table(
-            data.standings(), policy=policy or "", track=track or "", stage=int(stage) if stage else None, since=since or "", until=until or ""
-        )
+        return page.kept("matches", lambda: tables.matches_table(
+            data.standings(), policy=policy or "", track=track or "", stage=int(stage) if stage else None, since=since or "",
+            until=until or ""), policy, track, stage, since, until)
 
     def matches_view(*values: str) -> tuple[pd.DataFrame, Any]:
         table = matches(*values)

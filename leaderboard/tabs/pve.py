@@ -23,7 +23,7 @@ def pve_tab(page: TabContext) -> TableTab:
     data, settings = page.data, page.settings
 
     def pve_table() -> pd.DataFrame:
-        return tables.pve_table(data.standings(), data.statuses(), hub_url=data.hub_url)
+        return page.kept("pve_table", lambda: tables.pve_table(data.standings(), data.statuses(), hub_url=data.hub_url))
 
     with gr.Tab("PvE", id="pve"):
         controls = view_controls("pve", tables.PVE_COLUMNS, search_label="Search policy or status",

@@ -91,7 +91,8 @@ def overfitting_section(page: TabContext, demo: gr.Blocks, timer: gr.Timer, poin
     def view() -> tuple[Any, str]:
         frame = points()
         figure = overfitting_figure(frame) if len(frame) else None
-        return gr.Plot(value=figure, visible=figure is not None), overfitting_markdown(frame)
+        line = tables.FITTING if page.data.standings().fitting else overfitting_markdown(frame)
+        return gr.Plot(value=figure, visible=figure is not None), line
 
     demo.load(view, outputs=[plot, note], api_visibility="private")
     page.tick(timer, view, outputs=[plot, note])
@@ -105,9 +106,12 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0, owner: str = "",
                   settled: str = "") -> pd.DataFrame:
         """The PvP table as `api_pvp_table` describes it."""
-        latest = None if older else (page.latest_players() or None)
-        table = tables.pvp_table(data.standings(), hub_url=data.hub_url, latest=latest,
-                                 costs=tables.step_costs(data.statuses()), settling=meter.meter_texts(page.settling()))
+        def whole() -> pd.DataFrame:
+            latest = None if older else (page.latest_players() or None)
+            return tables.pvp_table(data.standings(), hub_url=data.hub_url, latest=latest,
+                                    costs=tables.step_costs(data.statuses()), settling=meter.meter_texts(page.settling()))
+
+        table = page.kept("pvp_table", whole, bool(older))
         if len(table):
             table = table[table["Matches"] >= (min_matches or 0)]
         return tables.viewed(table, tables.TableView(search or "", owner or "", "", settled or ""), ("Policy", "Author"))
