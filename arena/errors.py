@@ -134,6 +134,12 @@ class InvalidArgumentError(ArenaError, ValueError):
     names the value and what is accepted. A bug in the caller, or a bad command line."""
 
 
+class UnsupportedGradioError(ArenaError, RuntimeError):
+    """The installed Gradio lacks something the pages set on purpose (a setting Gradio does
+    not expose, reached by its attribute); the message names it, the version, and the code
+    to update."""
+
+
 class CheckpointOrderError(ArenaError, ValueError):
     """Ratings were asked to extend a checkpoint with a match that is not after its last one
     (the history was rewritten or restored in another order): recompute from scratch."""

@@ -21,6 +21,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 
 from arena.activity import LiveMatch, QueueEntry
+from arena.errors import UnsupportedGradioError
 from arena.links import Opened, resolve_policy
 from arena.revision import Revision
 from arena.rules import MATCH
@@ -160,34 +161,46 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             about_tab(page, audits, paused=lambda: paused(isolation(), restoring()))
         for name, endpoint in page.endpoints.items():
             gr.api(endpoint, api_name=name)
-
-        def on_load(request: gr.Request) -> tuple[Any, ...]:
-            """What each visitor's page starts with (values are computed per page load, never
-            frozen at build time): which empty notes show, the policy to open on, and what
-            the page's address asks for (`arena.links`: a tab, a search, a policy, a match at
-            a tick)."""
-            opened = Opened.from_query(dict(request.query_params) if request is not None else {})
-            chosen = resolve_policy(opened.policy, policy.players(), page.latest_players()) if opened.policy else ""
-            asked = [value for name, controls in controlled.items() for value in _asked(opened, name, controls)]
-            return (*(table.view(*(_default(c) for c in table.inputs))[1] for table in (pvp, pve, subs, matches)),
-                    policy.choose(chosen), gr.Tabs(selected=opened.tab) if opened.tab else gr.skip(), *asked,
-                    opened.q if opened.tab == "matches" and opened.q else gr.skip(),
-                    opened.match or gr.skip(),
-                    {"match_id": opened.match, "tick": opened.tick} if opened.match else gr.skip())
-
-        controlled = {name: t.controls for name, t in (("pvp", pvp), ("pve", pve), ("submissions", subs)) if t.controls}
-        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, tabs,
-                                    *(c for controls in controlled.values() for c in controls.inputs),
-                                    matches.inputs[0], replay.match_id, replay.viewer],
-                  api_visibility="private").then(policy.view, inputs=policy.chooser, outputs=policy.outputs, api_visibility="private")
+        # The tab the address asks for, opened in the browser: an event that updates the Tabs
+        # themselves makes Gradio's page copy every component's value inside them (on each of
+        # its loading states), which at 500 revisions cost a page load 4 s of its main thread.
+        opened_tab = gr.Textbox(visible=False, elem_id="opened-tab")
+        opened_tab.change(None, inputs=opened_tab, js=OPEN_TAB_JS)
 
         def refresh(*values: Any):
             pvp_values, rest = values[:len(pvp.inputs)], values[len(pvp.inputs):]
             chosen, pve_values, match_values = rest[0], rest[1:1 + len(pve.inputs)], rest[1 + len(pve.inputs):]
             return (*pvp.view(*pvp_values), *pve.view(*pve_values), *matches.view(*match_values), policy.choose(chosen, keep=True))
 
-        page.tick(timer, refresh, inputs=[*pvp.inputs, policy.chooser, *pve.inputs, *matches.inputs],
-                  outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
+        refreshed = [*pvp.inputs, policy.chooser, *pve.inputs, *matches.inputs]
+        seen = page.tick(timer, refresh, inputs=refreshed, outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
+
+        def on_load(request: gr.Request) -> tuple[Any, ...]:
+            """What each visitor's page starts with (values are computed per page load, never
+            frozen at build time): which empty notes show, the policy to open on, and what
+            the page's address asks for (`arena.links`: a tab, a search, a policy, a match at
+            a tick)."""
+            seen_now = page.seen(*(_default(c) for c in refreshed))  # first: a change meanwhile is sent at the tick
+            opened = Opened.from_query(dict(request.query_params) if request is not None else {})
+            chosen = resolve_policy(opened.policy, policy.players(), page.latest_players()) if opened.policy else ""
+            asked = [value for name, controls in controlled.items() for value in _asked(opened, name, controls)]
+            return (*(table.view(*(_default(c) for c in table.inputs))[1] for table in (pvp, pve, subs, matches)),
+                    policy.choose(chosen), opened.tab or gr.skip(), *asked,
+                    opened.q if opened.tab == "matches" and opened.q else gr.skip(),
+                    opened.match or gr.skip(),
+                    {"match_id": opened.match, "tick": opened.tick} if opened.match else gr.skip(),
+                    # what the timer's refresh would send now, this page has: its first tick sends
+                    # nothing (an address that sets a filter or a policy: it compares with those).
+                    # A table's own load may read standings a moment older than `state`: it is
+                    # then one change behind until the next change, which is sent whole.
+                    seen_now if opened == Opened.from_query({}) else gr.skip())
+
+        controlled = {name: t.controls for name, t in (("pvp", pvp), ("pve", pve), ("submissions", subs)) if t.controls}
+        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, opened_tab,
+                                    *(c for controls in controlled.values() for c in controls.inputs),
+                                    matches.inputs[0], replay.match_id, replay.viewer, seen],
+                  api_visibility="private")  # a chosen policy's page follows, from the chooser's change
+
         page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs,  # the open policy's page, too
                   concurrency_id=POLICY_PAGE)
 
@@ -196,7 +209,29 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         page.live(fast, refresh_live, inputs=[*subs.inputs], outputs=[*subs.outputs, *lines.outputs])
         replay.open_on_select(matches.table, tabs)
+    quiet_queue(demo)
     return demo
+
+
+#: Seconds Gradio's queue waits between looks for work while it has none, and between looks
+#: for progress to report. Gradio 6 looks every 1 ms and 10 ms (`gradio.queueing.Queue`'s
+#: `sleep_when_free` and `progress_update_sleep_when_free`, with no setting): measured on a
+#: Space with no page open, its server thread spent 2.7 CPU-seconds a minute on those looks,
+#: more than all the rest of the idle Space. 10 ms adds at most that to an event's start (a
+#: search's target is 200 ms); the pages report no progress.
+QUEUE_LOOK_S = (0.01, 0.1)
+
+
+def quiet_queue(demo: gr.Blocks) -> None:
+    """Make `demo`'s queue look for work every `QUEUE_LOOK_S` rather than every millisecond.
+    Raises `UnsupportedGradioError` if this Gradio's queue has not those attributes (a Gradio upgrade
+    renamed them): say so, rather than idle at full cost unawares."""
+    queue = demo._queue
+    for name, seconds in zip(("sleep_when_free", "progress_update_sleep_when_free"), QUEUE_LOOK_S):
+        if not isinstance(getattr(queue, name, None), float):
+            raise UnsupportedGradioError(f"gradio.queueing.Queue has no `{name}` in this Gradio ({gr.__version__}): update "
+                               "`leaderboard.pages.quiet_queue` to how it now waits for work")
+        setattr(queue, name, seconds)
 
 
 def _default(component: Any) -> Any:
@@ -213,6 +248,13 @@ def _asked(opened: Opened, name: str, controls: Any) -> list[Any]:
               controls.columns: [c for c in controls.every if c in opened.cols] if opened.cols else ""}
     return [values[c] if mine and values[c] else gr.skip() for c in controls.inputs]
 
+
+#: Opens the tab whose id it is given (`opened_tab` in `build`), as a click on its button would.
+OPEN_TAB_JS = """(tab) => {
+  const button = document.querySelector(`button[role="tab"][data-tab-id="${CSS.escape(tab || "")}"]`);
+  if (button && button.getAttribute("aria-selected") !== "true") button.click();
+  return [];
+}"""
 
 #: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `launch_options`): a click on a
 #: table's header sorts the table by that column, a second click the other way. Gradio's

@@ -91,8 +91,23 @@ def app(tmp_path_factory):
                  live=live, queue=queue)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
-    yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data, "statuses": registry}
+    yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data, "statuses": registry, "demo": demo}
     demo.close()
+
+
+def test_the_served_queue_looks_for_work_every_10_ms_and_a_renamed_knob_is_an_error(app):
+    """Gradio's queue looks for work every millisecond by default (most of an idle Space's
+    CPU): the pages' queue is set to `QUEUE_LOOK_S` while it serves, and a Gradio whose
+    queue lacks those attributes stops the build with a message rather than idling at full cost."""
+    from types import SimpleNamespace
+
+    from arena.errors import UnsupportedGradioError
+    from leaderboard.pages import QUEUE_LOOK_S, quiet_queue
+
+    queue = app["demo"]._queue
+    assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == QUEUE_LOOK_S
+    with pytest.raises(UnsupportedGradioError, match="sleep_when_free"):
+        quiet_queue(SimpleNamespace(_queue=SimpleNamespace(sleep_when_free=0.001)))
 
 
 
@@ -123,6 +138,61 @@ def test_what_a_policy_says_is_shown_as_text(page):
     assert row.locator("img").count() == 0 and row.locator("a[href*='evil']").count() == 0
     assert row.locator("strong, b").count() == 0
     assert page.evaluate("() => window.__pwned") is None
+
+
+def test_a_pages_timer_sends_nothing_the_load_already_sent(browser, app):
+    """The load fills what the timer's refresh compares with (`TabContext.loaded`): with
+    nothing changed, every output of every 5 s tick after it is a skip (before, the first
+    tick sent every table again: 190 KB at 500 revisions)."""
+    import json
+
+    from leaderboard.pages import REFRESH_S
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        joins, events, streams, bodies = {}, {}, set(), []
+
+        def sent(e):
+            body = e["request"].get("postData")
+            if body and "queue/join" in e["request"]["url"]:
+                joins[e["requestId"]] = json.loads(body).get("trigger_id")
+
+        def received(e):
+            if "queue/data" in e["response"]["url"]:
+                streams.add(e["requestId"])
+
+        def finished(e):
+            rid = e["requestId"]
+            try:
+                if rid in streams:
+                    bodies.append(cdp.send("Network.getResponseBody", {"requestId": rid})["body"])
+                elif rid in joins:
+                    events[json.loads(cdp.send("Network.getResponseBody", {"requestId": rid})["body"])["event_id"]] = joins[rid]
+            except Exception:  # noqa: BLE001 - a body the browser no longer holds: not a tick's
+                pass
+
+        cdp.on("Network.requestWillBeSent", sent)
+        cdp.on("Network.responseReceived", received)
+        cdp.on("Network.loadingFinished", finished)
+        cdp.send("Network.enable")
+        page.goto(app["url"])
+        page.locator("#pvp-table .virtual-row").first.wait_for(timeout=UI_WAIT_MS)
+        timers = {c["id"] for c in page.evaluate("() => window.gradio_config.components") if c.get("type") == "timer"}
+        slow = min(timers)  # the 5 s timer is made before the 2 s one (`leaderboard.pages.build`)
+        page.wait_for_timeout((2 * REFRESH_S + 1) * 1000)
+    finally:
+        context.close()
+    ticks = [json.loads(line[5:]) for body in bodies for line in body.splitlines() if line.startswith("data:")]
+    ticks = [m for m in ticks if m.get("msg") == "process_completed" and events.get(m.get("event_id")) == slow]
+    assert ticks, "no tick of the 5 s timer was seen"
+
+    def skipped(out) -> bool:  # a skip (`gr.skip()`, or its props) or a state's place: no value
+        return out is None or (out.get("__type__") == "update" and "value" not in out and "value" not in out.get("props", {}))
+
+    for m in ticks:
+        assert all(skipped(out) for out in m["output"]["data"]), m["output"]["data"]
 
 
 def test_api_tables_match_the_known_history(app):

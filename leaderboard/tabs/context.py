@@ -75,23 +75,37 @@ class TabContext:
         self.endpoints[name] = endpoint
 
     def tick(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
-             outputs: list[Any], concurrency_id: str | None = None) -> None:
+             outputs: list[Any], concurrency_id: str | None = None) -> gr.State:
         """Call `view(*inputs)` into `outputs` at each tick of `timer`, but only when the
         standings, the statuses, the restore or the inputs changed since this page's last
         call: an idle page costs a comparison, so the timer can be short. It adds a `gr.State`:
         call it inside a `gr.Tab` or outside the `gr.Tabs` (a Tabs block takes only tabs).
-        `concurrency_id`: the queue it shares with other events into the same outputs."""
+        `concurrency_id`: the queue it shares with other events into the same outputs.
+        Returns what the page last saw, for its load to fill (`loaded`): else the first tick
+        sends again every output the load just sent."""
         seen = gr.State(None)
         sent = gr.State(None)
 
         def changed(last: Any, shown: Any, *values: Any) -> tuple[Any, ...]:
-            key = (self.state(), values)
+            key = self.seen(*values)
             if key == last:
                 return tuple(gr.skip() for _ in range(len(outputs) + 2))
             return (*only_changed(view(*values), shown), key)
 
         timer.tick(changed, inputs=[seen, sent, *(inputs or [])], outputs=[*outputs, sent, seen], api_visibility="private",
                    concurrency_id=concurrency_id)
+        return seen
+
+    def seen(self, *values: Any) -> tuple[Any, ...]:
+        """What a `tick` compares: the `state()` now and the inputs' values (an empty box is
+        None in a component's initial value and "" once the page sends it: the same here)."""
+        return self.state(), tuple("" if v is None else v for v in values)
+
+    def loaded(self, view: Callable[..., tuple[Any, ...]], *values: Any) -> tuple[Any, ...]:
+        """`view(*values)` for a page's load, and then what its `tick`'s state is to hold:
+        the state it was computed in (taken first: a change meanwhile is sent at the tick)."""
+        key = self.seen(*values)
+        return (*view(*values), key)
 
     def live(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
              outputs: list[Any]) -> None:

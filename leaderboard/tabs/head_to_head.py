@@ -55,5 +55,5 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
         api_head_to_head.__name__ = "head_to_head"  # its MCP tool's name (as `TabContext.api` names them)
         gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
         outputs = [heatmap, caption, cycles, nash, empty]
-        page.tick(timer, view, outputs=outputs)  # inside too: it adds the page's state
-    demo.load(view, outputs=outputs, api_visibility="private")
+        seen = page.tick(timer, view, outputs=outputs)  # inside too: it adds the page's state
+    demo.load(lambda: page.loaded(view), outputs=[*outputs, seen], api_visibility="private")

@@ -30,8 +30,8 @@ POLICY_PAGE = "policy_page"
 @dataclass(frozen=True)
 class PolicyTab:
     """What `leaderboard.pages.build` refreshes of the tab: the `chooser` and its list
-    (`choose(chosen)`: every player, `chosen` or else the first selected, or with `keep` the
-    list alone; `players()`: that list), and the policy's page (`view(player)` answers `outputs`)."""
+    (`choose(chosen)`: every player, with `chosen` selected if given and not `keep`;
+    `players()`: that list; the tab selects the PvP leader when it opens on none), and the policy's page (`view(player)` answers `outputs`)."""
 
     chooser: gr.Dropdown
     outputs: list[Any]
@@ -91,9 +91,17 @@ def policy_tab(page: TabContext) -> PolicyTab:
 
     def choose(chosen: str = "", *, keep: bool = False) -> Any:
         choices = players()
-        if keep and chosen:  # a tick: the list only, as a visitor may have chosen another since it was sent
+        if keep or not chosen:  # the list only: a tick's value could be older than the visitor's choice
             return gr.Dropdown(choices=choices)
-        return gr.Dropdown(choices=choices, value=chosen or (choices[0] if choices else None))
+        return gr.Dropdown(choices=choices, value=chosen)
+
+    def first(chosen: str = "") -> Any:
+        """The tab opened: on `chosen`, or else on the PvP leader. Not before: a policy's page
+        at 200,000 matches is most of a page load's work, and most visitors never open it."""
+        if chosen:
+            return gr.skip()
+        choices = players()
+        return gr.Dropdown(value=choices[0]) if choices else gr.skip()
 
     def policy(player: str) -> tuple[Any, ...]:
         """A policy's page: its TrueSkill over time, points per task, recent matches, head to
@@ -110,7 +118,7 @@ def policy_tab(page: TabContext) -> PolicyTab:
                 meter.meter_markdown(page.settling().get(player or "")),
                 tables.policy_heading(player, data.hub_url) if player else "")
 
-    with gr.Tab("Policy", id="policy"):
+    with gr.Tab("Policy", id="policy") as tab:
         chooser = gr.Dropdown(choices=[], value=None, label="Policy",
                               elem_id="policy-choice", allow_custom_value=True)
         heading = gr.Markdown(elem_id="policy-heading")
@@ -125,4 +133,5 @@ def policy_tab(page: TabContext) -> PolicyTab:
     # one at a time, in the order sent, with the timer's refresh of the page: a refresh sent
     # before a visitor chose another policy answers before that choice does, never after it
     chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy", concurrency_id=POLICY_PAGE)
+    tab.select(first, inputs=chooser, outputs=chooser, api_visibility="private")
     return PolicyTab(chooser, outputs, policy, choose, players)

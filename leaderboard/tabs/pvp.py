@@ -94,8 +94,8 @@ def overfitting_section(page: TabContext, demo: gr.Blocks, timer: gr.Timer, poin
         line = tables.FITTING if page.data.standings().fitting else overfitting_markdown(frame)
         return gr.Plot(value=figure, visible=figure is not None), line
 
-    demo.load(view, outputs=[plot, note], api_visibility="private")
-    page.tick(timer, view, outputs=[plot, note])
+    seen = page.tick(timer, view, outputs=[plot, note])
+    demo.load(lambda: page.loaded(view), outputs=[plot, note, seen], api_visibility="private")
 
 
 def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
