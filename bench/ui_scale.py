@@ -8,7 +8,10 @@
    built-ins, recorded with its replay (so that a replay can be played).
 2. **The Space.** `python app.py` starts on that folder as `make run` starts it (the embedded
    Hub, offline; no seeded examples, so nothing is played meanwhile): `first_page_s` is the
-   time from its start to its first page with the PvP rows.
+   time from its start to its first page with the PvP rows, `settled_s` to the page with the
+   whole-history columns (fitted after the first page on a long history) and every match
+   pushed to the Hub dataset (the Space pushes the history it was given first); the
+   figures below are taken after that, of a Space with nothing happening.
 3. **A visitor**, in Debian's Chromium at 1280x900, each figure the median of `--repeats`:
    - `pvp_rows_visible_ms`: from navigation to the PvP table's first row on screen;
    - `search_ms`: from typing a search into the PvP table's box to the rows it keeps;
@@ -53,6 +56,7 @@ from arena.rules import stage_opponents
 from arena.simulation import Population, random_history_columns
 from bench.ratings_recompute import write_history
 from history.store import HistoryStore
+from leaderboard.tables import FITTING
 
 TARGETS = {"pvp_rows_visible_ms": ("<=", 1000), "search_ms": ("<=", 200), "sort_ms": ("<=", 200),
            "policy_page_ms": ("<=", 500), "replay_tab_mb": ("<=", 300), "idle_cpu_s_per_min": ("<=", 2.0),
@@ -60,6 +64,12 @@ TARGETS = {"pvp_rows_visible_ms": ("<=", 1000), "search_ms": ("<=", 200), "sort_
            "first_page_s": ("<=", 30)}
 
 ROWS = "#pvp-table .virtual-row"
+
+#: The start of what the PvP page says while the whole-history columns are fitted.
+FITTING_MARK = FITTING[:40]
+
+#: What the PvP page says once the Hub dataset holds every match (`leaderboard.tables.source_line`).
+PUSHED_MARK = "All are in the Hub dataset"
 
 
 def make_history(folder: Path, *, revisions: int, matches: int) -> str:
@@ -219,9 +229,16 @@ def main() -> int:
                 page.goto(url)
                 page.wait_for_selector(ROWS, timeout=600_000)
                 first_page_s = time.perf_counter() - started
+                # the whole-history columns (a long history's are fitted after its first page),
+                # and every match in the Hub dataset (this Space pushes the history it was given
+                # there first): every figure below is of a settled Space, nothing happening
+                page.wait_for_function("([t, p]) => { const s = document.querySelector('#pvp-source');"
+                                       " return s && s.innerText.includes(p) && !s.innerText.includes(t); }",
+                                       arg=[FITTING_MARK, PUSHED_MARK], timeout=1_800_000)
+                settled_s = time.perf_counter() - started
                 browser.close()
             figures: dict[str, Any] = {"revisions": args.revisions, "matches": args.matches,
-                                       "first_page_s": round(first_page_s, 1)}
+                                       "first_page_s": round(first_page_s, 1), "settled_s": round(settled_s, 1)}
             policy = f"sim/policy-{args.revisions // 2:04d}"  # one in the middle of the field
             figures.update(visitor(url, match_id, policy, args.repeats, args.tab_s))
             process = psutil.Process(space.pid)
