@@ -118,7 +118,7 @@ class Space:
 
         self.demo = self.ui()
         # mcp_server: the read endpoints are MCP tools too, at /gradio_api/mcp/ (docs/participants.md)
-        launch(self.demo, self.arena.webhooks, server_name=host, server_port=port, **launch_options(),
+        launch(self.demo, self.arena.webhooks, server_name=host, server_port=port, **launch_options(self.demo),
                prevent_thread_lock=not block, quiet=quiet, mcp_server=True)
         return self.demo
 

@@ -134,11 +134,11 @@ class Push:
         return (f"history push: {self.files} file{'s' if self.files != 1 else ''}, {self.bytes / 1e6:.1f} MB in "
                 f"{self.seconds:.1f} s, commit {(self.commit or '?')[:12]}")
 
-    def age(self, now: float | None = None) -> str:
-        """How long ago it ended, and how it went, for the operator line."""
-        ago = max(0.0, (now or time.time()) - self.at)
-        when = f"{ago:.0f} s ago" if ago < 120 else f"{ago / 60:.0f} min ago"
-        return f"last push {when}: " + ("failed" if self.error else "nothing new" if not self.files else f"{self.files} files")
+    def age(self) -> str:
+        """When it ended (UTC; a clock time, not an age: the line changes only when a push
+        does, so an open page is sent nothing meanwhile), and how it went, for the operator line."""
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(self.at))
+        return f"last push at {when}: " + ("failed" if self.error else "nothing new" if not self.files else f"{self.files} files")
 
 
 class HistoryPusher(CommitScheduler):

@@ -31,7 +31,6 @@ from arena.rules import MATCH
 from arena.schema import TASK_NAMES
 from history.index import TeamRows, plain_values
 from history.store import HistoryReader
-from leaderboard.updates import only_changed
 
 log = logging.getLogger(__name__)
 
@@ -401,14 +400,14 @@ def alive_figure(found: PolicyAnalytics) -> Any:
     return fig
 
 
-def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], TeamRows], *, refresh_s: float) -> None:
-    """The Analytics tab (call inside `demo`'s `gr.Tabs`): its components, events and the `/analytics` API.
+def analytics_tab(follow: Callable[..., None], keeper: AnalyticsKeeper | None, rows: Callable[[], TeamRows]) -> None:
+    """The Analytics tab (call inside a `gr.Tabs`): its components, events and the `/analytics` API.
 
     Args:
-        demo: the `gr.Blocks` being built (its page load fills the policy list).
+        follow: how the page keeps a view up to date (`TabContext.follow`): the policy list
+            is drawn at each load and whenever the keeper has analysed another policy.
         keeper: the analytics (None: the tab only shows its empty note).
         rows: the latest history rows with their `player` column (`Standings.teams`).
-        refresh_s: seconds between refreshes of the policy list.
     """
     import gradio as gr
 
@@ -453,8 +452,7 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
         """
         return analytics_json(active, rows(), player, match_id or "")
 
-    with gr.Tab("Analytics", id="analytics"):
-        timer = gr.Timer(refresh_s)
+    with gr.Tab("Analytics", id="analytics") as tab:
         gr.Markdown("How a policy plays, from its replays (the paper's Fig. 7-9): where its agents go, how they move in one "
                     "match, how it scores on each task against the teams it met, how its agents die, and how many stay alive.")
         chooser = gr.Dropdown(choices=[], value=None, label="Policy", elem_id="analytics-choice", allow_custom_value=True)
@@ -472,20 +470,17 @@ def analytics_tab(demo: Any, keeper: AnalyticsKeeper | None, rows: Callable[[], 
                     "Visits count every alive member's tile on every tick, divided by the team-frames analysed. The field is "
                     "every other team in the same matches.")
         gr.api(analytics, api_name="analytics")  # inside the tab: a gr.Tabs holds only tabs
-        sent = gr.State(None)  # what this page's chooser was last sent (inside the tab, too)
     outputs = [note, summary, visits, match, tasks, deaths, alive, tracks]
     chooser.change(view, inputs=chooser, outputs=outputs, api_visibility="private")
     match.change(paths, inputs=[chooser, match], outputs=tracks, api_visibility="private")
 
-    def refresh_choices(chosen: str) -> Any:
+    def listed(chosen: str) -> tuple[Any]:
+        """The list; the first policy chosen while none is (never another: a refresh's
+        choice could be older than the visitor's)."""
         found = choices()
-        return gr.Dropdown(choices=found, value=chosen if chosen in found else (found[0] if found else None))
+        return (gr.Dropdown(choices=found, value=found[0]) if found and not chosen else gr.Dropdown(choices=found),)
 
-    def refresh_changed(chosen: str, shown: Any) -> tuple[Any, ...]:  # the list travels only when it changed
-        return only_changed((refresh_choices(chosen),), shown)
-
-    timer.tick(refresh_changed, inputs=[chooser, sent], outputs=[chooser, sent], api_visibility="private")
-    demo.load(refresh_choices, inputs=chooser, outputs=chooser, api_visibility="private")  # each visitor's page: the list as of now
+    follow(listed, inputs=[chooser], outputs=[chooser], key=lambda: tuple(choices()), triggers=[tab.select], lazy=True)
 
 
 class _NoAnalytics:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import html
 import time
+import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -32,18 +32,14 @@ from leaderboard.analytics import analytics_tab
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
+from leaderboard.tabs.following import Following
 from leaderboard.tabs.head_to_head import head_to_head_tab
 from leaderboard.tabs.matches import matches_tab
-from leaderboard.tabs.policy import POLICY_PAGE, policy_tab
+from leaderboard.tabs.policy import policy_tab
 from leaderboard.tabs.pve import pve_tab
 from leaderboard.tabs.pvp import pvp_tab
 from leaderboard.tabs.replay import replay_tab
 from leaderboard.tabs.submissions import submissions_tab
-
-#: Seconds between a page's looks at the standings (it redraws only what changed, so a
-#: match recorded reaches an open page within this and the refresher's second).
-REFRESH_S = 5.0
-
 
 def isolation_banner(report: Mapping[str, Any] | None) -> str:
     """The banner over every page while isolation is missing (`matchmaking.isolation`):
@@ -79,30 +75,20 @@ def operator_markdown(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-#: Seconds between refreshes of what changes by the second: statuses, queue, matches in flight.
-LIVE_REFRESH_S = 2.0
-
-
-@dataclass(frozen=True)
-class StatusLines:
-    """The lines over every tab, refreshed by the second: `view()` answers `outputs` (the
-    matches in flight, the operator's status, the isolation banner)."""
-
-    outputs: list[Any]
-    view: Callable[[], tuple[str, str, str]]
-
-
 def status_lines(page: TabContext, *, operator: Callable[[], list[str]], live: Callable[[], list[LiveMatch]],
-                 isolation: Callable[[], Mapping[str, Any] | None]) -> StatusLines:
+                 isolation: Callable[[], Mapping[str, Any] | None]) -> None:
     """The isolation banner, the operator's status and the matches in flight (`build`'s
     `operator`, `live` and `isolation`), and the `/now_playing` and `/isolation` endpoints."""
 
     def now_playing() -> str:
         return tables.now_playing(live(), hub_url=page.data.hub_url, now=time.time())
 
-    banner = gr.HTML(lambda: isolation_banner(isolation()), elem_id="isolation-banner")
-    status = gr.Markdown(lambda: operator_markdown(operator()), elem_id="operator-status")
-    playing = gr.Markdown(now_playing, elem_id="now-playing")
+    banner = gr.HTML(elem_id="isolation-banner")
+    status = gr.Markdown(elem_id="operator-status")
+    playing = gr.Markdown(elem_id="now-playing")
+
+    def view() -> tuple[str, str, str]:
+        return now_playing(), operator_markdown(operator()), isolation_banner(isolation())
 
     def api_now_playing() -> list[dict]:
         """The matches being played now: their track, teams, tick and expected end."""
@@ -114,8 +100,7 @@ def status_lines(page: TabContext, *, operator: Callable[[], list[str]], live: C
 
     page.api(api_now_playing, "now_playing")
     page.api(api_isolation, "isolation")
-    return StatusLines([playing, status, banner],
-                       lambda: (now_playing(), operator_markdown(operator()), isolation_banner(isolation())))
+    page.follow(view, outputs=[playing, status, banner], key=view)  # they change by the second, whatever the standings do
 
 
 def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
@@ -146,16 +131,14 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             f"# NMMO Arena\nNeural MMO policies ranked in free-for-all matches of {MATCH.num_teams} teams of {MATCH.team_size}, "
             "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
         )
-        lines = status_lines(page, operator=operator, live=live, isolation=isolation)
-        timer = gr.Timer(REFRESH_S)
-        fast = gr.Timer(LIVE_REFRESH_S)
+        status_lines(page, operator=operator, live=live, isolation=isolation)
         with gr.Tabs() as tabs:  # the page's order
-            pvp = pvp_tab(page, demo=demo, timer=timer)
-            head_to_head_tab(page, demo=demo, timer=timer)
+            pvp = pvp_tab(page)
+            head_to_head_tab(page)
             pve = pve_tab(page)
             subs = submissions_tab(page, queue)
             policy = policy_tab(page)
-            analytics_tab(demo, data.analytics, lambda: data.standings().teams, refresh_s=REFRESH_S)
+            analytics_tab(page.follow, data.analytics, lambda: data.standings().teams)
             matches = matches_tab(page)
             replay = replay_tab(page)
             about_tab(page, audits, paused=lambda: paused(isolation(), restoring()))
@@ -166,51 +149,38 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         # its loading states), which at 500 revisions cost a page load 4 s of its main thread.
         opened_tab = gr.Textbox(visible=False, elem_id="opened-tab")
         opened_tab.change(None, inputs=opened_tab, js=OPEN_TAB_JS)
-
-        def refresh(*values: Any):
-            pvp_values, rest = values[:len(pvp.inputs)], values[len(pvp.inputs):]
-            chosen, pve_values, match_values = rest[0], rest[1:1 + len(pve.inputs)], rest[1 + len(pve.inputs):]
-            return (*pvp.view(*pvp_values), *pve.view(*pve_values), *matches.view(*match_values), policy.choose(chosen, keep=True))
-
-        refreshed = [*pvp.inputs, policy.chooser, *pve.inputs, *matches.inputs]
-        seen = page.tick(timer, refresh, inputs=refreshed, outputs=[*pvp.outputs, *pve.outputs, *matches.outputs, policy.chooser])
-
-        def on_load(request: gr.Request) -> tuple[Any, ...]:
-            """What each visitor's page starts with (values are computed per page load, never
-            frozen at build time): which empty notes show, the policy to open on, and what
-            the page's address asks for (`arena.links`: a tab, a search, a policy, a match at
-            a tick)."""
-            seen_now = page.seen(*(_default(c) for c in refreshed))  # first: a change meanwhile is sent at the tick
-            opened = Opened.from_query(dict(request.query_params) if request is not None else {})
-            chosen = resolve_policy(opened.policy, policy.players(), page.latest_players()) if opened.policy else ""
-            asked = [value for name, controls in controlled.items() for value in _asked(opened, name, controls)]
-            return (*(table.view(*(_default(c) for c in table.inputs))[1] for table in (pvp, pve, subs, matches)),
-                    policy.choose(chosen), opened.tab or gr.skip(), *asked,
-                    opened.q if opened.tab == "matches" and opened.q else gr.skip(),
-                    opened.match or gr.skip(),
-                    {"match_id": opened.match, "tick": opened.tick} if opened.match else gr.skip(),
-                    # what the timer's refresh would send now, this page has: its first tick sends
-                    # nothing (an address that sets a filter or a policy: it compares with those).
-                    # A table's own load may read standings a moment older than `state`: it is
-                    # then one change behind until the next change, which is sent whole.
-                    seen_now if opened == Opened.from_query({}) else gr.skip())
-
         controlled = {name: t.controls for name, t in (("pvp", pvp), ("pve", pve), ("submissions", subs)) if t.controls}
-        demo.load(on_load, outputs=[pvp.empty, pve.empty, subs.empty, matches.empty, policy.chooser, opened_tab,
-                                    *(c for controls in controlled.values() for c in controls.inputs),
-                                    matches.inputs[0], replay.match_id, replay.viewer, seen],
-                  api_visibility="private")  # a chosen policy's page follows, from the chooser's change
 
-        page.tick(timer, policy.view, inputs=[policy.chooser], outputs=policy.outputs,  # the open policy's page, too
-                  concurrency_id=POLICY_PAGE)
+        def opened(request: gr.Request | None) -> dict[Any, Any]:
+            """What the page's address asks for (`arena.links`): a tab, a table's search,
+            filters and columns, a policy, a match at a tick."""
+            address = Opened.from_query(dict(request.query_params) if request is not None else {})
+            asked: dict[Any, Any] = {}
+            for name, controls in controlled.items():
+                asked.update(_asked(address, name, controls))
+            if address.tab:
+                asked[opened_tab] = address.tab
+            if address.tab == "matches" and address.q:
+                asked[matches.inputs[0]] = address.q
+            chosen = resolve_policy(address.policy, policy.players(), page.latest_players()) if address.policy else ""
+            if chosen:
+                asked[policy.chooser] = chosen
+            if address.match:
+                asked[replay.match_id] = address.match
+                asked[replay.viewer] = {"match_id": address.match, "tick": address.tick}
+            return asked
 
-        def refresh_live(*values: Any):
-            return (*subs.view(*values), *lines.view())
-
-        page.live(fast, refresh_live, inputs=[*subs.inputs], outputs=[*subs.outputs, *lines.outputs])
+        page.following.address([*(c for controls in controlled.values() for c in controls.inputs), opened_tab,
+                                matches.inputs[0], policy.chooser, replay.match_id, replay.viewer], opened)
         replay.open_on_select(matches.table, tabs)
+        page.following.wire(demo)
+    FOLLOWING[demo] = page.following
     quiet_queue(demo)
     return demo
+
+
+#: Each page built by `build`, and how it follows the Space (`launch_options` serves its version).
+FOLLOWING: weakref.WeakKeyDictionary[gr.Blocks, Following] = weakref.WeakKeyDictionary()
 
 
 #: Seconds Gradio's queue waits between looks for work while it has none, and between looks
@@ -234,19 +204,14 @@ def quiet_queue(demo: gr.Blocks) -> None:
         setattr(queue, name, seconds)
 
 
-def _default(component: Any) -> Any:
-    """A filter's value before anyone changed it (its initial value)."""
-    return getattr(component, "value", None)
-
-
-def _asked(opened: Opened, name: str, controls: Any) -> list[Any]:
-    """What the page's address sets in tab `name`'s search, filters and columns (`gr.skip()`
-    for each it does not ask about), in `controls.inputs`' order."""
-    mine = opened.tab == name
+def _asked(opened: Opened, name: str, controls: Any) -> dict[Any, Any]:
+    """What the page's address sets in tab `name`'s search, filters and columns."""
+    if opened.tab != name:
+        return {}
     values = {controls.search: opened.q, controls.owner: opened.owner, controls.status: opened.status,
               controls.settled: opened.settled,
               controls.columns: [c for c in controls.every if c in opened.cols] if opened.cols else ""}
-    return [values[c] if mine and values[c] else gr.skip() for c in controls.inputs]
+    return {c: values[c] for c in controls.inputs if values[c]}
 
 
 #: Opens the tab whose id it is given (`opened_tab` in `build`), as a click on its button would.
@@ -288,10 +253,13 @@ CSS = """
 #now-playing { font-size: 0.95em; }
 """
 
-def launch_options() -> dict[str, Any]:
+def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     """What every launch of the pages passes to `Blocks.launch` (the Space, the tests, the
-    benches): the CSS, the page's script (`JS`), and gzip for responses of 1 KB or more (the
+    benches): the CSS, the page's script (`JS`), gzip for responses of 1 KB or more (the
     page, its config, the API's answers; Starlette leaves the event streams that carry a
-    page's updates as they are). Gradio builds its FastAPI app at launch, so the middleware
-    goes in through `app_kwargs`; a new dict each time, as Gradio adds to it."""
-    return {"css": CSS, "js": JS, "app_kwargs": {"middleware": [Middleware(GZipMiddleware, minimum_size=1024)]}}
+    page's updates as they are), and for a `demo` made by `build`, the route its open pages
+    read the Space's version from (`leaderboard.tabs.following`). Gradio builds its FastAPI
+    app at launch, so these go in through `app_kwargs`; a new dict each time, as Gradio adds to it."""
+    following = FOLLOWING.get(demo) if demo is not None else None
+    return {"css": CSS, "js": JS, "app_kwargs": {"middleware": [Middleware(GZipMiddleware, minimum_size=1024)],
+                                                 "routes": [following.route()] if following is not None else []}}

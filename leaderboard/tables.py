@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -369,6 +369,20 @@ def where_now(entry: QueueEntry) -> str:
     return f"PvE stage {entry.stage}: {entry.played} of {of} matches, {when}"
 
 
+def queue_cells(entry: QueueEntry, total: int) -> tuple[str, str]:
+    """A queued revision's Queue and Verdict in cells (of `total` queued)."""
+    if entry.eta_s is None:
+        return f"{_ordinal(entry.place)} of {total}", f"stage {entry.stage}: after the first match is timed"
+    return (f"{_ordinal(entry.place)} of {total}",
+            f"stage {entry.stage}: {_minutes(entry.eta_s)} ({entry.matches_left} matches at most)")
+
+
+def queue_key(queue: Mapping[Revision, QueueEntry]) -> tuple[Any, ...]:
+    """What the Submissions table shows of `queue` (equal keys: the same cells), for an open
+    page to tell whether it changed (`leaderboard.tabs.following`)."""
+    return tuple(sorted((str(r), where_now(e), *queue_cells(e, len(queue))) for r, e in queue.items()))
+
+
 def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue: Mapping[Revision, QueueEntry] | None = None
                       ) -> pd.DataFrame:
     """Every revision seen, newest first, with its status, the reason in words (for those in
@@ -379,13 +393,7 @@ def submissions_table(statuses: Iterable[RevisionState], *, hub_url: str, queue:
     rows = []
     for s in statuses:
         entry = queue.get(s.id)
-        place = eta = ""
-        if entry is not None:
-            place = f"{_ordinal(entry.place)} of {total}"
-            if entry.eta_s is None:
-                eta = f"stage {entry.stage}: after the first match is timed"
-            else:
-                eta = f"stage {entry.stage}: {_minutes(entry.eta_s)} ({entry.matches_left} matches at most)"
+        place, eta = queue_cells(entry, total) if entry is not None else ("", "")
         rows.append({
             "Policy": revision_cell(s.id, hub_url),
             "Status": s.status.value + ("" if s.latest else " (superseded)"),

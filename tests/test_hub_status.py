@@ -49,7 +49,7 @@ def test_an_unreachable_hub_is_reported_once_and_its_return_too(tmp_path, caplog
             assert arena.mirror.push_now()
             line = arena.operator_lines()[0]
             assert "reachable since" in line and "UNREACHABLE" not in line and "0 files waiting to be pushed" in line
-            assert re.search(r"; last push \d+ s ago: (nothing new|\d+ files)$", line), line
+            assert re.search(r"; last push at \d\d:\d\d:\d\d UTC: (nothing new|\d+ files)$", line), line
             assert len([r for r in caplog.records if "reachable again" in r.getMessage()]) == 1
         finally:
             arena.stop()

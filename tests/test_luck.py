@@ -201,7 +201,7 @@ def test_the_about_tab_shows_how_much_is_luck(tmp_path, browser):
     data.refresh_luck()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
     try:
         page = browser.new_page()
         page.goto(f"http://127.0.0.1:{port}/")

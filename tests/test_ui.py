@@ -90,7 +90,7 @@ def app(tmp_path_factory):
     demo = build(data, operator=lambda: ["Hub http://hub.example (test): reachable since 2026-12-01 10:00 UTC; 0 files waiting to be pushed", *store.damaged],
                  live=live, queue=queue)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
     yield {"url": f"http://127.0.0.1:{port}/", "real": real, "data": data, "statuses": registry, "demo": demo}
     demo.close()
 
@@ -140,38 +140,37 @@ def test_what_a_policy_says_is_shown_as_text(page):
     assert page.evaluate("() => window.__pwned") is None
 
 
-def test_a_pages_timer_sends_nothing_the_load_already_sent(browser, app):
-    """The load fills what the timer's refresh compares with (`TabContext.loaded`): with
-    nothing changed, every output of every 5 s tick after it is a skip (before, the first
-    tick sent every table again: 190 KB at 500 revisions)."""
+def test_an_open_page_is_sent_nothing_while_nothing_changes(browser, app):
+    """An open page reads the Space's version in the browser (`leaderboard.tabs.following`),
+    with no event: after its load, with nothing changed, the Space is asked for nothing, and
+    any refresh it does ask for (the healing one, every `HEAL_S`) sends no value (before,
+    two timers sent five events every 5 s, and the first tick every table again)."""
     import json
 
-    from leaderboard.pages import REFRESH_S
+    from leaderboard.tabs.following import HEAL_S, LOOK_S
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
         cdp = context.new_cdp_session(page)
-        joins, events, streams, bodies = {}, {}, set(), []
+        joins, streams, bodies, looks = [], set(), [], []
 
         def sent(e):
-            body = e["request"].get("postData")
-            if body and "queue/join" in e["request"]["url"]:
-                joins[e["requestId"]] = json.loads(body).get("trigger_id")
+            if "queue/join" in e["request"]["url"]:
+                joins.append(e["request"].get("postData"))
+            elif "arena/version" in e["request"]["url"]:
+                looks.append(e["requestId"])
 
         def received(e):
             if "queue/data" in e["response"]["url"]:
                 streams.add(e["requestId"])
 
         def finished(e):
-            rid = e["requestId"]
-            try:
-                if rid in streams:
-                    bodies.append(cdp.send("Network.getResponseBody", {"requestId": rid})["body"])
-                elif rid in joins:
-                    events[json.loads(cdp.send("Network.getResponseBody", {"requestId": rid})["body"])["event_id"]] = joins[rid]
-            except Exception:  # noqa: BLE001 - a body the browser no longer holds: not a tick's
-                pass
+            if e["requestId"] in streams:
+                try:
+                    bodies.append(cdp.send("Network.getResponseBody", {"requestId": e["requestId"]})["body"])
+                except Exception:  # noqa: BLE001 - a body the browser no longer holds
+                    pass
 
         cdp.on("Network.requestWillBeSent", sent)
         cdp.on("Network.responseReceived", received)
@@ -179,19 +178,21 @@ def test_a_pages_timer_sends_nothing_the_load_already_sent(browser, app):
         cdp.send("Network.enable")
         page.goto(app["url"])
         page.locator("#pvp-table .virtual-row").first.wait_for(timeout=UI_WAIT_MS)
-        timers = {c["id"] for c in page.evaluate("() => window.gradio_config.components") if c.get("type") == "timer"}
-        slow = min(timers)  # the 5 s timer is made before the 2 s one (`leaderboard.pages.build`)
-        page.wait_for_timeout((2 * REFRESH_S + 1) * 1000)
+        page.wait_for_timeout(1000)
+        loaded, looked = len(joins), len(looks)
+        page.wait_for_timeout(5 * LOOK_S * 1000)
     finally:
         context.close()
-    ticks = [json.loads(line[5:]) for body in bodies for line in body.splitlines() if line.startswith("data:")]
-    ticks = [m for m in ticks if m.get("msg") == "process_completed" and events.get(m.get("event_id")) == slow]
-    assert ticks, "no tick of the 5 s timer was seen"
+    assert len(looks) - looked >= 3, "the page did not look at the version"
+    assert len(joins) - loaded <= 5 * LOOK_S // HEAL_S + 1, joins[loaded:]  # at most a healing refresh
+    after = [json.loads(line[5:]) for body in bodies for line in body.splitlines() if line.startswith("data:")]
+    refreshes = [m for m in after if m.get("msg") == "process_completed" and "data" in m.get("output", {})]
 
     def skipped(out) -> bool:  # a skip (`gr.skip()`, or its props) or a state's place: no value
         return out is None or (out.get("__type__") == "update" and "value" not in out and "value" not in out.get("props", {}))
 
-    for m in ticks:
+    late = refreshes[1:] if refreshes else []  # the first is the load's
+    for m in late:
         assert all(skipped(out) for out in m["output"]["data"]), m["output"]["data"]
 
 
@@ -253,7 +254,7 @@ def test_a_replay_plays_and_scrubs(page, app):
 
 
 def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
-    assert "reachable since" in page.locator("#operator-status").inner_text()
+    expect(page.locator("#operator-status")).to_contain_text("reachable since", timeout=UI_WAIT_MS)
     page.get_by_role("tab", name="Replay").click()
     page.locator("#replay-match textarea, #replay-match input").first.fill("sim-0000000")
     page.locator("#replay-load").click()
@@ -275,7 +276,7 @@ def empty_app(tmp_path_factory):
     data.refresh()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
@@ -565,7 +566,7 @@ def test_while_restoring_every_table_says_so_rather_than_empty(browser, tmp_path
     demo = build(data, operator=lambda: operator + ([state["line"].capitalize()] if state["line"] else []),
                  restoring=lambda: state["line"])
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()

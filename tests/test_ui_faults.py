@@ -43,7 +43,7 @@ def app(tmp_path_factory):
     data.refresh()
     demo = build(data)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
     yield {"url": f"http://127.0.0.1:{port}/", "result": outcome.result}
     demo.close()
 

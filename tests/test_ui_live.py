@@ -62,8 +62,10 @@ def test_a_match_recorded_reaches_the_open_page_without_a_reload(browser, tmp_pa
 
 
 def test_an_open_page_redraws_only_when_something_changed(browser, tmp_path):
-    """`TabContext.tick`: the timer's tick compares the standings' version, the statuses
-    and the inputs with the page's last, and skips the view while they are the same."""
+    """`TabContext.follow`: an open page reads the Space's version in the browser and asks for
+    a refresh only when it moved; the refresh compares the standings' version, the statuses
+    and the inputs with what the page was drawn from, and skips the view while they are the
+    same. No event at all reaches the Space while nothing changes."""
     store = HistoryStore(tmp_path / "history")
     data = StandingsRefresher(store, hub_url="http://hub.example", bootstrap=0)
     data.refresh()
@@ -76,16 +78,21 @@ def test_an_open_page_redraws_only_when_something_changed(browser, tmp_path):
 
     with gr.Blocks() as demo:
         shown = gr.Markdown(elem_id="shown")
-        context_.tick(gr.Timer(0.2), view, outputs=[shown])
+        context_.follow(view, outputs=[shown])
+        context_.following.heal_s = 3600  # no healing redraw during the test
+        context_.following.wire(demo, look_s=0.2)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"routes": [context_.following.route()]})
     context = browser.new_context()
     try:
         page = context.new_page()
+        events: list[str] = []
+        page.on("request", lambda r: events.append(r.url) if "queue/join" in r.url else None)
         page.goto(f"http://127.0.0.1:{port}/")
         page.locator("#shown", has_text="drawn 1 times").wait_for(timeout=UI_WAIT_MS)
-        time.sleep(2.0)  # ten ticks with nothing new
-        assert len(calls) == 1
+        time.sleep(2.0)  # ten looks at the version with nothing new
+        assert len(calls) == 1 and len(events) == 1, events  # the load, and nothing since
         store.record(pve_match(1))
         data.refresh()  # a new version of the standings: the next tick draws
         page.locator("#shown", has_text="drawn 2 times").wait_for(timeout=UI_WAIT_MS)

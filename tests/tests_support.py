@@ -101,7 +101,7 @@ def serve_app(data, **build_kwargs) -> tuple:
 
     demo = build(data, **build_kwargs)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
     return demo, f"http://127.0.0.1:{port}/"
 
 

@@ -23,10 +23,14 @@ def about_tab(page: TabContext, audits: Callable[[], AuditSummary | None],
     data, settings = page.data, page.settings
     incident_log = IncidentLog(incident_log_path(settings.history_dir))  # read only: the union of every writer's file
     with gr.Tab("About / Submit", id="about"):
-        gr.Markdown(lambda: ladder_markdown(data.standings().match_summary, data.statuses(), now=time.time(),
-                                            paused=paused()), elem_id="about-ladder")
+        ladder = gr.Markdown(elem_id="about-ladder")
         gr.Markdown(about_markdown(settings, hub_url=data.hub_url))
-        # computed in the background by the refresher; a page load only formats it
-        gr.Markdown(lambda: luck_markdown(data.luck()), elem_id="about-luck")
-        gr.Markdown(lambda: audit_markdown(audits(), settings), elem_id="about-audits")
-        gr.Markdown(lambda: incidents_markdown(incident_log.read()), elem_id="about-incidents")
+        luck = gr.Markdown(elem_id="about-luck")
+        audited = gr.Markdown(elem_id="about-audits")
+        incidents = gr.Markdown(elem_id="about-incidents")
+
+    def view() -> tuple[str, ...]:  # the luck is computed in the background by the refresher: a load only formats it
+        return (ladder_markdown(data.standings().match_summary, data.statuses(), now=time.time(), paused=paused()),
+                luck_markdown(data.luck()), audit_markdown(audits(), settings), incidents_markdown(incident_log.read()))
+
+    page.on_load(view, [ladder, luck, audited, incidents])

@@ -19,7 +19,7 @@ from arena.settling import Settling
 from leaderboard import meter, tables
 from leaderboard.refresher import StandingsRefresher
 from leaderboard.tables import Column, TableView
-from leaderboard.updates import only_changed
+from leaderboard.tabs.following import Following
 
 T = TypeVar("T")
 
@@ -45,6 +45,10 @@ class TabContext:
     restoring: Callable[[], str | None]
     endpoints: dict[str, Callable[..., Any]] = field(default_factory=dict)
     _kept: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
+    _following: Following = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_following", Following(self.state))
 
     def state(self) -> tuple[Any, ...]:
         """What every table is a function of: the standings' version, each revision's status
@@ -74,49 +78,21 @@ class TabContext:
         endpoint.__name__ = name
         self.endpoints[name] = endpoint
 
-    def tick(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
-             outputs: list[Any], concurrency_id: str | None = None) -> gr.State:
-        """Call `view(*inputs)` into `outputs` at each tick of `timer`, but only when the
-        standings, the statuses, the restore or the inputs changed since this page's last
-        call: an idle page costs a comparison, so the timer can be short. It adds a `gr.State`:
-        call it inside a `gr.Tab` or outside the `gr.Tabs` (a Tabs block takes only tabs).
-        `concurrency_id`: the queue it shares with other events into the same outputs.
-        Returns what the page last saw, for its load to fill (`loaded`): else the first tick
-        sends again every output the load just sent."""
-        seen = gr.State(None)
-        sent = gr.State(None)
+    @property
+    def following(self) -> Following:
+        """The page's views and what it opens with (`leaderboard.tabs.following`)."""
+        return self._following
 
-        def changed(last: Any, shown: Any, *values: Any) -> tuple[Any, ...]:
-            key = self.seen(*values)
-            if key == last:
-                return tuple(gr.skip() for _ in range(len(outputs) + 2))
-            return (*only_changed(view(*values), shown), key)
+    def follow(self, view: Callable[..., tuple[Any, ...]], *, outputs: Sequence[Any], inputs: Sequence[Any] = (),
+               **options: Any) -> None:
+        """Draw `view(*inputs)` into `outputs` at each page's load, and again whenever the
+        standings, the statuses, the restore, its `key` or its inputs changed (only the
+        outputs that changed travel). Options: `leaderboard.tabs.following.View`'s."""
+        self._following.follow(view, outputs=outputs, inputs=inputs, **options)
 
-        timer.tick(changed, inputs=[seen, sent, *(inputs or [])], outputs=[*outputs, sent, seen], api_visibility="private",
-                   concurrency_id=concurrency_id)
-        return seen
-
-    def seen(self, *values: Any) -> tuple[Any, ...]:
-        """What a `tick` compares: the `state()` now and the inputs' values (an empty box is
-        None in a component's initial value and "" once the page sends it: the same here)."""
-        return self.state(), tuple("" if v is None else v for v in values)
-
-    def loaded(self, view: Callable[..., tuple[Any, ...]], *values: Any) -> tuple[Any, ...]:
-        """`view(*values)` for a page's load, and then what its `tick`'s state is to hold:
-        the state it was computed in (taken first: a change meanwhile is sent at the tick)."""
-        key = self.seen(*values)
-        return (*view(*values), key)
-
-    def live(self, timer: gr.Timer, view: Callable[..., tuple[Any, ...]], *, inputs: list[Any] | None = None,
-             outputs: list[Any]) -> None:
-        """Call `view(*inputs)` at each tick of `timer` (what changes by the second, whatever
-        the standings do), sending only the outputs that changed since this page's last tick."""
-        sent = gr.State(None)
-
-        def changed(shown: Any, *values: Any) -> tuple[Any, ...]:
-            return only_changed(view(*values), shown)
-
-        timer.tick(changed, inputs=[sent, *(inputs or [])], outputs=[*outputs, sent], api_visibility="private")
+    def on_load(self, view: Callable[[], tuple[Any, ...]], outputs: Sequence[Any]) -> None:
+        """Draw `outputs` with `view()` at each page's load only."""
+        self._following.on_load(view, outputs)
 
     def filled(self, text: str) -> str:
         """`text` with its `{qualify}` and `{tag}` filled in from the settings."""

@@ -15,7 +15,7 @@ H2H_EMPTY = ("No PvP matches yet, so no pair has met. Once qualified policies pl
              "this map match by match, the clear cycles (if any) are listed, and each policy gets its Nash average.")
 
 
-def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> None:
+def head_to_head_tab(page: TabContext) -> None:
     """The "Head to head" tab (id `head_to_head`) and the `/head_to_head` API: a heatmap of
     every pair's share (the best `tables.HEATMAP_TOP` by MLE), the clear cycles, the Nash
     average table, and what each rating answers. Refreshed with the other tables."""
@@ -23,13 +23,12 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
 
     def view() -> tuple[Any, ...]:
         standings = data.standings()
-        heatmap = tables.heatmap_html(standings)
-        nash = tables.nash_table(standings)
+        heatmap, nash = page.kept("head_to_head", lambda: (tables.heatmap_html(standings), tables.nash_table(standings)))
         return (gr.HTML(heatmap, visible=bool(heatmap)), gr.Markdown(tables.heatmap_caption(standings), visible=bool(heatmap)),
                 tables.cycles_markdown(standings.head_to_head), nash,
                 gr.Markdown(tables.FITTING if standings.fitting else H2H_EMPTY, visible=not heatmap))
 
-    with gr.Tab("Head to head", id="head_to_head"):
+    with gr.Tab("Head to head", id="head_to_head") as tab:
         empty = gr.Markdown(H2H_EMPTY, visible=False, elem_id="h2h-empty")
         heatmap = gr.HTML("", elem_id="h2h-heatmap")
         caption = gr.Markdown(elem_id="h2h-caption")
@@ -54,6 +53,4 @@ def head_to_head_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> N
 
         api_head_to_head.__name__ = "head_to_head"  # its MCP tool's name (as `TabContext.api` names them)
         gr.api(api_head_to_head, api_name="head_to_head")  # inside the Tab: a Tabs block takes only tabs
-        outputs = [heatmap, caption, cycles, nash, empty]
-        seen = page.tick(timer, view, outputs=outputs)  # inside too: it adds the page's state
-    demo.load(lambda: page.loaded(view), outputs=[*outputs, seen], api_visibility="private")
+    page.follow(view, outputs=[heatmap, caption, cycles, nash, empty], triggers=[tab.select], lazy=True)

@@ -17,7 +17,7 @@ EMPTY = "No match recorded yet. Matches appear here as they finish; click one to
 
 
 def matches_tab(page: TabContext) -> TableTab:
-    """The tab's components and endpoint; its table refreshed by `build` from its filters."""
+    """The tab's components and endpoint; its table drawn from its filters."""
     data = page.data
 
     def matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> pd.DataFrame:
@@ -29,19 +29,19 @@ def matches_tab(page: TabContext) -> TableTab:
         table = matches(*values)
         return table, page.note(EMPTY, table, filtered=any(values))
 
-    with gr.Tab("Matches", id="matches"):
+    with gr.Tab("Matches", id="matches") as tab:
         with gr.Row():
             f_policy = gr.Textbox(label="Policy contains", elem_id="matches-policy")
             f_track = gr.Dropdown(choices=["", "pve", "pvp", "validation"], value="", label="Track", elem_id="matches-track")
             f_stage = gr.Dropdown(choices=["", "1", "2", "3"], value="", label="PvE stage", elem_id="matches-stage")
             f_since = gr.Textbox(label="Since (YYYY-MM-DD)", elem_id="matches-since")
             f_until = gr.Textbox(label="Until (YYYY-MM-DD)", elem_id="matches-until")
-        match_list = gr.Dataframe(matches, elem_id="matches-table", interactive=False, wrap=True)
+        match_list = gr.Dataframe(elem_id="matches-table", interactive=False, wrap=True)
         matches_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="matches-empty")
         gr.Markdown("Select a match to replay it.")
     filters: list[Any] = [f_policy, f_track, f_stage, f_since, f_until]
-    for box in filters:
-        box.change(matches_view, inputs=filters, outputs=[match_list, matches_empty], api_visibility="private")
+    page.follow(matches_view, inputs=filters, outputs=[match_list, matches_empty], triggers=[tab.select, *(c.change for c in filters)],
+                lazy=True)
 
     def api_matches(policy: str = "", track: str = "", stage: str = "", since: str = "", until: str = "") -> dict:
         """Recorded matches, newest first (as {"headers": [...], "data": [[...], ...]}).

@@ -29,14 +29,10 @@ POLICY_PAGE = "policy_page"
 
 @dataclass(frozen=True)
 class PolicyTab:
-    """What `leaderboard.pages.build` refreshes of the tab: the `chooser` and its list
-    (`choose(chosen)`: every player, with `chosen` selected if given and not `keep`;
-    `players()`: that list; the tab selects the PvP leader when it opens on none), and the policy's page (`view(player)` answers `outputs`)."""
+    """What `leaderboard.pages.build` needs of the tab: the `chooser` (the address sets it)
+    and `players()`, the list it offers (the PvP leaderboard's order, then the rest)."""
 
     chooser: gr.Dropdown
-    outputs: list[Any]
-    view: Callable[[str], tuple[Any, ...]]
-    choose: Callable[..., Any]
     players: Callable[[], list[str]]
 
 
@@ -81,13 +77,17 @@ def exposure_section(page: TabContext) -> list[Any]:
 
 
 def policy_tab(page: TabContext) -> PolicyTab:
-    """The tab's components and endpoints; `build` fills its list on every page load and tick."""
+    """The tab's components and endpoints; the chosen policy's page drawn when it is chosen
+    (and at the load, when the address names it), and kept up to date."""
     data = page.data
 
     def players() -> list[str]:
-        standings = data.standings()  # the PvP leaderboard's order first, then the rest by name
-        order = {p: i for i, p in enumerate(tables.ranked_players(standings))}
-        return sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
+        def ordered() -> list[str]:
+            standings = data.standings()  # the PvP leaderboard's order first, then the rest by name
+            order = {p: i for i, p in enumerate(tables.ranked_players(standings))}
+            return sorted(standings.teams.players(), key=lambda p: (order.get(p, len(order)), p))
+
+        return list(page.kept("players", ordered))
 
     def choose(chosen: str = "", *, keep: bool = False) -> Any:
         choices = players()
@@ -102,6 +102,11 @@ def policy_tab(page: TabContext) -> PolicyTab:
             return gr.skip()
         choices = players()
         return gr.Dropdown(value=choices[0]) if choices else gr.skip()
+
+    def policy_page(player: str) -> tuple[Any, ...]:
+        """`policy`'s page for the page's view; while none is chosen, what will fill it if no
+        policy has played yet, and otherwise nothing (opening the tab chooses the leader)."""
+        return policy(player) if player or not players() else tuple(gr.skip() for _ in outputs)
 
     def policy(player: str) -> tuple[Any, ...]:
         """A policy's page: its TrueSkill over time, points per task, recent matches, head to
@@ -134,4 +139,7 @@ def policy_tab(page: TabContext) -> PolicyTab:
     # before a visitor chose another policy answers before that choice does, never after it
     chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy", concurrency_id=POLICY_PAGE)
     tab.select(first, inputs=chooser, outputs=chooser, api_visibility="private")
-    return PolicyTab(chooser, outputs, policy, choose, players)
+    page.follow(lambda chosen: (choose(chosen, keep=True),), inputs=[chooser], outputs=[chooser],
+                first=lambda chosen: (choose(chosen),), triggers=[tab.select], lazy=True)
+    page.follow(policy_page, inputs=[chooser], outputs=outputs, concurrency_id=POLICY_PAGE)
+    return PolicyTab(chooser, players)

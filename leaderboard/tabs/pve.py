@@ -25,10 +25,10 @@ def pve_tab(page: TabContext) -> TableTab:
     def pve_table() -> pd.DataFrame:
         return page.kept("pve_table", lambda: tables.pve_table(data.standings(), data.statuses(), hub_url=data.hub_url))
 
-    with gr.Tab("PvE", id="pve"):
+    with gr.Tab("PvE", id="pve") as tab:
         controls = view_controls("pve", tables.PVE_COLUMNS, search_label="Search policy or status",
                                  statuses=[s.value for s in Status])
-        pve = gr.Dataframe(pve_table, datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
+        pve = gr.Dataframe(pd.DataFrame(columns=[c.name for c in tables.PVE_COLUMNS]), datatype=tables.kinds(tables.PVE_COLUMNS), elem_id="pve-table", interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVE_COLUMNS))
         pve_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pve-empty")
         gr.Markdown(
@@ -53,6 +53,5 @@ def pve_tab(page: TabContext) -> TableTab:
         table = tables.viewed(pve_table(), view, ("Policy", "Status"))
         return shown(table, tables.PVE_COLUMNS), page.note(EMPTY, table, filtered=view != tables.TableView())
 
-    gr.on([c.change for c in controls.inputs], pve_view, inputs=controls.inputs, outputs=[pve, pve_empty],
-          api_visibility="private")
+    page.follow(pve_view, inputs=controls.inputs, outputs=[pve, pve_empty], triggers=[tab.select, *(c.change for c in controls.inputs)], lazy=True)
     return TableTab(pve, pve_empty, pve_view, inputs=tuple(controls.inputs), controls=controls)

@@ -81,9 +81,9 @@ def overfitting_markdown(points: pd.DataFrame) -> str:
     return f"Far from the diagonal (|PvP rank - PvE rank| >= {limit} of {len(points)} policies): {named}."
 
 
-def overfitting_section(page: TabContext, demo: gr.Blocks, timer: gr.Timer, points: Callable[[], pd.DataFrame]) -> None:
-    """The PvP tab's overfitting plot and its line, refreshed on every page load and timer
-    tick from `points` (`leaderboard.tables.overfitting_points`)."""
+def overfitting_section(page: TabContext, points: Callable[[], pd.DataFrame]) -> None:
+    """The PvP tab's overfitting plot and its line, drawn from `points`
+    (`leaderboard.tables.overfitting_points`) at the load and whenever the standings change."""
     gr.Markdown("### PvE against PvP on held-out maps")
     plot = gr.Plot(elem_id="overfitting-plot", show_label=False, visible=False)
     note = gr.Markdown(elem_id="overfitting-note")
@@ -94,13 +94,12 @@ def overfitting_section(page: TabContext, demo: gr.Blocks, timer: gr.Timer, poin
         line = tables.FITTING if page.data.standings().fitting else overfitting_markdown(frame)
         return gr.Plot(value=figure, visible=figure is not None), line
 
-    seen = page.tick(timer, view, outputs=[plot, note])
-    demo.load(lambda: page.loaded(view), outputs=[plot, note, seen], api_visibility="private")
+    page.follow(view, outputs=[plot, note])
 
 
-def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
-    """The tab's components and endpoints; its table refreshed by `build` from its filters,
-    with the line saying which shards it was computed from."""
+def pvp_tab(page: TabContext) -> TableTab:
+    """The tab's components and endpoints; its table drawn from its filters, with the line
+    saying which shards it was computed from."""
     data = page.data
 
     def pvp_table(search: str = "", older: bool = False, min_matches: float = 0, owner: str = "",
@@ -121,13 +120,13 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
         with gr.Row():
             older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
             min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
-        pvp = gr.Dataframe(pvp_table, datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
+        pvp = gr.Dataframe(pd.DataFrame(columns=[c.name for c in tables.PVP_COLUMNS]), datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
         pvp_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pvp-empty")
-        pvp_source = gr.Markdown(lambda: tables.source_line(data.standings()), elem_id="pvp-source")
+        pvp_source = gr.Markdown(elem_id="pvp-source")
         gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column's header to sort by it.",
                     elem_id="pvp-ratings-help")
-        overfitting_section(page, demo, timer, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
+        overfitting_section(page, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
     filters = [*controls.inputs, older, min_matches]
 
     def pvp_view(*values: Any) -> tuple[Any, Any, str]:
@@ -138,8 +137,7 @@ def pvp_tab(page: TabContext, *, demo: gr.Blocks, timer: gr.Timer) -> TableTab:
         filtered = bool(view.search or view.owner or view.settled or at_least)
         return shown(table, tables.PVP_COLUMNS), page.note(EMPTY, table, filtered=filtered), tables.source_line(data.standings())
 
-    gr.on([c.change for c in filters], pvp_view, inputs=filters, outputs=[pvp, pvp_empty, pvp_source],
-          api_visibility="private")
+    page.follow(pvp_view, inputs=filters, outputs=[pvp, pvp_empty, pvp_source], triggers=[c.change for c in filters])
 
     def api_settling() -> list[dict]:
         """The settling meter of every qualified revision, the least settled first: whether

@@ -22,8 +22,8 @@ EMPTY = ("No submission seen yet. Push a model repo tagged `{tag}` with a `polic
 
 
 def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, QueueEntry]]) -> TableTab:
-    """The tab's components and endpoint; its table refreshed by `build` with what changes by
-    the second. `queue` is each revision's place in the PvE queue and its forecast."""
+    """The tab's components and endpoint; its table redrawn as the statuses and the queue
+    change. `queue` is each revision's place in the PvE queue and its forecast."""
     data = page.data
 
     def submissions() -> pd.DataFrame:
@@ -36,10 +36,10 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         return tables.owner_slots(data.statuses(), active=settings.owner_active, daily=settings.owner_daily,
                                   exempt=exempt, now=time.time())
 
-    with gr.Tab("Submissions", id="submissions"):
+    with gr.Tab("Submissions", id="submissions") as tab:
         controls = view_controls("submissions", tables.SUBMISSION_COLUMNS, search_label="Search policy, status, reason or team",
                                  statuses=[s.value for s in Status])
-        subs = gr.Dataframe(submissions, datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
+        subs = gr.Dataframe(pd.DataFrame(columns=[c.name for c in tables.SUBMISSION_COLUMNS]), datatype=tables.kinds(tables.SUBMISSION_COLUMNS), elem_id="submissions-table",
                             interactive=False, wrap=True, column_widths=tables.widths(tables.SUBMISSION_COLUMNS))
         subs_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="submissions-empty")
         gr.Markdown(
@@ -51,7 +51,8 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         )
         gr.Markdown(f"Each owner's slots: at most {page.settings.owner_active} revisions taking part at once and "
                     f"{page.settings.owner_daily} new ones validated a day (docs/rules.md, \"Fair play\"; 0: no limit).")
-        gr.Dataframe(slots, elem_id="owner-slots", interactive=False)
+        owner_slots = gr.Dataframe(elem_id="owner-slots", interactive=False)
+    tab.select(slots, outputs=owner_slots, api_visibility="private")
 
     def api_submissions() -> dict:
         """Every revision seen, newest first: its status, the reason in words, its place in the
@@ -72,6 +73,6 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
         table = tables.viewed(submissions(), view, ("Policy", "Status", "Reason", "Team"))
         return shown(table, tables.SUBMISSION_COLUMNS), page.note(EMPTY, table, filtered=view != tables.TableView())
 
-    gr.on([c.change for c in controls.inputs], submissions_view, inputs=controls.inputs, outputs=[subs, subs_empty],
-          api_visibility="private")
+    page.follow(submissions_view, inputs=controls.inputs, outputs=[subs, subs_empty], key=lambda: tables.queue_key(queue()),
+                triggers=[tab.select, *(c.change for c in controls.inputs)], lazy=True)
     return TableTab(subs, subs_empty, submissions_view, inputs=tuple(controls.inputs), controls=controls)

@@ -1,0 +1,222 @@
+"""How an open page follows the Space: one load event, then one refresh event only when
+something it shows may have changed.
+
+Why it is built this way (measured at 500 revisions and 200,000 matches, issue 39): on every
+loading state of every event, Gradio 6's page copies (structuredClone) the value of every
+component any event has ever updated, the 500-row tables among them. The pages had 17 load
+events and two timers firing five events every 5 s, so copying was most of a page load and
+kept the page's main thread busy while a replay played. Now:
+
+- **One load.** Every view a page opens with is computed by a single `demo.load` (`wire`):
+  the tables, the lines over the tabs, what the page's address asks for (`Following.opened`).
+- **No event while nothing changes.** A timer that runs in the browser alone (no event, no
+  copying) reads `VERSION_PATH`, a few bytes saying what every view depends on
+  (`Following.version`); only when that changed does the page ask for a refresh, and the
+  refresh sends only the views whose state or inputs changed, and of those only the outputs
+  that differ from what the page has (`leaderboard.updates.only_changed`).
+- **A view's own controls** (a search box, a policy chosen) compute that view at once through
+  the same comparison, so a value the load already computed is not computed again.
+
+A refresh that read a control's value from before a visitor's change can answer after that
+change's own event: the version changes at least every `HEAL_S` seconds, so such a page is
+right again within that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gradio as gr
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from leaderboard.updates import only_changed
+
+#: Where a page reads the Space's version (`Following.version`), relative to the page.
+VERSION_PATH = "arena/version"
+
+#: Seconds between an open page's looks at the version (a match recorded reaches it within
+#: this and the refresher's second).
+LOOK_S = 2.0
+
+#: The version changes at least this often, so a page a late refresh left behind is redrawn.
+HEAL_S = 30.0
+
+#: The browser's look at the version: the text it answers, or the last one if the Space is
+#: unreachable (a page that lost its Space keeps what it shows). Until the version moves past
+#: the one the load was drawn at (`loaded`), it stays empty: setting it is what asks for a refresh. A Space launched without the
+#: route says so on the console and in `window.__arenaVersionMissing`.
+LOOK_JS = f"""async (last, loaded) => {{
+  try {{
+    const answer = await fetch("{VERSION_PATH}", {{cache: "no-store"}});
+    if (answer.ok) {{
+      const now = await answer.text();
+      return (!last && now === loaded) ? last : now;  // what the load drew: nothing to ask for
+    }}
+    if (!window.__arenaVersionMissing) console.error(`{VERSION_PATH} answered ${{answer.status}}: this page will not `
+      + "follow the Space (launch it with leaderboard.pages.launch_options(demo))");
+    window.__arenaVersionMissing = answer.status;
+  }} catch (error) {{}}
+  return last;
+}}"""
+
+
+@dataclass(frozen=True)
+class View:
+    """One view of a page that follows the Space: `view(*inputs)` answers `outputs`.
+
+    Args:
+        view: what the outputs show, from the inputs' values.
+        inputs: the components it reads (its filters, a chosen policy).
+        outputs: the components it draws.
+        first: the view at the page's load, if not `view` (the policy list sets the chosen
+            policy at the load, and never after: a refresh's choice could be older than the visitor's).
+        key: what else besides the standings and the statuses it depends on (the matches in
+            flight, the queue), as a hashable value; part of the version every page reads.
+        triggers: events that draw it at once (its controls' changes, a tab opened).
+        lazy: not drawn at the load (unless the address sets one of its inputs), but by its
+            first trigger (its tab opened), and refreshed only after that: a component any
+            event has drawn is copied by Gradio's page on every later event, so a tab the
+            visitor never opens costs nothing.
+        concurrency_id: the queue its events share with other events into the same outputs.
+    """
+
+    view: Callable[..., tuple[Any, ...]]
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+    first: Callable[..., tuple[Any, ...]] | None = None
+    key: Callable[[], Hashable] | None = None
+    triggers: tuple[Any, ...] = ()
+    lazy: bool = False
+    concurrency_id: str | None = None
+
+
+@dataclass
+class Following:
+    """The views of a page and what it opens with; `wire` makes its events.
+
+    Args:
+        state: what every view is a function of (`TabContext.state`: the standings' version,
+            the statuses, the restore's progress).
+    """
+
+    state: Callable[[], Hashable]
+    views: list[View] = field(default_factory=list)
+    loads: list[tuple[Callable[[], tuple[Any, ...]], tuple[Any, ...]]] = field(default_factory=list)
+    asks: tuple[Any, ...] = ()
+    opened: Callable[[Any], dict[Any, Any]] = lambda request: {}
+    """What the page's address asks for (`address`): the value of each component it sets."""
+    heal_s: float = HEAL_S
+
+    def follow(self, view: Callable[..., tuple[Any, ...]], *, outputs: Sequence[Any], inputs: Sequence[Any] = (),
+               **options: Any) -> None:
+        """Add a view (`View`'s arguments): drawn at the load, refreshed when what it depends on changed."""
+        self.views.append(View(view, tuple(inputs), tuple(outputs), **options))
+
+    def on_load(self, view: Callable[[], tuple[Any, ...]], outputs: Sequence[Any]) -> None:
+        """Draw `outputs` with `view()` at each page's load only (what a visitor reloads to see again)."""
+        self.loads.append((view, tuple(outputs)))
+
+    def address(self, components: Sequence[Any], opened: Callable[[gr.Request | None], dict[Any, Any]]) -> None:
+        """The page's address sets some of `components` at the load: `opened(request)` answers
+        their values (the others are left as they are). A view's input set so is drawn with
+        that value at the load."""
+        self.asks, self.opened = tuple(components), opened
+
+    def version(self) -> str:
+        """What every page's views depend on now, as a short text: equal texts, nothing to
+        redraw (the state, each view's `key`, and the `heal_s` period, `HEAL_S` by default)."""
+        keys = (self.state(), tuple(v.key() for v in self.views if v.key is not None), int(time.time() // self.heal_s))
+        return hashlib.blake2b(repr(keys).encode(), digest_size=8).hexdigest()
+
+    def key(self, view: View, values: Sequence[Any]) -> tuple[Any, ...]:
+        """What `view` was drawn from: the state, its key, its inputs (an empty box is None in
+        a component's initial value and "" once the page sends it: the same here)."""
+        return (self.state(), view.key() if view.key is not None else None, tuple("" if v is None else v for v in values))
+
+    def route(self) -> Route:
+        """The `VERSION_PATH` route (`leaderboard.pages.launch_options` serves it)."""
+
+        async def version(request: Request) -> PlainTextResponse:
+            return PlainTextResponse(self.version(), headers={"Cache-Control": "no-store"})
+
+        return Route("/" + VERSION_PATH, version)
+
+    def draw(self, view: View, last: Any, shown: Any, values: Sequence[Any], *, load: bool = False,
+             refresh: bool = False) -> tuple[Any, ...]:
+        """`view`'s outputs, then the fingerprints of what it sent and the key it was drawn
+        from: all skips where the key is `last` (nothing changed), or for a `refresh`, a lazy
+        view not yet drawn."""
+        key = self.key(view, values)
+        if key == last or (refresh and view.lazy and last is None):
+            return tuple(gr.skip() for _ in range(len(view.outputs) + 2))
+        drawn = (view.first if load and view.first is not None else view.view)(*values)
+        return (*only_changed(drawn, None if load else shown), key)
+
+    def wire(self, demo: gr.Blocks, *, look_s: float = LOOK_S) -> None:
+        """Make the page's load, its browser-side look at the version, its refresh and its
+        views' triggers. Call it once, after every view was added, outside any `gr.Tabs` (it
+        adds `gr.State`s)."""
+        views = self.views
+        seen = [gr.State(None) for _ in views]  # the key each view was drawn from
+        sent = [gr.State(None) for _ in views]  # the fingerprints of what it was sent
+        inputs = _unique(c for v in views for c in v.inputs)
+        outputs = _unique(c for v in views for c in v.outputs)
+        loaded = _unique(c for _, outs in self.loads for c in outs if c not in outputs)
+        asked_only = _unique(c for c in self.asks if c not in outputs and c not in loaded)
+
+        def drawn_all(values: dict[Any, Any], lasts: Sequence[Any], shown: Sequence[Any], *, load: bool,
+                      asked: Sequence[Any] = ()) -> tuple[Any, ...]:
+            by_output: dict[Any, Any] = {c: gr.skip() for c in outputs}
+            prints, keys = [gr.skip()] * len(views), [gr.skip()] * len(views)
+            for i, view in enumerate(views):
+                if load and view.lazy and not any(c in asked for c in view.inputs):
+                    continue
+                drawn = self.draw(view, lasts[i], shown[i], [values[c] for c in view.inputs], load=load, refresh=not load)
+                by_output.update(zip(view.outputs, drawn[:-2]))
+                prints[i], keys[i] = drawn[-2], drawn[-1]
+            return (*(by_output[c] for c in outputs), *prints, *keys)
+
+        def refresh(*values: Any) -> tuple[Any, ...]:
+            n = len(views)
+            return drawn_all(dict(zip(inputs, values[2 * n:])), values[:n], values[n:2 * n], load=False)
+
+        def load(request: gr.Request) -> tuple[Any, ...]:
+            """A visitor's page: every view but the lazy ones, drawn with what its address
+            asks, and the version they were drawn at (read first: a change meanwhile is redrawn)."""
+            at = self.version()
+            asked = self.opened(request)
+            values = {c: asked.get(c, getattr(c, "value", None)) for c in inputs}
+            by_load: dict[Any, Any] = {}
+            for view, outs in self.loads:
+                by_load.update(zip(outs, view()))
+            views_drawn = drawn_all(values, [None] * len(views), [None] * len(views), load=True, asked=list(asked))
+            return (*views_drawn[:len(outputs)], *(by_load[c] for c in loaded),
+                    *(asked.get(c, gr.skip()) for c in asked_only), *views_drawn[len(outputs):], at)
+
+        version = gr.Textbox(visible=False, elem_id="page-version")  # its change asks for a refresh
+        drawn_at = gr.Textbox(visible=False, elem_id="page-loaded-version")  # no listener: setting it asks for nothing
+        demo.load(load, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at], api_visibility="private")
+        timer = gr.Timer(look_s)
+        timer.tick(None, inputs=[version, drawn_at], outputs=version, js=LOOK_JS)  # in the browser: no event, no copying
+        shared = next((v.concurrency_id for v in views if v.concurrency_id), None)
+        version.change(refresh, inputs=[*seen, *sent, *inputs], outputs=[*outputs, *sent, *seen], api_visibility="private",
+                       concurrency_id=shared)
+        for i, view in enumerate(views):
+            if view.triggers:
+                gr.on(list(view.triggers), lambda last, shown, *values, view=view: self.draw(view, last, shown, values),
+                      inputs=[seen[i], sent[i], *view.inputs], outputs=[*view.outputs, sent[i], seen[i]],
+                      api_visibility="private", concurrency_id=view.concurrency_id)
+
+
+def _unique(components: Any) -> list[Any]:
+    """`components` in order, each once."""
+    found: dict[int, Any] = {}
+    for c in components:
+        found.setdefault(id(c), c)
+    return list(found.values())
