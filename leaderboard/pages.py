@@ -222,20 +222,33 @@ OPEN_TAB_JS = """(tab) => {
 }"""
 
 #: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `launch_options`): a click on a
-#: table's header sorts the table by that column, a second click the other way. Gradio's
-#: Dataframe sorts only from each header's menu (its "⋮"); this clicks that menu's own
-#: "Sort ascending" / "Sort descending", so the table keeps Gradio's sort (in the browser:
-#: no request, whatever the table's size) and the menu still works as before.
+#: table's header sorts the table by that column, a second click the other way. A paged table
+#: (one with a `<tab>-sort` box: `leaderboard.tabs.context.pager`) is sorted whole, by the
+#: Space: the click writes `NAME` or `-NAME` in that box, whose change draws the table's first
+#: page in that order. Other tables sort in the browser: Gradio's Dataframe sorts only from
+#: each header's menu (its "⋮"), so the click picks that menu's own "Sort ascending" / "Sort
+#: descending", and the menu still works as before.
 JS = """
 () => {
   document.addEventListener("click", (event) => {
     const th = event.target.closest("[id$='-table'] th.header-cell");
     if (!th || event.target.closest(".cell-menu-button, [role=menu]")) return;
-    const button = th.querySelector(".cell-menu-button");
-    if (!button) return;
     const ascending = th.dataset.arenaSort !== "ascending";
     th.closest("table").querySelectorAll("th.header-cell").forEach((h) => { delete h.dataset.arenaSort; });
     th.dataset.arenaSort = ascending ? "ascending" : "descending";
+    const table = th.closest("[id$='-table']");
+    const box = document.querySelector(`#${table.id.replace(/-table$/, "")}-sort textarea`);
+    if (box) {
+      const name = (th.querySelector("span.header") || th).textContent.trim();
+      const page = document.querySelector(`#${table.id.replace(/-table$/, "")}-page input`);
+      if (page && page.value !== "1") { page.value = "1"; page.dispatchEvent(new Event("input", {bubbles: true})); }
+      box.value = (ascending ? "" : "-") + name;  // a new order starts at its first page
+      box.dispatchEvent(new Event("input", {bubbles: true}));
+      event.preventDefault(); event.stopPropagation();
+      return;
+    }
+    const button = th.querySelector(".cell-menu-button");
+    if (!button) return;
     const wanted = ascending ? "Sort ascending" : "Sort descending";
     const pick = (tries) => {
       const item = [...document.querySelectorAll(".cell-menu [role=menuitem]")].find((b) => b.textContent.trim() === wanted);
@@ -247,9 +260,16 @@ JS = """
 """
 
 #: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never
-#: inside one (a squeezed header went one letter per line).
+#: inside one (a squeezed header went one letter per line); a paged table's header shows its
+#: order, and its cell menu (which would sort only the page in view) is hidden.
 CSS = """
 .table-wrap th, .table-wrap th * { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
+.arena-hidden { display: none !important; }
+#pvp-table .cell-menu-button { display: none !important; }
+#pvp-table th.header-cell { cursor: pointer; }
+#pvp-table th[data-arena-sort=ascending] .header-content::after { content: " ▲"; }
+#pvp-table th[data-arena-sort=descending] .header-content::after { content: " ▼"; }
+.arena-pager { align-items: center; }
 #now-playing { font-size: 0.95em; }
 """
 

@@ -259,6 +259,44 @@ def viewed(table: pd.DataFrame, view: TableView, searched: Iterable[str]) -> pd.
     return out.reset_index(drop=True)
 
 
+#: Rows a paged table shows at a time (`paged`). Gradio's page copies every cell of every
+#: table it has drawn on each loading state of every event (issue 39): 500 rows of the PvP
+#: table made a search or a sort 300-500 ms in Chromium; a page of 50 keeps the copying small.
+PAGE_ROWS = 50
+
+
+def sorted_by(table: pd.DataFrame, sort: str) -> pd.DataFrame:
+    """`table`'s rows ordered by `sort`: a column's name, ascending, or `-NAME`, descending
+    (numbers as numbers, text as a reader sees it, a link by its text; empty cells last,
+    ties in the table's order). "" or an unknown column: as it is. Pure: frame in, frame out."""
+    name = sort.lstrip("-").strip()
+    if not name or name not in table.columns or table.empty:
+        return table
+    column = table[name]
+    key = pd.to_numeric(column, errors="coerce")
+    if key.notna().sum() < column.replace("", None).notna().sum():  # not a number column: its text
+        key = column.astype(str).str.replace(_LINK_TARGET, "]", regex=True).str.replace(r"[\[\]]", "", regex=True).str.lower()
+        key = key.where(key != "")
+    order = key.sort_values(ascending=not sort.startswith("-"), na_position="last", kind="stable").index
+    return table.loc[order].reset_index(drop=True)
+
+
+def paged(table: pd.DataFrame, page: float | None, rows: int = PAGE_ROWS) -> tuple[pd.DataFrame, int, int]:
+    """Page `page` of `table` (1 first; past the last: the last), that page's number and
+    how many there are (at least 1). Pure."""
+    pages = max(1, -(-len(table) // rows))
+    page = min(max(1, int(page or 1)), pages)
+    return table.iloc[(page - 1) * rows: page * rows].reset_index(drop=True), page, pages
+
+
+def page_line(page: int, pages: int, total: int, rows: int = PAGE_ROWS) -> str:
+    """What a paged table shows, in words: `Rows 51-100 of 512 (page 2 of 11).`"""
+    if total == 0:
+        return "No rows."
+    first, last = (page - 1) * rows + 1, min(page * rows, total)
+    return f"Rows {first:,}-{last:,} of {total:,} (page {page} of {pages})." if pages > 1 else f"All {total:,} rows."
+
+
 #: What the pages say while the whole-history columns of a long history are computed
 #: (`Standings.fitting`): the PvP table's line, the Head to head tab, the overfitting plot.
 FITTING = ("The order-free rating (MLE) with its bootstrap intervals, the ranks by them, the head to head and the "

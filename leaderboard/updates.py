@@ -8,6 +8,7 @@ minute). `only_changed` replaces each output equal to the one this page was last
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,9 +27,11 @@ def only_changed(outputs: Sequence[Any], last: Sequence[Any] | None) -> tuple[An
 
 def fingerprint(value: Any) -> Any:
     """What identifies a view's output for `only_changed`: a frame by its columns and a hash of
-    its cells, a component update by the arguments it was made with, anything else as itself."""
+    its cells in their order (a table sorted anew is a change), a component update by the
+    arguments it was made with, anything else as itself."""
     if isinstance(value, pd.DataFrame):
-        cells = int(pd.util.hash_pandas_object(value.astype(str), index=False).sum()) if len(value) else 0
+        rows = pd.util.hash_pandas_object(value.astype(str), index=False).to_numpy()
+        cells = hashlib.blake2b(rows.tobytes(), digest_size=8).hexdigest() if len(value) else ""
         return ("frame", tuple(map(str, value.columns)), len(value), cells)
     made = getattr(value, "_constructor_args", None)
     if isinstance(made, list) and made:

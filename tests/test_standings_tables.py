@@ -214,3 +214,34 @@ def test_the_tables_intervals_and_ranks_are_unchanged_when_start_times_are_permu
     pd.testing.assert_frame_equal(a, b)
     assert a["Rank"].nunique() > 1 and (a["Position range"].str.split("-").str[0] != a["Position range"].str.split("-").str[1]).any()
     assert first.trueskill != second.trueskill  # the permutation did change the online order
+
+
+def test_a_table_sorts_whole_by_a_column_and_shows_a_page_at_a_time():
+    """`sorted_by`: numbers as numbers, links by their text, empty cells last either way;
+    `paged`: a page past the last is the last; `page_line` says which rows are shown."""
+    from leaderboard.tables import page_line, paged, sorted_by
+
+    table = pd.DataFrame({"Rank": [3, 1, 10, None], "Policy": ["[b/x](http://h/b)", "[a/y](http://h/a)", "", "[c/z](http://h/c)"]})
+    assert list(sorted_by(table, "Rank")["Rank"].fillna(-1)) == [1, 3, 10, -1]  # 10 after 3: numbers, not text
+    assert list(sorted_by(table, "-Rank")["Rank"].fillna(-1)) == [10, 3, 1, -1]  # empty last, descending too
+    assert list(sorted_by(table, "Policy")["Policy"]) == ["[a/y](http://h/a)", "[b/x](http://h/b)", "[c/z](http://h/c)", ""]
+    assert sorted_by(table, "No such column").equals(table) and sorted_by(table, "").equals(table)
+    rows, page, pages = paged(pd.DataFrame({"n": range(120)}), 9, rows=50)
+    assert (page, pages, list(rows["n"])[:2], len(rows)) == (3, 3, [100, 101], 20)
+    assert page_line(3, 3, 120, rows=50) == "Rows 101-120 of 120 (page 3 of 3)." and page_line(1, 1, 7) == "All 7 rows."
+    assert page_line(1, 1, 0) == "No rows."
+
+
+def test_a_page_is_sent_a_table_again_only_when_its_cells_or_their_order_changed():
+    """`only_changed`: the same cells in the same order are a skip; the same cells in another
+    order (a sort of a table that fits one page) are sent."""
+    import gradio as gr
+
+    from leaderboard.updates import only_changed
+
+    table = pd.DataFrame({"Policy": ["a", "b", "c"], "MLE": [3.0, 2.0, 1.0]})
+    first = only_changed([table], None)
+    assert first[0] is table
+    assert only_changed([table.copy()], first[-1])[0] == gr.skip()
+    reordered = table.iloc[::-1].reset_index(drop=True)
+    assert only_changed([reordered], first[-1])[0] is reordered

@@ -675,3 +675,57 @@ def test_a_paused_ladder_says_why():
                          "(NMMO_ARENA_ISOLATION=strict); the built-in teams play on. No rated match yet; no revision is "
                          "waiting for a verdict.")
     assert paused(None, "3 of 9 shards") and paused(None, None) is None
+
+
+@pytest.mark.browser
+def test_a_long_table_shows_a_page_at_a_time_and_a_header_sorts_all_of_it(browser, tmp_path):
+    """A field of 70 revisions: the PvP table shows `PAGE_ROWS` rows and says which; Next
+    shows the rest; a click on a header orders the whole table (its first page holds the
+    lowest MLE of all 70 and more, not of the page in view), a second click the other way,
+    back on the first page."""
+    import pandas as pd
+
+    from arena.simulation import Population, random_history_columns
+    from bench.ratings_recompute import write_history
+    from leaderboard.pages import build, launch_options
+    from leaderboard.refresher import StandingsRefresher
+    from leaderboard.tables import PAGE_ROWS
+
+    frame = pd.DataFrame(random_history_columns(Population.random(70, seed=0), 400, seed=1), copy=False)
+    write_history(frame, tmp_path / "history", shard_matches=100)
+    data = StandingsRefresher(HistoryStore(tmp_path / "history"), hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    demo = build(data)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options(demo))
+    context, page, errors = _fresh_page(browser, f"http://127.0.0.1:{port}/?tab=pvp&cols=Rank,Policy,MLE")
+    try:
+        rows = page.locator("#pvp-table .virtual-row")
+        expect(page.locator("#pvp-rows")).to_contain_text(f"Rows 1-{PAGE_ROWS} of ", timeout=UI_WAIT_MS)
+        total = int(page.locator("#pvp-rows").inner_text().split(" of ")[1].split()[0].replace(",", ""))
+        assert total > PAGE_ROWS and total >= 70, total
+
+        def mle() -> list[float]:
+            page.locator("#pvp-table").scroll_into_view_if_needed()
+            return [float(c) for c in page.locator("#pvp-table .virtual-row [data-col='2']").all_inner_texts() if c.strip()]
+
+        page.locator("#pvp-next").click()
+        expect(page.locator("#pvp-rows")).to_contain_text(f"Rows {PAGE_ROWS + 1}-{total} of {total}", timeout=UI_WAIT_MS)
+        assert rows.count() <= total - PAGE_ROWS
+        page.locator("#pvp-table thead th", has_text="MLE").first.click()
+        expect(page.locator("#pvp-rows")).to_contain_text(f"Rows 1-{PAGE_ROWS} of {total}", timeout=UI_WAIT_MS)  # back to the first page
+        page.wait_for_function("() => { const c = [...document.querySelectorAll(\"#pvp-table .virtual-row [data-col='2']\")]"
+                               ".map(e => Number(e.innerText)); return c.length > 2 && c.every((v, i) => i === 0 || c[i - 1] <= v); }",
+                               timeout=UI_WAIT_MS)
+        ascending = mle()
+        page.locator("#pvp-table thead th", has_text="MLE").first.click()
+        page.wait_for_function("(low) => { const c = [...document.querySelectorAll(\"#pvp-table .virtual-row [data-col='2']\")]"
+                               ".map(e => Number(e.innerText)); return c.length > 2 && c[0] > low && "
+                               "c.every((v, i) => i === 0 || c[i - 1] >= v); }", arg=ascending[0], timeout=UI_WAIT_MS)
+        descending = mle()
+        assert max(descending) > max(ascending)  # the pages hold different rows: the whole table was ordered
+        page.screenshot(path=str(SHOTS / "pvp-paged-sorted.png"))
+        assert errors == [], errors
+    finally:
+        context.close()
+        demo.close()

@@ -188,6 +188,47 @@ def view_controls(tab: str, columns: Sequence[Column], *, search_label: str, sta
     return ViewControls(search, owner, chooser, tuple(names), status, rank)
 
 
+@dataclass(frozen=True)
+class Pager:
+    """A paged table's order and page (`pager`): `view(frame, sort, page)` answers the page
+    to show, the line saying which rows it holds, and the page number if it had to move
+    (past the last page: the last; else `gr.skip()`)."""
+
+    sort: gr.Textbox
+    """The column the table is ordered by (`-NAME`: descending; "" the table's own order), set
+    by a click on a header (`leaderboard.pages.JS`)."""
+    page: gr.Number
+    line: gr.Markdown
+
+    @property
+    def inputs(self) -> list[Any]:
+        return [self.sort, self.page]
+
+    @property
+    def outputs(self) -> list[Any]:
+        return [self.line, self.page]
+
+    @staticmethod
+    def view(frame: pd.DataFrame, sort: str, page: float | None) -> tuple[pd.DataFrame, str, Any]:
+        rows, at, pages = tables.paged(tables.sorted_by(frame, sort or ""), page)
+        return rows, tables.page_line(at, pages, len(frame)), (at if at != int(page or 1) else gr.skip())
+
+
+def pager(tab: str) -> Pager:
+    """The row under a paged table: previous and next, the page number (a reader may type
+    one) and which rows are shown; and its hidden sort box, element ids `<tab>-prev`,
+    `<tab>-page`, `<tab>-next`, `<tab>-rows`, `<tab>-sort`."""
+    with gr.Row(equal_height=True, elem_classes=["arena-pager"]):
+        back = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id=f"{tab}-prev")
+        page = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=0, min_width=90, elem_id=f"{tab}-page")
+        forward = gr.Button("Next ▶", size="sm", scale=0, min_width=90, elem_id=f"{tab}-next")
+        line = gr.Markdown(elem_id=f"{tab}-rows")
+    sort = gr.Textbox(value="", show_label=False, container=False, elem_id=f"{tab}-sort", elem_classes=["arena-hidden"])
+    back.click(None, inputs=page, outputs=page, js="(page) => Math.max(1, (page || 1) - 1)")  # in the browser: the page's
+    forward.click(None, inputs=page, outputs=page, js="(page) => (page || 1) + 1")  # change draws it
+    return Pager(sort, page, line)
+
+
 def shown(frame: pd.DataFrame, columns: Sequence[Column]) -> gr.Dataframe:
     """The table update for `frame` (its columns a choice of `columns`'): each shown column
     keeps its kind and width."""

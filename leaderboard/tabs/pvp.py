@@ -11,7 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from leaderboard import meter, tables
-from leaderboard.tabs.context import TabContext, TableTab, frame_json, shown, view_controls
+from leaderboard.tabs.context import TabContext, TableTab, frame_json, pager, shown, view_controls
 
 #: One line per rating: the question it answers (under the PvP table and on Head to head).
 RATINGS_MARKDOWN = """**What each rating answers.**
@@ -122,22 +122,28 @@ def pvp_tab(page: TabContext) -> TableTab:
             min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
         pvp = gr.Dataframe(pd.DataFrame(columns=[c.name for c in tables.PVP_COLUMNS]), datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
+        paging = pager("pvp")
         pvp_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pvp-empty")
         pvp_source = gr.Markdown(elem_id="pvp-source")
-        gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column's header to sort by it.",
+        gr.Markdown(RATINGS_MARKDOWN + "\n\nBuilt-ins are the fixed anchors. Click a column's header to sort the whole "
+                    f"table by it (a second click: the other way); {tables.PAGE_ROWS} rows a page.",
                     elem_id="pvp-ratings-help")
         overfitting_section(page, lambda: tables.overfitting_points(data.standings(), latest=page.latest_players() or None))
-    filters = [*controls.inputs, older, min_matches]
+    filters = [*controls.inputs, older, min_matches, *paging.inputs]
 
-    def pvp_view(*values: Any) -> tuple[Any, Any, str]:
-        view = controls.view(*values[:-2])
-        older_too, at_least = values[-2:]
+    def pvp_view(*values: Any) -> tuple[Any, ...]:
+        """A page of the table as its filters, order and page ask, the note under it, which
+        rows it holds, the page number if it had to move, the line saying what it was computed from."""
+        view = controls.view(*values[:-4])
+        older_too, at_least, sort, at = values[-4:]
         rows = pvp_table(view.search, older_too, at_least, view.owner, view.settled)
-        table = tables.viewed(rows, tables.TableView(columns=view.columns), ())
+        shown_rows, line, moved = paging.view(tables.viewed(rows, tables.TableView(columns=view.columns), ()), sort, at)
         filtered = bool(view.search or view.owner or view.settled or at_least)
-        return shown(table, tables.PVP_COLUMNS), page.note(EMPTY, table, filtered=filtered), tables.source_line(data.standings())
+        return (shown(shown_rows, tables.PVP_COLUMNS), page.note(EMPTY, shown_rows, filtered=filtered), line, moved,
+                tables.source_line(data.standings()))
 
-    page.follow(pvp_view, inputs=filters, outputs=[pvp, pvp_empty, pvp_source], triggers=[c.change for c in filters])
+    page.follow(pvp_view, inputs=filters, outputs=[pvp, pvp_empty, *paging.outputs, pvp_source],
+                triggers=[c.change for c in filters])
 
     def api_settling() -> list[dict]:
         """The settling meter of every qualified revision, the least settled first: whether
