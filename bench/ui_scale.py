@@ -14,8 +14,12 @@
    figures below are taken after that, of a Space with nothing happening.
 3. **A visitor**, in Debian's Chromium at 1280x900, each figure the median of `--repeats`:
    - `pvp_rows_visible_ms`: from navigation to the PvP table's first row on screen;
+     `gradio_floor_ms`, the same for a bare Gradio app in this process serving nothing but
+     the same first page of the table as a static value (the framework's own start on this
+     machine, measured in the same run), and `pvp_rows_over_floor` their ratio;
    - `search_ms`: from typing a search into the PvP table's box to the rows it keeps;
-   - `sort_ms`: from a click on the MLE header to the rows in its order;
+   - `sort_ms`: from a click on the MLE header to the rows in its order (the whole table
+     is ordered on the Space, and its first page shown);
    - `policy_page_ms`: from navigation to `/?policy=...` to that policy's page on screen;
    - `open_tab_kb_per_min`: what an open tab on the PvP table receives in a minute (every
      byte on the wire: Chrome DevTools' encoded data lengths), nothing happening;
@@ -197,6 +201,42 @@ def visitor(url: str, match_id: str, policy: str, repeats: int, minute_s: float)
     return figures
 
 
+def gradio_floor(url: str, repeats: int) -> float:
+    """Median ms from navigation to the first row of a bare Gradio app serving the first page
+    of the Space's PvP table (`url`'s `/pvp_table`) as a static Dataframe: what no page made
+    with this Gradio can beat here."""
+    import gradio as gr
+    from gradio_client import Client
+    from playwright.sync_api import sync_playwright
+
+    from leaderboard.tables import PAGE_ROWS, PVP_COLUMNS, kinds
+
+    sys.path.insert(0, str(PROJECT_ROOT / "tests"))
+    from tests_support import BROWSER_ARGS, CHROMIUM, free_port
+
+    answer = Client(url, verbose=False).predict(api_name="/pvp_table")
+    frame = pd.DataFrame(answer["data"][:PAGE_ROWS], columns=answer["headers"])
+    with gr.Blocks() as demo:
+        gr.Dataframe(frame, datatype=kinds(PVP_COLUMNS), elem_id="pvp-table", interactive=False, wrap=True)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    times = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+            for _ in range(repeats):
+                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                page = context.new_page()
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
+                page.wait_for_selector(ROWS, timeout=60_000)
+                times.append(page.evaluate("() => performance.now()"))
+                context.close()
+            browser.close()
+    finally:
+        demo.close()
+    return statistics.median(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--revisions", type=int, default=500)
@@ -241,6 +281,8 @@ def main() -> int:
                                        "first_page_s": round(first_page_s, 1), "settled_s": round(settled_s, 1)}
             policy = f"sim/policy-{args.revisions // 2:04d}"  # one in the middle of the field
             figures.update(visitor(url, match_id, policy, args.repeats, args.tab_s))
+            figures["gradio_floor_ms"] = round(gradio_floor(url, args.repeats), 1)
+            figures["pvp_rows_over_floor"] = round(figures["pvp_rows_visible_ms"] / figures["gradio_floor_ms"], 2)
             process = psutil.Process(space.pid)
             cpu0, _ = space_usage(process)
             time.sleep(args.idle_s)
@@ -258,6 +300,8 @@ def main() -> int:
         met = value is not None and (value <= target if sense == "<=" else value >= target)
         print(f"  {key:<22} {value!s:>10}   target {sense} {target}: {'met' if met else 'MISSED'}")
     print(f"  {'replay_rate':<22} {figures.get('replay_rate')!s:>10}   (1.0: the nominal rate)")
+    print(f"  {'gradio_floor_ms':<22} {figures.get('gradio_floor_ms')!s:>10}   (a bare Gradio page of the same rows; "
+          f"the PvP rows take {figures.get('pvp_rows_over_floor')}x that)")
     print(json.dumps(figures))
     return 0
 

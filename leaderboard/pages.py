@@ -41,6 +41,7 @@ from leaderboard.tabs.pvp import pvp_tab
 from leaderboard.tabs.replay import replay_tab
 from leaderboard.tabs.submissions import submissions_tab
 
+
 def isolation_banner(report: Mapping[str, Any] | None) -> str:
     """The banner over every page while isolation is missing (`matchmaking.isolation`):
     red where submitted code runs anyway (`warn`), amber where it waits (`strict`);
