@@ -133,7 +133,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
         )
         status_lines(page, operator=operator, live=live, isolation=isolation)
-        with gr.Tabs() as tabs:  # the page's order
+        with gr.Tabs():  # the page's order
             pvp = pvp_tab(page)
             head_to_head_tab(page)
             pve = pve_tab(page)
@@ -173,7 +173,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         page.following.address([*(c for controls in controlled.values() for c in controls.inputs), opened_tab,
                                 matches.inputs[0], policy.chooser, replay.match_id, replay.viewer], opened)
-        replay.open_on_select(matches.table, tabs)
+        replay.open_on_select(matches.table, opened_tab)
         page.following.wire(demo)
     FOLLOWING[demo] = page.following
     quiet_queue(demo)
@@ -215,9 +215,11 @@ def _asked(opened: Opened, name: str, controls: Any) -> dict[Any, Any]:
     return {c: values[c] for c in controls.inputs if values[c]}
 
 
-#: Opens the tab whose id it is given (`opened_tab` in `build`), as a click on its button would.
+#: Opens the tab whose id it is given (`opened_tab` in `build`; anything after an "@" is left
+#: out: it tells two asks for the same tab apart), as a click on its button would.
 OPEN_TAB_JS = """(tab) => {
-  const button = document.querySelector(`button[role="tab"][data-tab-id="${CSS.escape(tab || "")}"]`);
+  const id = (tab || "").split("@")[0];
+  const button = document.querySelector(`button[role="tab"][data-tab-id="${CSS.escape(id)}"]`);
   if (button && button.getAttribute("aria-selected") !== "true") button.click();
   return [];
 }"""

@@ -4,6 +4,7 @@ opened at `?match=ID&tick=N` (`arena.links`; `leaderboard.pages` reads the addre
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,15 +22,18 @@ class ReplayTab:
     match_id: gr.Textbox
     viewer: gr.HTML
 
-    def open_on_select(self, table: gr.Dataframe, tabs: gr.Tabs) -> None:
-        """A match clicked in `table` (a column `Match`) opens here, the tab selected."""
+    def open_on_select(self, table: gr.Dataframe, opened_tab: gr.Textbox) -> None:
+        """A match clicked in `table` (a column `Match`) opens here, the tab selected in the
+        browser through `opened_tab` (`leaderboard.pages.OPEN_TAB_JS`: an event updating the
+        Tabs would make Gradio's page copy every value inside them). Its value names the
+        click (`replay@<ns>`), so a second click on the same match opens the tab again."""
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame) -> tuple[Any, ...]:
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
             chosen = str(frame.iloc[row]["Match"])
-            return chosen, {"match_id": chosen}, gr.Tabs(selected="replay")
+            return chosen, {"match_id": chosen}, f"replay@{time.monotonic_ns()}"
 
-        table.select(open_replay, inputs=table, outputs=[self.match_id, self.viewer, tabs], api_visibility="private")
+        table.select(open_replay, inputs=table, outputs=[self.match_id, self.viewer, opened_tab], api_visibility="private")
 
 
 def replay_tab(page: TabContext) -> ReplayTab:
