@@ -237,6 +237,7 @@ def test_tabs_and_filters(page):
 def test_a_replay_plays_and_scrubs(page, app):
     page.get_by_role("tab", name="Matches").click()
     page.locator("#matches-table").get_by_role("gridcell", name=app["real"].match_id).first.click()
+    expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
     page.wait_for_function("() => window.__replayReady === true", timeout=UI_WAIT_MS)
     assert page.evaluate("window.__replayLoadMs") < 1000  # first frame within 1 s of choosing
     overview = page.locator("#replay-viewer .nr-overview")
