@@ -185,6 +185,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> int:
+    from arena.memory import lean_allocators
+
+    lean_allocators()  # before pyarrow is imported and the threads start
     try:
         settings = ArenaSettings.from_env()
     except SettingsError as exc:
