@@ -49,13 +49,17 @@ HEAL_S = 30.0
 
 #: The browser's look at the version: the text it answers, or the last one if the Space is
 #: unreachable (a page that lost its Space keeps what it shows). Until the version moves past
-#: the one the load was drawn at (`loaded`), it stays empty: setting it is what asks for a refresh. A Space launched without the
+#: the one the load was drawn at (`loaded`), it stays empty: setting it is what asks for a
+#: refresh. While the load is still drawing it asks for nothing (for 20 s at most: a load
+#: that failed does not leave the page unrefreshed). A Space launched without the
 #: route says so on the console and in `window.__arenaVersionMissing`.
 LOOK_JS = f"""async (last, loaded) => {{
   try {{
     const answer = await fetch("{VERSION_PATH}", {{cache: "no-store"}});
     if (answer.ok) {{
       const now = await answer.text();
+      window.__arenaFirstLook = window.__arenaFirstLook || Date.now();
+      if (!loaded && Date.now() - window.__arenaFirstLook < 20000) return last;  // the load is drawing
       return (!last && now === loaded) ? last : now;  // what the load drew: nothing to ask for
     }}
     if (!window.__arenaVersionMissing) console.error(`{VERSION_PATH} answered ${{answer.status}}: this page will not `
@@ -199,8 +203,8 @@ class Following:
             return (*views_drawn[:len(outputs)], *(by_load[c] for c in loaded),
                     *(asked.get(c, gr.skip()) for c in asked_only), *views_drawn[len(outputs):], at)
 
-        version = gr.Textbox(visible=False, elem_id="page-version")  # its change asks for a refresh
-        drawn_at = gr.Textbox(visible=False, elem_id="page-loaded-version")  # no listener: setting it asks for nothing
+        version = gr.Textbox("", visible=False, elem_id="page-version")  # its change asks for a refresh
+        drawn_at = gr.Textbox("", visible=False, elem_id="page-loaded-version")  # no listener: setting it asks for nothing
         demo.load(load, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at], api_visibility="private")
         timer = gr.Timer(look_s)
         timer.tick(None, inputs=[version, drawn_at], outputs=version, js=LOOK_JS)  # in the browser: no event, no copying
