@@ -119,21 +119,13 @@ class TabContext:
 
 @dataclass(frozen=True)
 class TableTab:
-    """A tab's table as `leaderboard.pages.build` refreshes it: `view(*inputs)` answers
-    `outputs` (the table, the note under it, then any `extra`); a page load shows only the note.
-    """
+    """What `leaderboard.pages.build` needs of a tab's table: the table (a click on a match
+    opens its replay), its inputs (the Matches tab's first is its search) and its search,
+    filters and columns, which the page's address sets. The tab draws it itself (`TabContext.follow`)."""
 
     table: gr.Dataframe
-    empty: gr.Markdown
-    view: Callable[..., tuple[Any, ...]]
     inputs: tuple[Any, ...] = ()
-    extra: tuple[Any, ...] = ()
     controls: ViewControls | None = None
-    """Its search, filters and columns, which the page's address sets (`leaderboard.pages`)."""
-
-    @property
-    def outputs(self) -> list[Any]:
-        return [self.table, self.empty, *self.extra]
 
 
 def frame_json(frame: pd.DataFrame) -> dict:

@@ -73,4 +73,4 @@ def matches_tab(page: TabContext) -> TableTab:
                 "rerun": f"python -m matchmaking.rerun {match_id}", "teams": frame_json(rows)}
 
     page.api(api_match, "match")
-    return TableTab(match_list, matches_empty, matches_view, inputs=tuple(filters))
+    return TableTab(match_list, inputs=tuple(filters))

@@ -54,4 +54,4 @@ def pve_tab(page: TabContext) -> TableTab:
         return shown(table, tables.PVE_COLUMNS), page.note(EMPTY, table, filtered=view != tables.TableView())
 
     page.follow(pve_view, inputs=controls.inputs, outputs=[pve, pve_empty], triggers=[tab.select, *(c.change for c in controls.inputs)], lazy=True)
-    return TableTab(pve, pve_empty, pve_view, inputs=tuple(controls.inputs), controls=controls)
+    return TableTab(pve, inputs=tuple(controls.inputs), controls=controls)

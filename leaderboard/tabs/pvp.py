@@ -168,4 +168,4 @@ def pvp_tab(page: TabContext) -> TableTab:
         return frame_json(pvp_table(search, older, min_matches, owner, settled))
 
     page.api(api_pvp_table, "pvp_table")
-    return TableTab(pvp, pvp_empty, pvp_view, inputs=tuple(filters), extra=(pvp_source,), controls=controls)
+    return TableTab(pvp, inputs=tuple(filters), controls=controls)

@@ -75,4 +75,4 @@ def submissions_tab(page: TabContext, queue: Callable[[], Mapping[Revision, Queu
 
     page.follow(submissions_view, inputs=controls.inputs, outputs=[subs, subs_empty], key=lambda: tables.queue_key(queue()),
                 triggers=[tab.select, *(c.change for c in controls.inputs)], lazy=True)
-    return TableTab(subs, subs_empty, submissions_view, inputs=tuple(controls.inputs), controls=controls)
+    return TableTab(subs, inputs=tuple(controls.inputs), controls=controls)
