@@ -83,7 +83,18 @@ class HubFiles:
         """A match's team logs as recorded (`arena.logs.read` reads them); None if none."""
         return self._find(LOGS, match_id, started_at)
 
+    def has(self, kind: FileKind, match_id: str, *, started_at: str) -> bool:
+        """Whether the dataset holds a file of `kind` for the match, read from the same cached
+        listings and bundle indexes as a read, without opening the file (the analytics ask it
+        of every match of a restored history: most have no replay)."""
+        return self._locate(kind, match_id, started_at, read=False) is not None
+
     def _find(self, kind: FileKind, match_id: str, started_at: str) -> bytes | None:
+        found = self._locate(kind, match_id, started_at, read=True)
+        return found if isinstance(found, bytes) else None
+
+    def _locate(self, kind: FileKind, match_id: str, started_at: str, *, read: bool) -> bytes | str | None:
+        """The match's file (its bytes if `read`, else its name on the Hub); None if none."""
         if not MATCH_ID.fullmatch(match_id or ""):
             return None
         day = day_folder(started_at)
@@ -92,22 +103,27 @@ class HubFiles:
                 if not name.endswith(".bundle"):
                     continue
                 known = self._indexes.get(name)
-                if known is not None and match_id not in known:
-                    continue  # a bundle's index, read once, says it is not there
+                if known is not None:
+                    if match_id not in known:
+                        continue  # a bundle's index, read once, says it is not there
+                    if not read:
+                        return name
                 self.requests += 1
                 with self.fs.open(name, "rb", block_size=bundle.HEAD_BYTES, cache_type="none") as f:
-                    index = bundle.read_index(f)
+                    index = bundle.read_index(f)  # one request reads the index and (when read) the entry
                     self._indexes[name] = index
                     while len(self._indexes) > 256:
                         self._indexes.popitem(last=False)
                     if match_id in index:
-                        return bundle.read_entry(f, index, match_id)
+                        return bundle.read_entry(f, index, match_id) if read else name
         # loose: named by the match, then (since writers) by the writer that recorded it
         names = self._ls(f"{kind.folder}/loose/{match_id[:2]}")
         found = [n for n in sorted(names) if n.rsplit("/", 1)[-1].startswith(f"{match_id}.") and n.endswith(kind.suffix)]
         flat = kind.flat(match_id)  # the layout before loose folders: listed with the kind's folder
         if flat.rsplit("/", 1)[-1] in {n.rsplit("/", 1)[-1] for n in self._ls(kind.folder)}:
             found.append(self._path(flat))
+        if not read:
+            return found[0] if found else None
         for name in found:
             self.requests += 1
             try:

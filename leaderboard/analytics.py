@@ -39,6 +39,17 @@ log = logging.getLogger(__name__)
 #: seconds each, and the standings never wait for it.
 PER_UPDATE = 50
 
+#: Matches looked at per update at most. Those without a replay (most of a restored history,
+#: every match of a synthetic one) are marked without a read, so a backlog of them is worked
+#: off 2,000 a refresh (about 0.1 s), not `PER_UPDATE`.
+SCAN_PER_UPDATE = 2000
+
+#: Matches whose rows are taken from the history at a time while the next batch is looked for.
+WINDOW_MATCHES = 256
+
+#: Why a match without a replay is not looked at again.
+NO_REPLAY = "no replay recorded"
+
 #: Seconds between saves of the accumulator while a backlog of matches without replays is
 #: worked off (one with a replay added is saved at once): each save writes the whole of it.
 SAVE_EVERY_S = 60.0
@@ -70,6 +81,10 @@ EMPTY_NOTE = ("No replay analysed yet. Every recorded match's replay is read onc
               "match with a replay.")
 
 
+class _Unlisted(Exception):
+    """Which matches have a replay could not be read (`HistoryReader.replays_among` failed)."""
+
+
 class AnalyticsKeeper:
     """The analytics of a history folder, kept up to date one new replay at a time.
 
@@ -77,12 +92,17 @@ class AnalyticsKeeper:
         store: the history whose replays are read.
         cache: folder of the saved accumulator (`analytics.npz`); None keeps it in memory.
         per_update: replays read per `update` at most.
+        scan_per_update: matches looked at per `update` at most, with a replay or without.
     """
 
-    def __init__(self, store: HistoryReader, *, cache: Path | None = None, per_update: int = PER_UPDATE):
+    def __init__(self, store: HistoryReader, *, cache: Path | None = None, per_update: int = PER_UPDATE,
+                 scan_per_update: int = SCAN_PER_UPDATE):
         self.store = store
         self.path = None if cache is None else Path(cache) / "analytics.npz"
         self.per_update = per_update
+        self.scan_per_update = max(per_update, scan_per_update)
+        self._unlisted = ""
+        """Why the last look for which matches have a replay failed ("": it did not; logged once)."""
         self.reads = 0
         """Replays read so far (what the tests count)."""
         self.backlog = 0
@@ -111,7 +131,18 @@ class AnalyticsKeeper:
         rows = TeamRows.of(rows)
         if rows.empty:
             return 0
-        fresh, order, cursor = self._next_batch(rows)
+        try:
+            fresh, order, without, cursor = self._next_batch(rows)
+        except _Unlisted as exc:  # nothing marked: the next update asks again
+            if str(exc) != self._unlisted:
+                log.warning("analytics: which matches have a replay could not be read (%s); asked again at every "
+                            "refresh", exc)
+            self._unlisted = str(exc)
+            return 0
+        self._unlisted = ""
+        with self._lock:
+            for match_id in without:
+                self.book.skipped[match_id] = NO_REPLAY
         added = 0
         for match_id, teams in (fresh.groupby("match_id", sort=False) if order else ()):
             players = dict(zip(teams["slot"].astype(int), teams["player"]))
@@ -129,65 +160,90 @@ class AnalyticsKeeper:
                 continue
             with self._lock:
                 if decoded is None:
-                    self.book.skipped[match_id] = "no replay recorded"
+                    self.book.skipped[match_id] = NO_REPLAY
                 elif self.book.add(match_id, decoded[0], decoded[1], players, map_id=int(first["map_id"]), horizon=int(first["horizon"])):
                     added += 1
         self._rows_done, self._last_done = cursor  # every match before it is now added or skipped
         left = (len(rows) - self._rows_done) // MATCH.num_teams
         self.backlog = max(0, left)
-        if order and (added or time.monotonic() - self._saved_at >= SAVE_EVERY_S or not self.backlog):
+        if (order or without) and (added or time.monotonic() - self._saved_at >= SAVE_EVERY_S or not self.backlog):
             self.save()
         return added
 
-    def _next_batch(self, rows: TeamRows) -> tuple[pd.DataFrame, list[str], tuple[int, Any]]:
-        """The rows of the next `per_update` matches not added yet (oldest first within the
-        batch), their ids, and the cursor once they are handled: (rows from the first whose
-        matches are then all added or skipped, the match id of the last of those rows).
+    def _next_batch(self, rows: TeamRows) -> tuple[pd.DataFrame, list[str], list[str], tuple[int, Any]]:
+        """The next matches not added yet, oldest first: the rows of up to `per_update` with a
+        replay and their ids, the ids of those without one met before the next with one (up
+        to `scan_per_update` matches in all), and the cursor once they are handled: (rows from
+        the first whose matches are then all added or skipped, the match id of the last of
+        those rows).
 
         Why a cursor: the history's rows only grow at their end, a match's rows together,
         so the matches before `_rows_done` are all added or skipped and each update reads
-        only the rows after it, a window of about two batches' rows at a time (a day's shard
-        of a restored history is 50,000 rows: reading all of them to take 50 matches cost a
-        restored Space most of its idle CPU). If the rows before the cursor changed (a
-        history read anew), it starts again from the first row.
+        only the rows after it, a window at a time (a day's shard of a restored history is
+        50,000 rows: reading all of them to take 50 matches cost a restored Space most of its
+        idle CPU). If the rows before the cursor changed (a history read anew), it starts
+        again from the first row. Why ask which have a replay first: a restored history's
+        matches mostly have none, and looking for each one's in turn, 50 a refresh, kept a
+        Space busy for an hour after a restore of 200,000 matches.
+
+        Raises:
+            `_Unlisted`: which matches have a replay cannot be read (the Hub dataset cannot be
+                listed): none may then be marked as without one.
         """
         total = len(rows)
         if self._rows_done > total or (self._rows_done and self._row_at(rows, self._rows_done - 1) != self._last_done):
             self._rows_done, self._last_done = 0, None
-        window = 2 * self.per_update * MATCH.num_teams
+        window = WINDOW_MATCHES * MATCH.num_teams
         batch: list[pd.DataFrame] = []
         order: list[str] = []
+        without: list[str] = []
         cursor: tuple[int, Any] = (self._rows_done, self._last_done)
-        offset = 0
+        offset, done = 0, False
         for chunk in rows:
             end = offset + len(chunk)
             if end <= cursor[0]:
                 offset = end
                 continue
             start = cursor[0] - offset
-            while start < len(chunk) and len(order) < self.per_update:
+            while start < len(chunk) and not done:
                 part = chunk.iloc[start:start + window]
                 ids = part["match_id"].to_numpy(dtype=object)
                 stop = len(part)
                 if start + stop < len(chunk):  # the window's last match may go on past it: left for the next
                     stop = int(np.argmax(ids == ids[-1])) or stop
-                unique = list(dict.fromkeys(ids[:stop].tolist()))
+                ids = ids[:stop]
+                starts = dict(zip(ids.tolist(), part["started_at"].iloc[:stop].astype(str).tolist()))  # in row order
                 with self._lock:
-                    wanted = [m for m in unique if not self.book.knows(m)][: self.per_update - len(order)]
-                if wanted:
-                    order += wanted
-                    batch.append(part.iloc[:stop][np.isin(ids[:stop], wanted)])
-                if len(order) >= self.per_update:  # done up to the last row of the last match taken
-                    stop = int(np.flatnonzero(ids[:stop] == wanted[-1])[-1]) + 1
-                start += stop
-                cursor = (offset + start, ids[stop - 1])
+                    unknown = [(m, at) for m, at in starts.items() if not self.book.knows(m)]
+                try:
+                    recorded = self.store.replays_among(unknown) if unknown else set()
+                except Exception as exc:  # noqa: BLE001 - the Hub's client raises many kinds: none may mark a match
+                    raise _Unlisted(f"{type(exc).__name__}: {exc}") from exc
+                taken: list[str] = []
+                for match_id, _ in unknown:
+                    if match_id in recorded and len(order) >= self.per_update:  # left for the next update
+                        stop, done = int(np.argmax(ids == match_id)), True
+                        break
+                    if match_id in recorded:
+                        taken.append(match_id)
+                        order.append(match_id)
+                    else:
+                        without.append(match_id)
+                    if len(order) + len(without) >= self.scan_per_update:
+                        stop, done = int(np.flatnonzero(ids == match_id)[-1]) + 1, True
+                        break
+                if taken:
+                    batch.append(part.iloc[:stop][np.isin(ids[:stop], taken)])
+                if stop:
+                    start += stop
+                    cursor = (offset + start, ids[stop - 1])
             offset = end
-            if len(order) >= self.per_update:
+            if done:
                 break
         if not batch:
-            return pd.DataFrame(), [], cursor
+            return pd.DataFrame(), [], without, cursor
         fresh = pd.concat([plain_values(b) for b in batch], ignore_index=True).sort_values(["started_at", "match_id", "slot"])
-        return fresh, list(dict.fromkeys(fresh["match_id"])), cursor
+        return fresh, list(dict.fromkeys(fresh["match_id"])), without, cursor
 
     @staticmethod
     def _row_at(rows: TeamRows, index: int) -> Any:

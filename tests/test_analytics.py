@@ -217,19 +217,25 @@ def test_task_profile_is_against_the_teams_met(matches):
         assert profile["field"][task] == pytest.approx(np.mean([t.tasks[task].points for t in others]), abs=1e-3)
 
 
-def test_each_update_reads_only_the_rows_after_what_it_has_handled(tmp_path):
-    """A restored history of many matches without replays: the keeper works through them
-    `per_update` at a time, and once through, an update looks at no old match again (its
-    cost follows the new rows, not the history's size); rows read anew start it over."""
+def test_each_update_reads_only_the_rows_after_what_it_has_handled(tmp_path, monkeypatch):
+    """A restored history of many matches without replays: the keeper marks them without a
+    read, `scan_per_update` at a time, taking the rows a window at a time; once through, an
+    update looks at no old match again (its cost follows the new rows, not the history's
+    size); rows read anew start it over."""
     from arena.schema import rows as team_rows
     from arena.simulation import Population, random_history
+    from leaderboard import analytics
 
+    monkeypatch.setattr(analytics, "WINDOW_MATCHES", 5)
     matches = random_history(Population.random(20, seed=4), 30, seed=4)
     frame = with_players(pd.DataFrame([r for m in matches for r in team_rows(m)]))
-    keeper = AnalyticsKeeper(HistoryStore(tmp_path / "history"), per_update=8)
+    store = HistoryStore(tmp_path / "history")
+    keeper = AnalyticsKeeper(store, per_update=2, scan_per_update=8)
     asked: list[str] = []
     knows = keeper.book.knows
     keeper.book.knows = lambda m: (asked.append(m), knows(m))[1]  # type: ignore[method-assign]
+    read = store.replay_bytes
+    store.replay_bytes = lambda *a, **k: pytest.fail("a match without a replay was read")  # type: ignore[method-assign]
     rounds = 0
     looked: list[int] = []
     while True:
@@ -239,15 +245,68 @@ def test_each_update_reads_only_the_rows_after_what_it_has_handled(tmp_path):
         rounds += 1
         if not keeper.backlog:
             break
-    assert rounds == 4 and len(keeper.book.skipped) == 30  # 8 + 8 + 8 + 6, each "no replay recorded"
-    assert max(looked) <= 2 * 8, looked  # a window of two batches' rows at most, never the whole chunk
+    assert rounds == 4 and len(keeper.book.skipped) == 30  # 8 + 8 + 8 + 6, each without a replay
+    assert set(keeper.book.skipped.values()) == {analytics.NO_REPLAY}
+    assert max(looked) <= 8 + 5, looked  # up to the window that holds the eighth, never the whole chunk
     asked.clear()
     assert keeper.update(frame) == 0 and asked == []  # nothing after the cursor: no match looked at
+    store.replay_bytes = read  # type: ignore[method-assign]
     more = random_history(Population.random(20, seed=5), 2, seed=5)
     more = [type(m)(**{**m.__dict__, "match_id": f"new{k:017d}"}) for k, m in enumerate(more)]
     grown = pd.concat([frame, with_players(pd.DataFrame([r for m in more for r in team_rows(m)]))], ignore_index=True)
     keeper.update(grown)
     assert sorted(set(asked)) == sorted(m.match_id for m in more) and len(keeper.book.skipped) == 32
-    asked.clear()
-    keeper.update(grown.iloc[16:].reset_index(drop=True))  # the rows read anew, the first match gone
-    assert len(set(asked)) == 31 and keeper.backlog == 0  # started over: every match looked at once, none read
+
+
+def test_matches_with_a_replay_are_read_and_the_rest_marked_without_a_read(tmp_path, matches):
+    """Among matches without replays, those with one are read, `per_update` an update and in
+    their order, whatever lies between them; the others are marked without opening a file."""
+    store = HistoryStore(tmp_path / "history")
+    (first, first_data), (second, second_data) = matches
+    def at(match, minute: int, match_id: str | None = None):  # the history's rows are in the order of their start
+        return type(match)(**{**match.__dict__, "match_id": match_id or match.match_id,
+                              "started_at": f"2026-12-01T10:{minute:02d}:00+00:00"})
+
+    for k in range(12):
+        store.record(at(first, k + (k >= 5) + (k >= 10), f"bare{k:016d}"))
+    store.record(at(first, 5), replay=first_data)
+    store.record(at(second, 11), replay=second_data)
+    store.flush()
+    everyone = [(m, "2026-12-01T10:00:00+00:00") for m in (first.match_id, second.match_id, "bare0000000000000000")]
+    assert store.replays_among(everyone) == {first.match_id, second.match_id}  # loose
+    store.compact()
+    assert store.replay_path(first.match_id) is None and store.has_replay(first.match_id)  # in its day's bundle
+    assert store.replays_among(everyone) == {first.match_id, second.match_id}
+    assert store.replays_among([(first.match_id, "")]) == {first.match_id}  # no day: every bundle
+    rows = with_players(store.table().to_pandas())
+    keeper = AnalyticsKeeper(store, per_update=1)
+    opened: list[str] = []
+    read = store.replay_bytes
+    store.replay_bytes = lambda m, **k: (opened.append(m), read(m, **k))[1]  # type: ignore[method-assign]
+    assert keeper.update(rows) == 1 and opened == [first.match_id]
+    assert len(keeper.book.skipped) == 10 and keeper.backlog  # up to the second, which waits for the next update
+    assert keeper.update(rows) == 1 and opened == [first.match_id, second.match_id]
+    assert sorted(keeper.book.analysed) == sorted([first.match_id, second.match_id]) and len(keeper.book.skipped) == 12
+    assert keeper.update(rows) == 0 and not keeper.backlog
+
+
+def test_a_hub_that_cannot_be_listed_marks_no_match(tmp_path, matches, caplog):
+    """Which matches have a replay on the Hub cannot be read: nothing is marked as without one
+    (the next update asks again), and the log says so once."""
+    from history.store import HistoryReader
+
+    class Away:
+        def has(self, kind, match_id, *, started_at):
+            raise ConnectionError("the Hub is unreachable")
+
+    (first, _), _ = matches
+    store = HistoryStore(tmp_path / "history")
+    store.record(first)
+    store.flush()
+    rows = with_players(store.table().to_pandas())
+    keeper = AnalyticsKeeper(HistoryReader(tmp_path / "history", remote=Away()))
+    for _ in range(3):
+        assert keeper.update(rows) == 0
+    assert keeper.book.skipped == {} and keeper.book.analysed == set()
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "the Hub is unreachable" in caplog.records[0].message

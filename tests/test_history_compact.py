@@ -433,7 +433,7 @@ def test_files_of_a_record_killed_before_its_wal_entry_go_at_the_next_compaction
     assert not files(tmp_path, "replays/loose") and not files(tmp_path, "logs/loose")
 
 
-def test_reading_many_matches_from_the_hub_lists_each_folder_once():
+def test_reading_many_matches_from_the_hub_lists_each_folder_once(tmp_path):
     """The analytics of a restored Space ask the Hub for the replay of every match in turn: a
     day's folder and a loose folder are listed once for all their matches (within the
     listing's lifetime), a bundle's index is read once, and a match with no file anywhere
@@ -466,3 +466,9 @@ def test_reading_many_matches_from_the_hub_lists_each_folder_once():
     assert len([c for c in calls if c.startswith("open")]) == 1  # the bundle's index, once
     assert len([c for c in calls if c.endswith("replays/2026/12/01")]) == 1
     assert len(calls) <= 1 + 1 + 1 + 32  # the day, the bundle, the top folder, at most the loose folders met
+    # asked only whether each has one (the analytics' bulk look), the same listings answer, nothing opened
+    calls.clear()
+    reader = HistoryReader(tmp_path, remote=hub)
+    asked = [("a" * 20, started)] + [(f"{k:020x}", started) for k in range(50)] + [("b" * 20, "no day")]
+    assert reader.replays_among(asked) == {"a" * 20}
+    assert not [c for c in calls if c.startswith("open")]

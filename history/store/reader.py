@@ -14,7 +14,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,6 +50,8 @@ class RemoteFiles(Protocol):
     def replay(self, match_id: str, *, started_at: str) -> bytes | None: ...
 
     def logs(self, match_id: str, *, started_at: str) -> bytes | None: ...
+
+    def has(self, kind: FileKind, match_id: str, *, started_at: str) -> bool: ...
 
 
 class HistoryReader:
@@ -358,6 +360,55 @@ class HistoryReader:
     def has_replay(self, match_id: str) -> bool:
         """Whether a replay was recorded for the match (loose or bundled)."""
         return self.loose_file(REPLAYS, match_id) is not None or self._bundled(REPLAYS, match_id) is not None
+
+    def replays_among(self, matches: Iterable[tuple[str, str]]) -> set[str]:
+        """The ids of those of `matches` ((match id, started_at) pairs) with a replay recorded,
+        here or in the Hub dataset, without reading one: one listing of the loose replays and
+        one look at each day's bundle indexes for all of them, where `replay` looks for each
+        in turn (the analytics ask it of every match of a restored history, and most have
+        none). A bundled replay is looked for in its day's bundles, where compaction puts it;
+        a match whose start names no day, everywhere, as `replay` does.
+
+        Raises:
+            Whatever the Hub's client raises when the dataset cannot be listed (the Hub away).
+        """
+        loose = self._loose_ids(REPLAYS)
+        found: set[str] = set()
+        by_day: dict[str, list[tuple[str, str]]] = {}
+        for match_id, started_at in matches:
+            day = day_folder(started_at or "")
+            if not MATCH_ID.fullmatch(match_id or ""):
+                continue
+            if match_id in loose:
+                found.add(match_id)
+            elif day is None:
+                if self._bundled(REPLAYS, match_id) is not None or self._remote_has(match_id, started_at):
+                    found.add(match_id)
+            else:
+                by_day.setdefault(day, []).append((match_id, started_at))
+        for day, among in by_day.items():
+            indexes = [i for i in map(self._index, self.walk(self.root / REPLAYS.folder / day, ".bundle")) if i is not None]
+            for match_id, started_at in among:
+                if any(match_id in index for index in indexes) or self._remote_has(match_id, started_at):
+                    found.add(match_id)
+        return found
+
+    def _loose_ids(self, kind: FileKind) -> set[str]:
+        """The ids of the matches with a loose file of `kind` (this layout's and the flat one's)."""
+        names = [p.name for p in self.walk(self.root / kind.folder / "loose", kind.suffix)]
+        try:
+            names += [n for n in os.listdir(self.root / kind.folder) if n.endswith(kind.suffix)]
+        except FileNotFoundError:
+            pass
+        return {n.split(".", 1)[0] for n in names}
+
+    def _remote_has(self, match_id: str, started_at: str) -> bool:
+        """Whether the Hub dataset holds the match's replay (False without `remote` or without
+        the match's start). The Hub away raises: a match must not read as without a replay
+        for good because the Hub did not answer."""
+        if self.remote is None or not started_at:
+            return False
+        return self.remote.has(REPLAYS, match_id, started_at=started_at)
 
     def replay_bytes(self, match_id: str, *, started_at: str | None = None) -> bytes | None:
         """A match's replay bytes as recorded, unchecked (a bystander's read: nothing is
