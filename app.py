@@ -185,9 +185,10 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> int:
-    from arena.memory import lean_allocators
+    from arena.memory import give_back_in_background, lean_allocators
 
-    lean_allocators()  # before pyarrow is imported and the threads start
+    lean_allocators()  # before numpy and pyarrow are imported and the threads start
+    give_back_in_background()
     try:
         settings = ArenaSettings.from_env()
     except SettingsError as exc:
