@@ -212,9 +212,11 @@ class AnalyticsKeeper:
                 if start + stop < len(chunk):  # the window's last match may go on past it: left for the next
                     stop = int(np.argmax(ids == ids[-1])) or stop
                 ids = ids[:stop]
-                starts = dict(zip(ids.tolist(), part["started_at"].iloc[:stop].astype(str).tolist()))  # in row order
+                # each match's start, in row order (values, not `astype(str)`: that converts every
+                # category of the column, one per match of the history, on each window)
+                starts = dict(zip(ids.tolist(), part["started_at"].iloc[:stop].to_numpy(dtype=object).tolist()))
                 with self._lock:
-                    unknown = [(m, at) for m, at in starts.items() if not self.book.knows(m)]
+                    unknown = [(m, str(at)) for m, at in starts.items() if not self.book.knows(m)]
                 try:
                     recorded = self.store.replays_among(unknown) if unknown else set()
                 except Exception as exc:  # noqa: BLE001 - the Hub's client raises many kinds: none may mark a match
