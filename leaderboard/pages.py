@@ -186,11 +186,11 @@ FOLLOWING: weakref.WeakKeyDictionary[gr.Blocks, Following] = weakref.WeakKeyDict
 
 #: Seconds Gradio's queue waits between looks for work while it has none, and between looks
 #: for progress to report. Gradio 6 looks every 1 ms and 10 ms (`gradio.queueing.Queue`'s
-#: `sleep_when_free` and `progress_update_sleep_when_free`, with no setting): measured on a
-#: Space with no page open, its server thread spent 2.7 CPU-seconds a minute on those looks,
-#: more than all the rest of the idle Space. 10 ms adds at most that to an event's start (a
-#: search's target is 200 ms); the pages report no progress.
-QUEUE_LOOK_S = (0.01, 0.1)
+#: `sleep_when_free` and `progress_update_sleep_when_free`, with no setting): most of an idle
+#: Space's CPU. A bare Gradio app's idle CPU-seconds a minute on this machine: 2.85 (Gradio's
+#: own), 1.23 at 10 ms, 0.87 at 20 ms, 0.36 at 50 ms. 20 ms adds 10 ms to an event's start on
+#: average (a search's target is 200 ms); the pages report no progress.
+QUEUE_LOOK_S = (0.02, 0.1)
 
 
 def quiet_queue(demo: gr.Blocks) -> None:

@@ -95,7 +95,7 @@ def app(tmp_path_factory):
     demo.close()
 
 
-def test_the_served_queue_looks_for_work_every_10_ms_and_a_renamed_knob_is_an_error(app):
+def test_the_served_queue_looks_for_work_every_20_ms_and_a_renamed_knob_is_an_error(app):
     """Gradio's queue looks for work every millisecond by default (most of an idle Space's
     CPU): the pages' queue is set to `QUEUE_LOOK_S` while it serves, and a Gradio whose
     queue lacks those attributes stops the build with a message rather than idling at full cost."""
