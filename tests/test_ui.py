@@ -432,15 +432,23 @@ def _fresh_page(browser, url: str):
     return context, page, errors
 
 
-def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app):
-    """`/?policy=OWNER/NAME` opens the Policy tab on that policy's latest revision, and
-    `@SHA` (its first characters) on that revision; every table links its revisions there."""
+def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monkeypatch):
+    """`/?policy=OWNER/NAME` opens the Policy tab on that policy's latest revision, drawn
+    once (the load draws it; the chooser's change that follows draws nothing), and `@SHA`
+    (its first characters) on that revision; every table links its revisions there."""
     from arena.links import policy_link
+    from leaderboard import tables
 
+    drawn: list[str] = []
+    frames = tables.policy_frames
+    monkeypatch.setattr(tables, "policy_frames", lambda standings, player: (drawn.append(player), frames(standings, player))[1])
     context, page, errors = _fresh_page(browser, app["url"] + "?policy=alice/strong")
     chooser = page.locator("#policy-choice input").first
     expect(chooser).to_have_value(f"{STRONG}@{'a' * 40}", timeout=UI_WAIT_MS)
     expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#policy-heading")).to_contain_text(STRONG, timeout=UI_WAIT_MS)
+    page.wait_for_timeout(1500)  # the chooser's change, had it drawn the page again
+    assert drawn == [f"{STRONG}@{'a' * 40}"], drawn
     page.screenshot(path=str(SHOTS / "link-policy.png"))
     page.goto(app["url"] + "?policy=bob/weak@bbbb")
     expect(page.locator("#policy-choice input").first).to_have_value(f"{WEAK}@{'b' * 40}", timeout=UI_WAIT_MS)

@@ -359,7 +359,7 @@ def test_pushes_arriving_during_a_discovery_are_taken_together():
 
 
 @pytest.mark.xdist_group("space")
-def test_the_read_endpoints_are_mcp_tools_a_real_client_can_call(space):
+def test_the_read_endpoints_are_mcp_tools_a_real_client_can_call(space, tmp_path):
     """The Space as `app.py` serves it is an MCP server (streamable HTTP at /gradio_api/mcp/):
     a real MCP client lists the read endpoints as tools, each parameter typed and described,
     and calls them: the matches (the pushed revision's validation match among them), one
@@ -369,6 +369,12 @@ def test_the_read_endpoints_are_mcp_tools_a_real_client_can_call(space):
 
     from mcp import ClientSession
     from mcp.client.streamable_http import streamablehttp_client
+
+    if not space["api"].repo_exists("alice/wanderer"):  # run alone: push the revision the push test pushes
+        folder = tmp_path / "wanderer"
+        folder.mkdir()
+        (folder / "policy.py").write_bytes((WANDERER / "policy.py").read_bytes())
+        push(space["api"], "alice/wanderer", folder)
 
     async def talk() -> tuple[dict, dict]:
         async with streamablehttp_client(space["url"] + "/gradio_api/mcp/") as (read, write, _):
@@ -381,7 +387,7 @@ def test_the_read_endpoints_are_mcp_tools_a_real_client_can_call(space):
                     assert not answer.isError, (name, answer.content)
                     return ast.literal_eval(answer.content[0].text)  # Gradio's MCP answers a value as its text
 
-                for _ in range(120):  # the tables take up the recorded match within a few seconds
+                for _ in range(240):  # the tables take up the recorded match within a few seconds (60 s: pushed here)
                     listed = await call("matches", policy="alice/wanderer", track="validation", stage="", since="", until="")
                     if listed["data"]:
                         break

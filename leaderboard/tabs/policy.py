@@ -104,17 +104,25 @@ def policy_tab(page: TabContext) -> PolicyTab:
         return gr.Dropdown(value=choices[0]) if choices else gr.skip()
 
     def policy_page(player: str) -> tuple[Any, ...]:
-        """`policy`'s page for the page's view; while none is chosen, what will fill it if no
-        policy has played yet, and otherwise nothing (opening the tab chooses the leader)."""
-        return policy(player) if player or not players() else tuple(gr.skip() for _ in outputs)
+        """`policy`'s page for the page's view, and the policy it shows; while none is chosen,
+        what will fill it if no policy has played yet, and otherwise nothing (opening the tab
+        chooses the leader)."""
+        return (*page_of(player), player) if player or not players() else tuple(gr.skip() for _ in range(len(outputs) + 1))
 
-    def policy(player: str) -> tuple[Any, ...]:
+    def policy(player: str, shown: str = "") -> tuple[Any, ...]:
         """A policy's page: its TrueSkill over time, points per task, recent matches, head to
         head, exposure ledger, settling meter and links.
 
         Args:
             player: the revision, `owner/name@sha` (the full commit), or `builtin:NAME`.
         """
+        # The chooser's change, in a page that shows `player` already, draws nothing: the
+        # load draws the page an address names, and setting the chooser then fires this.
+        if player and player == shown:
+            return tuple(gr.skip() for _ in range(len(outputs) + 1))
+        return (*page_of(player), player)
+
+    def page_of(player: str) -> tuple[Any, ...]:
         standings = data.standings()
         frames = tables.policy_frames(standings, player or "")
         note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""
@@ -134,12 +142,14 @@ def policy_tab(page: TabContext) -> PolicyTab:
         recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
         h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
         exposure_shown = exposure_section(page)
+        shown = gr.State("")  # the policy whose page this page shows (not a parameter of the API)
     outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling, heading]
     # one at a time, in the order sent, with the timer's refresh of the page: a refresh sent
     # before a visitor chose another policy answers before that choice does, never after it
-    chooser.change(policy, inputs=chooser, outputs=outputs, api_name="policy", concurrency_id=POLICY_PAGE)
+    chooser.change(policy, inputs=[chooser, shown], outputs=[*outputs, shown], api_name="policy",
+                   concurrency_id=POLICY_PAGE)
     tab.select(first, inputs=chooser, outputs=chooser, api_visibility="private")
     page.follow(lambda chosen: (choose(chosen, keep=True),), inputs=[chooser], outputs=[chooser],
                 first=lambda chosen: (choose(chosen),), triggers=[tab.select], lazy=True)
-    page.follow(policy_page, inputs=[chooser], outputs=outputs, concurrency_id=POLICY_PAGE)
+    page.follow(policy_page, inputs=[chooser], outputs=[*outputs, shown], concurrency_id=POLICY_PAGE)
     return PolicyTab(chooser, players)
