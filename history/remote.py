@@ -52,6 +52,7 @@ class HubFiles:
         """Files opened or folders listed so far (each one or two HTTP requests)."""
         self.listing_ttl_s = listing_ttl_s
         self._listings: dict[str, tuple[float, list[str]]] = {}
+        self._loose_files: dict[str, tuple[float, dict[str, str]]] = {}
         self._indexes: OrderedDict[str, bundle.BundleIndex] = OrderedDict()
 
     def _ls(self, folder: str) -> list[str]:
@@ -69,6 +70,21 @@ class HubFiles:
             self._listings.clear()
         self._listings[folder] = (now, names)
         return names
+
+    def _loose(self, kind: FileKind) -> dict[str, str]:
+        """The dataset's loose files of `kind`, by match id: one recursive listing (compaction
+        leaves few), listed again after `listing_ttl_s`."""
+        now = time.monotonic()
+        kept = self._loose_files.get(kind.folder)
+        if kept is None or now - kept[0] >= self.listing_ttl_s:
+            self.requests += 1
+            try:
+                names = sorted(self.fs.find(self._path(f"{kind.folder}/loose"), detail=False, refresh=True), reverse=True)
+            except FileNotFoundError:
+                names = []
+            kept = (now, {n.rsplit("/", 1)[-1].split(".", 1)[0]: n for n in names if n.endswith(kind.suffix)})
+            self._loose_files[kind.folder] = kept
+        return kept[1]
 
     def _path(self, relative: str) -> str:
         at = f"@{self.revision}" if self.revision else ""
@@ -116,14 +132,15 @@ class HubFiles:
                         self._indexes.popitem(last=False)
                     if match_id in index:
                         return bundle.read_entry(f, index, match_id) if read else name
+        flat = kind.flat(match_id)  # the layout before loose folders: listed with the kind's folder
+        flat_here = flat.rsplit("/", 1)[-1] in {n.rsplit("/", 1)[-1] for n in self._ls(kind.folder)}
+        if not read:  # every loose file in one listing: asked of many matches, most have none
+            return self._loose(kind).get(match_id) or (self._path(flat) if flat_here else None)
         # loose: named by the match, then (since writers) by the writer that recorded it
         names = self._ls(f"{kind.folder}/loose/{match_id[:2]}")
         found = [n for n in sorted(names) if n.rsplit("/", 1)[-1].startswith(f"{match_id}.") and n.endswith(kind.suffix)]
-        flat = kind.flat(match_id)  # the layout before loose folders: listed with the kind's folder
-        if flat.rsplit("/", 1)[-1] in {n.rsplit("/", 1)[-1] for n in self._ls(kind.folder)}:
+        if flat_here:
             found.append(self._path(flat))
-        if not read:
-            return found[0] if found else None
         for name in found:
             self.requests += 1
             try:

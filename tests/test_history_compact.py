@@ -26,7 +26,7 @@ from arena.simulation import Population, random_history
 from bench.history_growth import synthetic_logs, synthetic_replay
 from history.mirror import HubMirror
 from history.remote import HubFiles
-from history.store import TEAM_SCHEMA, HistoryReader, HistoryStore
+from history.store import REPLAYS, TEAM_SCHEMA, HistoryReader, HistoryStore
 from tests_support import TESTS
 
 START = datetime(2026, 12, 1, 20, 0, tzinfo=timezone.utc)
@@ -243,6 +243,12 @@ def test_a_compaction_is_one_commit_on_the_hub_and_the_dataset_holds_every_match
     try:
         assert mirror.push_now()  # flushed shards and loose files, as before compaction
         record(store, clock, played[8:])  # not pushed yet: compacted straight from disk
+        from huggingface_hub import HfFileSystem
+
+        loose = HubFiles(repo, fs=HfFileSystem(endpoint=hub_api.endpoint, token="test-token", skip_instance_cache=True))
+        assert loose.has(REPLAYS, played[0].match_id, started_at=played[0].started_at)  # loose there: one listing of all
+        assert not loose.has(REPLAYS, played[9].match_id, started_at=played[9].started_at)  # not pushed
+        assert loose.requests <= 2 + 1 + 1  # each match's day folder, the top folder, every loose file at once
         commits = len(hub_api.list_repo_commits(repo, repo_type="dataset"))
         report = mirror.compact_now()
         assert report is not None and len(report.plans) == 1
@@ -261,7 +267,9 @@ def test_a_compaction_is_one_commit_on_the_hub_and_the_dataset_holds_every_match
         for m in (played[0], played[-1]):
             assert hub.replay(m.match_id, started_at=m.started_at) == synthetic_replay(m.match_id)
             assert hub.logs(m.match_id, started_at=m.started_at) == synthetic_logs(m.match_id)
+            assert hub.has(REPLAYS, m.match_id, started_at=m.started_at)
         assert hub.replay("no-such-match", started_at=played[0].started_at) is None
+        assert not hub.has(REPLAYS, "0" * 20, started_at=played[0].started_at)
         # the next push re-sends nothing compaction deleted, nor what it sent
         assert mirror.push_now()
         assert set(hub_api.list_repo_files(repo, repo_type="dataset")) == remote
@@ -447,6 +455,10 @@ def test_reading_many_matches_from_the_hub_lists_each_folder_once(tmp_path):
                 return ["datasets/o/d/replays/2026/12/01/replays-1.bundle"]
             raise FileNotFoundError(path)
 
+        def find(self, path, detail=False, refresh=True):
+            calls.append(f"find {path}")
+            return []
+
         def open(self, path, mode="rb", **kwargs):
             calls.append(f"open {path}")
             import io
@@ -472,3 +484,4 @@ def test_reading_many_matches_from_the_hub_lists_each_folder_once(tmp_path):
     asked = [("a" * 20, started)] + [(f"{k:020x}", started) for k in range(50)] + [("b" * 20, "no day")]
     assert reader.replays_among(asked) == {"a" * 20}
     assert not [c for c in calls if c.startswith("open")]
+    assert len([c for c in calls if c.startswith("find")]) == 1 and not [c for c in calls if "/loose/" in c]  # one listing of every loose file
