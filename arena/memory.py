@@ -12,7 +12,7 @@ allocators kept most of the rest after the restore and the fits had freed it:
 - glibc returns a heap's free memory to the system only from its top: the pages freed in
   its middle (the standings' and the fits' passes over 3.2 million rows) stay resident.
   `malloc_trim` gives them back: called by hand on the settled Space, 1,561 MB to 864 MB.
-  `give_back_in_background` calls it every `GIVE_BACK_EVERY_S`.
+  `give_back_in_background` calls it every `GIVE_BACK_EVERY_S` while the process is quiet.
 - NumPy asks the kernel for huge pages for its large arrays (2 MB at a time): off
   (`NUMPY_MADVISE_HUGEPAGE=0`, NumPy's own setting), 1,559 MB to 1,512 MB.
 
@@ -29,6 +29,7 @@ import ctypes.util
 import logging
 import os
 import threading
+import time
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,13 @@ ARENAS = 2
 #: glibc's `mallopt` parameter number for the arena limit (malloc.h).
 _M_ARENA_MAX = -8
 
-#: Seconds between returns of the heap's free pages to the system (each a few milliseconds,
-#: with the interpreter's lock released).
+#: Seconds between looks at whether to return the heap's free pages to the system (each
+#: return a few milliseconds, with the interpreter's lock released).
 GIVE_BACK_EVERY_S = 30.0
+
+#: The share of a core under which a process counts as quiet since the last look (a settled
+#: Space uses about 0.03).
+QUIET_SHARE = 0.25
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -74,9 +79,13 @@ def give_back() -> bool:
     return bool(trim is not None and trim(0) == 1)
 
 
-def give_back_in_background(every_s: float = GIVE_BACK_EVERY_S, stop: threading.Event | None = None) -> threading.Thread | None:
-    """Call `give_back` every `every_s` in a daemon thread (until `stop` is set); None, and
-    logged once, where this libc has no `malloc_trim`."""
+def give_back_in_background(every_s: float = GIVE_BACK_EVERY_S, stop: threading.Event | None = None,
+                            quiet: float = QUIET_SHARE) -> threading.Thread | None:
+    """Call `give_back` every `every_s` in a daemon thread (until `stop` is set) when the
+    process was quiet since the last look (its threads used less than `quiet` of a core on
+    average): trimming while it works (a restore, a fit) hands back pages it is about to use
+    again, and faulting them back in slowed a restore's first page by 3-4 s. None, and logged
+    once, where this libc has no `malloc_trim`."""
     libc = _libc()
     if libc is None or getattr(libc, "malloc_trim", None) is None:
         log.info("no malloc_trim here (not glibc): freed memory stays with the process, nothing else changes")
@@ -84,8 +93,12 @@ def give_back_in_background(every_s: float = GIVE_BACK_EVERY_S, stop: threading.
     stopped = stop if stop is not None else threading.Event()
 
     def loop() -> None:
+        last = time.process_time()
         while not stopped.wait(every_s):
-            give_back()
+            now = time.process_time()
+            if now - last < quiet * every_s:
+                give_back()
+            last = time.process_time()
 
     thread = threading.Thread(target=loop, daemon=True, name="give-back-memory")
     thread.start()
