@@ -25,7 +25,7 @@ import pandas as pd
 
 from arena import replay as replay_format
 from arena.analytics import CAUSES, Analytics, PolicyAnalytics, trajectories
-from arena.errors import DamagedFileError
+from arena.errors import ArenaError, DamagedFileError
 from arena.files import write_atomically
 from arena.rules import MATCH
 from arena.schema import TASK_NAMES
@@ -81,7 +81,7 @@ EMPTY_NOTE = ("No replay analysed yet. Every recorded match's replay is read onc
               "match with a replay.")
 
 
-class _Unlisted(Exception):
+class _Unlisted(ArenaError):
     """Which matches have a replay could not be read (`HistoryReader.replays_among` failed)."""
 
 
