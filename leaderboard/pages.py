@@ -30,6 +30,7 @@ from history.audits import AuditSummary
 from leaderboard import tables
 from leaderboard.analytics import analytics_tab
 from leaderboard.refresher import StandingsRefresher
+from leaderboard.served import ServeDrawn
 from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
 from leaderboard.tabs.following import Following
@@ -281,8 +282,12 @@ def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     benches): the CSS, the page's script (`JS`), gzip for responses of 1 KB or more (the
     page, its config, the API's answers; Starlette leaves the event streams that carry a
     page's updates as they are), and for a `demo` made by `build`, the route its open pages
-    read the Space's version from (`leaderboard.tabs.following`). Gradio builds its FastAPI
+    read the Space's version from (`leaderboard.tabs.following`) and the page served with its
+    views drawn in (`leaderboard.served`). Gradio builds its FastAPI
     app at launch, so these go in through `app_kwargs`; a new dict each time, as Gradio adds to it."""
     following = FOLLOWING.get(demo) if demo is not None else None
-    return {"css": CSS, "js": JS, "app_kwargs": {"middleware": [Middleware(GZipMiddleware, minimum_size=1024)],
+    middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
+    if following is not None:
+        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon))
+    return {"css": CSS, "js": JS, "app_kwargs": {"middleware": middleware,
                                                  "routes": [following.route()] if following is not None else []}}

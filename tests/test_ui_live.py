@@ -100,3 +100,100 @@ def test_an_open_page_redraws_only_when_something_changed(browser, tmp_path):
     finally:
         context.close()
         demo.close()
+
+
+def test_the_page_is_served_with_its_views_drawn_in(browser, tmp_path):
+    """`Following.serve_soon` (`leaderboard.served`): a visit draws the page's views into the
+    page Gradio serves, so the next visitor sees them before any event answers (here the
+    queue is cut off), and that visitor's load, told which draw it holds, draws nothing
+    again. Once the standings change, the page served is the old draw until redrawn, and its
+    load sends the new one."""
+    import urllib.request
+
+    from starlette.middleware import Middleware
+
+    from leaderboard.served import ServeDrawn
+
+    store = HistoryStore(tmp_path / "history")
+    data = StandingsRefresher(store, hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    context_ = TabContext(data, ArenaSettings(data_dir=tmp_path / "data"), lambda: None)
+    calls: list[int] = []
+
+    def view() -> tuple[str, object]:
+        calls.append(data.version)
+        return f"drawn at version {data.version}", gr.Markdown("the note", visible=True)
+
+    with gr.Blocks() as demo:
+        shown = gr.Markdown(elem_id="shown")
+        note = gr.Markdown(elem_id="note", visible=False)
+        context_.follow(view, outputs=[shown, note])
+        context_.following.wire(demo)
+    following = context_.following
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"routes": [following.route()],
+                            "middleware": [Middleware(ServeDrawn, redraw=following.serve_soon)]})
+
+    def served_after_a_visit(count: int) -> None:
+        urllib.request.urlopen(url, timeout=30).read()
+        deadline = time.monotonic() + UI_WAIT_MS / 1000
+        while len(following.served) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(following.served) == count
+
+    try:
+        served_after_a_visit(1)
+        first = data.version
+        assert calls == [first]
+        cut_off = browser.new_context()
+        page = cut_off.new_page()
+        page.route("**/queue/join*", lambda route: route.abort())  # no event can answer this page
+        page.goto(url)
+        expect(page.locator("#shown")).to_have_text(f"drawn at version {first}", timeout=UI_WAIT_MS)
+        expect(page.locator("#note")).to_have_text("the note")  # an update's arguments (visible) served too
+        cut_off.close()
+
+        context = browser.new_context()
+        page = context.new_page()
+        with page.expect_response(lambda r: "queue/data" in r.url, timeout=UI_WAIT_MS) as answer:
+            page.goto(url)
+        assert answer.value.finished() is None  # the load's answer, whole (its stream closed),
+        assert calls == [first]  # and it drew nothing: the page held it
+        context.close()
+
+        store.record(pve_match(2))
+        data.refresh()
+        assert data.version != first
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url)  # served the old draw (this visit asks for the new one), its load sends the new
+        expect(page.locator("#shown")).to_have_text(f"drawn at version {data.version}", timeout=UI_WAIT_MS)
+        context.close()
+        served_after_a_visit(2)
+    finally:
+        demo.close()
+
+
+def test_a_draw_served_in_the_page_sets_only_what_each_output_says():
+    """`leaderboard.served.with_drawn`: a value sets the value, an update its arguments (the
+    rest as the component was built), a skip nothing; a session's `gr.State` is never served."""
+    from leaderboard import served
+
+    with gr.Blocks() as demo:
+        text = gr.Markdown("as built", elem_id="text")
+        other = gr.Markdown("untouched")
+        state = gr.State(1)
+    demo.config = demo.get_config_file()
+
+    def props(config: dict, component) -> dict:
+        return next(c for c in config["components"] if c["id"] == component._id)["props"]
+
+    assert not served.servable(state) and served.servable(text)
+    assert props(served.with_drawn(demo, {text: "new"}), text)["value"] == "new"
+    hidden = props(served.with_drawn(demo, {text: gr.Markdown(visible=False)}), text)
+    assert (hidden["value"], hidden["visible"], hidden["elem_id"]) == ("as built", False, "text")
+    skipped = served.with_drawn(demo, {text: gr.skip(), other: "changed"})
+    assert props(skipped, text) is props(demo.config, text) and props(skipped, other)["value"] == "changed"
+    assert served.serve(demo, {text: "served"}) and props(demo.config, text)["value"] == "served"

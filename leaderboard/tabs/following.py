@@ -14,6 +14,9 @@ kept the page's main thread busy while a replay played. Now:
   (`Following.version`); only when that changed does the page ask for a refresh, and the
   refresh sends only the views whose state or inputs changed, and of those only the outputs
   that differ from what the page has (`leaderboard.updates.only_changed`).
+- **Served drawn.** The page's HTML already holds the latest draw of every view the load
+  would draw with no address (`serve_soon`, `leaderboard.served`): its rows show as the page
+  mounts, and the load, told which draw the page holds, sends only what differs from it.
 - **A view's own controls** (a search box, a policy chosen) compute that view at once through
   the same comparison, so a value the load already computed is not computed again.
 
@@ -25,7 +28,10 @@ right again within that.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +41,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from leaderboard import served
 from leaderboard.updates import only_changed
 
 #: Where a page reads the Space's version (`Following.version`), relative to the page.
@@ -46,6 +53,11 @@ LOOK_S = 2.0
 
 #: The version changes at least this often, so a page a late refresh left behind is redrawn.
 HEAL_S = 30.0
+
+#: How many draws served in the page (`Following.serve_soon`) the load still recognizes: a
+#: visitor's load follows its HTML by a second or so, and the served draw changes at most
+#: once per standings update.
+SERVED_KEPT = 8
 
 #: The browser's look at the version: the text it answers, or the last one if the Space is
 #: unreachable (a page that lost its Space keeps what it shows). Until the version moves past
@@ -116,6 +128,11 @@ class Following:
     opened: Callable[[Any], dict[Any, Any]] = lambda request: {}
     """What the page's address asks for (`address`): the value of each component it sets."""
     heal_s: float = HEAL_S
+    served: OrderedDict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=OrderedDict, repr=False)
+    """The draws served in the page, by token: each view's key and fingerprints (None: not served)."""
+    _demo: Callable[[], gr.Blocks | None] = field(default=lambda: None, repr=False)
+    _serving: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _token: Any = field(default=None, repr=False)
 
     def follow(self, view: Callable[..., tuple[Any, ...]], *, outputs: Sequence[Any], inputs: Sequence[Any] = (),
                **options: Any) -> None:
@@ -153,14 +170,64 @@ class Following:
 
     def draw(self, view: View, last: Any, shown: Any, values: Sequence[Any], *, load: bool = False,
              refresh: bool = False) -> tuple[Any, ...]:
-        """`view`'s outputs, then the fingerprints of what it sent and the key it was drawn
-        from: all skips where the key is `last` (nothing changed), or for a `refresh`, a lazy
-        view not yet drawn."""
+        """`view`'s outputs, then the fingerprints of what the page then shows and the key it
+        was drawn from: all skips where the key is `last` (nothing changed; at the `load`, the
+        page's state is set to what it was served), or for a `refresh`, a lazy view not yet drawn."""
         key = self.key(view, values)
         if key == last or (refresh and view.lazy and last is None):
-            return tuple(gr.skip() for _ in range(len(view.outputs) + 2))
+            return (*(gr.skip() for _ in view.outputs), *((shown, last) if load else (gr.skip(), gr.skip())))
         drawn = (view.first if load and view.first is not None else view.view)(*values)
-        return (*only_changed(drawn, None if load else shown), key)
+        return (*only_changed(drawn, shown), key)
+
+    def servable(self) -> list[int]:
+        """The views served drawn in the page: those the load draws with no address (not
+        lazy), whose outputs every visitor shares (no `gr.State`)."""
+        return [i for i, v in enumerate(self.views) if not v.lazy and all(served.servable(c) for c in v.outputs)]
+
+    def serve_soon(self) -> None:
+        """Draw the page's servable views with their inputs as built, in the background, and
+        serve the page with that draw in it if it changed (`leaderboard.served`); at most one
+        draw at a time, and none before `wire`. Called for each request of the page
+        (`served.ServeDrawn`): the visitor is served the draw as it stands, the next one the new."""
+        if self._demo() is None or not self._serving.acquire(blocking=False):
+            return
+
+        def run() -> None:
+            try:
+                self._serve()
+            except Exception:  # noqa: BLE001 - a page served undrawn still draws at its load
+                served.log.exception("the page's views could not be drawn into it; it is served as built")
+            finally:
+                self._serving.release()
+
+        threading.Thread(target=run, name="arena-serve-page", daemon=True).start()
+
+    def _serve(self) -> None:
+        demo = self._demo()
+        if demo is None:
+            return
+        keys: list[Any] = [None] * len(self.views)
+        prints: list[Any] = [None] * len(self.views)
+        indexes = self.servable()
+        for i in indexes:
+            view = self.views[i]
+            keys[i] = self.key(view, [getattr(c, "value", None) for c in view.inputs])
+        latest = next(reversed(self.served.values()), None)
+        if latest is not None and list(latest[0]) == keys:
+            return
+        drawn: dict[Any, Any] = {}
+        for i in indexes:
+            view = self.views[i]
+            values = [getattr(c, "value", None) for c in view.inputs]
+            outputs = (view.first or view.view)(*values)
+            drawn.update(zip(view.outputs, outputs))
+            prints[i] = only_changed(outputs, None)[-1]  # keys: read before drawing (a change meanwhile is redrawn)
+        token = hashlib.blake2b(repr(keys).encode(), digest_size=8).hexdigest()
+        if not served.serve(demo, {**drawn, self._token: token}):
+            return
+        self.served[token] = (tuple(keys), tuple(prints))
+        while len(self.served) > SERVED_KEPT:
+            self.served.popitem(last=False)
 
     def wire(self, demo: gr.Blocks, *, look_s: float = LOOK_S) -> None:
         """Make the page's load, its browser-side look at the version, its refresh and its
@@ -190,22 +257,28 @@ class Following:
             n = len(views)
             return drawn_all(dict(zip(inputs, values[2 * n:])), values[:n], values[n:2 * n], load=False)
 
-        def load(request: gr.Request) -> tuple[Any, ...]:
+        def load(token: str, request: gr.Request) -> tuple[Any, ...]:
             """A visitor's page: every view but the lazy ones, drawn with what its address
-            asks, and the version they were drawn at (read first: a change meanwhile is redrawn)."""
+            asks, each sent only where it differs from the draw the page was served with
+            (`token`: `serve_soon`), and the version they were drawn at (read first: a change
+            meanwhile is redrawn)."""
             at = self.version()
             asked = self.opened(request)
             values = {c: asked.get(c, getattr(c, "value", None)) for c in inputs}
             by_load: dict[Any, Any] = {}
             for view, outs in self.loads:
                 by_load.update(zip(outs, view()))
-            views_drawn = drawn_all(values, [None] * len(views), [None] * len(views), load=True, asked=list(asked))
+            lasts, shown = self.served.get(token or "", ((None,) * len(views), (None,) * len(views)))
+            views_drawn = drawn_all(values, lasts, shown, load=True, asked=list(asked))
             return (*views_drawn[:len(outputs)], *(by_load[c] for c in loaded),
                     *(asked.get(c, gr.skip()) for c in asked_only), *views_drawn[len(outputs):], at)
 
         version = gr.Textbox("", visible=False, elem_id="page-version")  # its change asks for a refresh
         drawn_at = gr.Textbox("", visible=False, elem_id="page-loaded-version")  # no listener: setting it asks for nothing
-        demo.load(load, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at], api_visibility="private")
+        self._token = gr.Textbox("", visible=False, elem_id="page-served")  # which draw the page was served with
+        demo.load(load, inputs=self._token, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at],
+                  api_visibility="private")
+        self._demo = weakref.ref(demo)
         timer = gr.Timer(look_s)
         timer.tick(None, inputs=[version, drawn_at], outputs=version, js=LOOK_JS)  # in the browser: no event, no copying
         shared = next((v.concurrency_id for v in views if v.concurrency_id), None)
