@@ -207,6 +207,7 @@ def test_an_open_page_is_sent_nothing_while_nothing_changes(browser, app):
 
 def test_api_tables_match_the_known_history(app):
     from gradio_client import Client
+    from gradio_client.exceptions import AppError
 
     client = Client(app["url"], verbose=False)
     pvp = client.predict("", False, 0, api_name="/pvp_table")
@@ -222,6 +223,10 @@ def test_api_tables_match_the_known_history(app):
     assert statuses["dave/new"][0] == "queued"
     matches = client.predict("", "pve", "", "", "", api_name="/matches")
     assert [r[0] for r in matches["data"]] == [app["real"].match_id]
+    heading = client.predict(STRONG, api_name="/policy")[-1]  # owner/name: its latest revision, as the address
+    assert f"/?policy={STRONG}@" in heading, heading
+    with pytest.raises(AppError, match="names no policy of this Arena: write owner/name"):
+        client.predict("nobody", api_name="/policy")
 
 
 def test_tabs_and_filters(page):

@@ -10,6 +10,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from arena.errors import InvalidArgumentError
+from arena.links import resolve_policy
+from arena.revision import Revision
 from history.index import TeamRows
 from leaderboard import exposure, meter, tables
 from leaderboard.tabs.context import TabContext
@@ -114,13 +117,34 @@ def policy_tab(page: TabContext) -> PolicyTab:
         head, exposure ledger, settling meter and links.
 
         Args:
-            player: the revision, `owner/name@sha` (the full commit), or `builtin:NAME`.
+            player: `owner/name` (its latest revision), `owner/name@SHA` (a commit's first
+                characters will do), or `builtin:NAME`, as the page's address names it.
         """
+        player = named(player)
         # The chooser's change, in a page that shows `player` already, draws nothing: the
         # load draws the page an address names, and setting the chooser then fires this.
         if player and player == shown:
             return tuple(gr.skip() for _ in range(len(outputs) + 1))
         return (*page_of(player), player)
+
+    def named(player: str) -> str:
+        """The rated player `player` names (`arena.links.resolve_policy`, as the page's address
+        does); a revision that has not played yet as it is (its page says so).
+
+        Raises:
+            gr.Error: `player` names neither (the visitor, or the API's caller, is told what to write).
+        """
+        if not player:
+            return ""
+        found = resolve_policy(player, players(), page.latest_players())
+        if found:
+            return found
+        try:
+            return Revision.parse(player).player
+        except InvalidArgumentError:
+            raise gr.Error(f"{player!r} names no policy of this Arena: write owner/name (its latest revision), "
+                           "owner/name@SHA (a commit's first characters will do) or builtin:NAME, as the PvP "
+                           "table and /submissions list them.") from None
 
     def page_of(player: str) -> tuple[Any, ...]:
         standings = data.standings()
