@@ -44,7 +44,7 @@ from arena.records import Format, Record
 from arena.revision import Revision, is_builtin
 from arena.rules import MATCH
 from history.index import TeamRows
-from history.index.rows import codes
+from history.index.rows import codes, same_matches
 
 #: Names of the map's edges, by `spawn_side`.
 SIDES: tuple[str, ...] = ("north", "east", "south", "west")
@@ -191,8 +191,8 @@ def _track(track: str, mine: pd.DataFrame, others: pd.DataFrame) -> TrackExposur
              if len(others) else pd.DataFrame(columns=["nunique", "size"]))
     total = int(faced["size"].sum()) if len(faced) else 0
     opponents = sorted(
-        (OpponentExposure(str(p), int(row["nunique"]), int(row["size"]), int(row["size"]) / total)
-         for p, row in faced.iterrows()),  # one iteration per opponent, not per row
+        (OpponentExposure(str(p), int(met), int(seats), int(seats) / total)  # one per opponent, not per row
+         for p, met, seats in zip(faced.index, faced["nunique"].to_numpy(), faced["size"].to_numpy())),
         key=lambda o: (-o.seats, -o.matches, o.opponent),
     )
     # -- maps: matches per (held out, id)
@@ -313,7 +313,7 @@ def revision_exposure(teams: TeamRows | pd.DataFrame, player: str) -> Exposure:
         if not own.any():
             continue
         mine = rows[own]
-        others = rows[(rows["match_id"].isin(mine["match_id"]).to_numpy() & ~own)]
+        others = rows[same_matches(rows, own) & ~own]
         parts.append(ledger(mine, others, player=player))
     return combine(parts) if parts else ledger(pd.DataFrame(), pd.DataFrame(), player=player)
 

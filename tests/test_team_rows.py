@@ -40,3 +40,19 @@ def test_appending_leaves_the_earlier_rows_as_they_were():
     second = first.append(batch(8, 8))  # merged into one chunk: the first object still holds 8 matches
     assert len(first) == 32 and len(second) == 64 and len(second.chunks) == 1
     assert first.append(batch(0, 0)) is first
+
+
+def test_a_players_opponents_are_the_other_rows_of_its_matches_in_every_chunk():
+    """`TeamRows.opponents` (`history.index.rows.same_matches`: by the match ids' codes) gives
+    what `isin` over the whole frame gives, on categorical chunks and plain ones alike, a
+    missing match id in none."""
+    plain = batch(40, 5).astype({"match_id": object, "player": object})
+    plain.loc[3, "match_id"] = None  # a row of no match is nobody's opponent
+    rows = TeamRows.of(batch(0, 20)).append(batch(20, 20)).append(plain)
+    whole = rows.frame().astype(object)
+    for player in ("p3", "p0", "nobody"):
+        met = whole.loc[whole["player"] == player, "match_id"].dropna()
+        expected = whole[whole["match_id"].isin(met) & (whole["player"] != player)].reset_index(drop=True)
+        got = rows.opponents(player)
+        pd.testing.assert_frame_equal(got.astype(object), expected, check_dtype=False)
+        assert (player == "nobody") == got.empty

@@ -225,6 +225,7 @@ def test_api_tables_match_the_known_history(app):
     assert [r[0] for r in matches["data"]] == [app["real"].match_id]
     heading = client.predict(STRONG, api_name="/policy")[-1]  # owner/name: its latest revision, as the address
     assert f"/?policy={STRONG}@" in heading, heading
+    assert client.predict(STRONG, api_name="/policy")[-1] == heading  # asked again in the same session: the same page
     with pytest.raises(AppError, match="names no policy of this Arena: write owner/name"):
         client.predict("nobody", api_name="/policy")
 
@@ -439,7 +440,7 @@ def _fresh_page(browser, url: str):
 
 def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monkeypatch):
     """`/?policy=OWNER/NAME` opens the Policy tab on that policy's latest revision, drawn
-    once (the load draws it; the chooser's change that follows draws nothing), and `@SHA`
+    once (the load draws it; the tab's opening that follows draws nothing), and `@SHA`
     (its first characters) on that revision; every table links its revisions there."""
     from arena.links import policy_link
     from leaderboard import tables
@@ -452,7 +453,7 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
     expect(chooser).to_have_value(f"{STRONG}@{'a' * 40}", timeout=UI_WAIT_MS)
     expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#policy-heading")).to_contain_text(STRONG, timeout=UI_WAIT_MS)
-    page.wait_for_timeout(1500)  # the chooser's change, had it drawn the page again
+    page.wait_for_timeout(1500)  # the tab's opening, had it drawn the page again
     assert drawn == [f"{STRONG}@{'a' * 40}"], drawn
     page.screenshot(path=str(SHOTS / "link-policy.png"))
     page.goto(app["url"] + "?policy=bob/weak@bbbb")

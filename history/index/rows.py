@@ -107,3 +107,14 @@ def is_builtin_row(rows: pd.DataFrame) -> np.ndarray:
     """Per row, whether its policy is a built-in (computed once per distinct policy)."""
     code, policies = pd.factorize(_values(rows["policy_id"]))
     return np.array([str(p).startswith(BUILTIN_PREFIX) for p in policies], dtype=bool)[code] if len(rows) else np.zeros(0, bool)
+
+
+def same_matches(rows: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
+    """Which of `rows` are in a match of the rows where `chosen` is true: one lookup a row in
+    the match ids' codes (`codes`), where `isin` hashes every value (on a categorical column
+    of 3.2 million rows: 3 ms against 70, most of a policy's page at 200,000 matches)."""
+    code, values = codes(rows["match_id"])
+    wanted = np.zeros(len(values) + 1, dtype=bool)  # the last slot: code -1, no match id
+    wanted[code[chosen]] = True
+    wanted[-1] = False
+    return wanted[code]

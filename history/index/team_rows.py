@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pandas as pd
 
+from history.index.rows import same_matches
+
 #: A trailing chunk is merged into the one before it when it is at least this share of it ...
 MERGE_SHARE = 0.5
 #: ... and the merged chunk holds at most this many rows (about 230 MB of narrow rows).
@@ -99,10 +101,13 @@ class TeamRows:
         """The rows of one player (revision-level id)."""
         return self.where(lambda c: (c["player"] == player).to_numpy())
 
-    def opponents(self, player: str, mine: pd.DataFrame) -> pd.DataFrame:
-        """The other teams' rows in the matches of `mine` (the player's own rows)."""
-        met = mine["match_id"] if len(mine) else []
-        return self.where(lambda c: (c["match_id"].isin(met) & (c["player"] != player)).to_numpy())
+    def opponents(self, player: str) -> pd.DataFrame:
+        """The other teams' rows in the matches `player` played (a match's rows are in one chunk)."""
+        def theirs(chunk: pd.DataFrame) -> np.ndarray:
+            own = (chunk["player"] == player).to_numpy()
+            return same_matches(chunk, own) & ~own
+
+        return self.where(theirs)
 
     def of_match(self, match_id: str) -> pd.DataFrame:
         """The rows of one match."""

@@ -98,21 +98,32 @@ def policy_tab(page: TabContext) -> PolicyTab:
             return gr.Dropdown(choices=choices)
         return gr.Dropdown(choices=choices, value=chosen)
 
-    def first(chosen: str = "") -> Any:
-        """The tab opened: on `chosen`, or else on the PvP leader. Not before: a policy's page
-        at 200,000 matches is most of a page load's work, and most visitors never open it."""
-        if chosen:
-            return gr.skip()
-        choices = players()
-        return gr.Dropdown(value=choices[0]) if choices else gr.skip()
+    def opened(chosen: str, shown: str) -> tuple[Any, ...]:
+        """The tab opened: the page of `chosen`, or else of the PvP leader (chosen here), drawn
+        unless this page shows it already (the load drew the policy an address names). Not
+        before: a policy's page at 200,000 matches is most of a page load's work, and most
+        visitors never open it."""
+        if not chosen:
+            choices = players()
+            if not choices:
+                return tuple(gr.skip() for _ in range(len(outputs) + 2))
+            chosen = choices[0]
+            return (gr.Dropdown(value=chosen), *page_of(chosen), chosen)
+        chosen = known(chosen)
+        if chosen is None or chosen == shown:
+            return tuple(gr.skip() for _ in range(len(outputs) + 2))
+        return (gr.skip(), *page_of(chosen), chosen)
 
     def policy_page(player: str) -> tuple[Any, ...]:
         """`policy`'s page for the page's view, and the policy it shows; while none is chosen,
         what will fill it if no policy has played yet, and otherwise nothing (opening the tab
         chooses the leader)."""
-        return (*page_of(player), player) if player or not players() else tuple(gr.skip() for _ in range(len(outputs) + 1))
+        chosen = known(player) if player else ("" if not players() else None)
+        if chosen is None:
+            return tuple(gr.skip() for _ in range(len(outputs) + 1))
+        return (*page_of(chosen), chosen)
 
-    def policy(player: str, shown: str = "") -> tuple[Any, ...]:
+    def policy(player: str) -> tuple[Any, ...]:
         """A policy's page: its TrueSkill over time, points per task, recent matches, head to
         head, exposure ledger, settling meter and links.
 
@@ -121,10 +132,6 @@ def policy_tab(page: TabContext) -> PolicyTab:
                 characters will do), or `builtin:NAME`, as the page's address names it.
         """
         player = named(player)
-        # The chooser's change, in a page that shows `player` already, draws nothing: the
-        # load draws the page an address names, and setting the chooser then fires this.
-        if player and player == shown:
-            return tuple(gr.skip() for _ in range(len(outputs) + 1))
         return (*page_of(player), player)
 
     def named(player: str) -> str:
@@ -145,6 +152,14 @@ def policy_tab(page: TabContext) -> PolicyTab:
             raise gr.Error(f"{player!r} names no policy of this Arena: write owner/name (its latest revision), "
                            "owner/name@SHA (a commit's first characters will do) or builtin:NAME, as the PvP "
                            "table and /submissions list them.") from None
+
+    def known(player: str) -> str | None:
+        """`named(player)`, or None where it names nothing (the chooser holds what a visitor
+        typed, and was told so when they typed it)."""
+        try:
+            return named(player)
+        except gr.Error:
+            return None
 
     def page_of(player: str) -> tuple[Any, ...]:
         standings = data.standings()
@@ -168,11 +183,13 @@ def policy_tab(page: TabContext) -> PolicyTab:
         exposure_shown = exposure_section(page)
         shown = gr.State("")  # the policy whose page this page shows (not a parameter of the API)
     outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling, heading]
-    # one at a time, in the order sent, with the timer's refresh of the page: a refresh sent
-    # before a visitor chose another policy answers before that choice does, never after it
-    chooser.change(policy, inputs=[chooser, shown], outputs=[*outputs, shown], api_name="policy",
-                   concurrency_id=POLICY_PAGE)
-    tab.select(first, inputs=chooser, outputs=chooser, api_visibility="private")
+    # One at a time, in the order sent, with the timer's refresh of the page: a refresh sent
+    # before a visitor chose another policy answers before that choice does, never after it.
+    # A visitor's choice draws (`input`, not `change`: the chooser set by the load or by the
+    # tab's opening is drawn by those, and the API's answer does not depend on a session).
+    chooser.input(policy, inputs=[chooser], outputs=[*outputs, shown], api_name="policy", concurrency_id=POLICY_PAGE)
+    tab.select(opened, inputs=[chooser, shown], outputs=[chooser, *outputs, shown], api_visibility="private",
+               concurrency_id=POLICY_PAGE)
     page.follow(lambda chosen: (choose(chosen, keep=True),), inputs=[chooser], outputs=[chooser],
                 first=lambda chosen: (choose(chosen),), triggers=[tab.select], lazy=True)
     page.follow(policy_page, inputs=[chooser], outputs=[*outputs, shown], concurrency_id=POLICY_PAGE)
