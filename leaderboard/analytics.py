@@ -307,7 +307,7 @@ def task_profile(rows: TeamRows | pd.DataFrame, player: str) -> dict[str, dict[s
     same matches (the opponents it actually met), all tracks."""
     rows = TeamRows.of(rows)
     mine = rows.of_player(player)
-    field = rows.opponents(player, mine)
+    field = rows.opponents(player)
 
     def means(frame: pd.DataFrame) -> dict[str, float]:
         return {task: round(float(frame[f"{task}_points"].mean()), 3) if len(frame) else 0.0 for task in TASK_NAMES}

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import gradio as gr
+from gradio.data_classes import BlocksConfigDict
 from gradio.utils import is_prop_update
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -45,7 +46,7 @@ def entry_args(value: Any) -> dict[str, Any]:
     return {"value": value}
 
 
-def with_drawn(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> dict[str, Any]:
+def with_drawn(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> BlocksConfigDict:
     """`demo.config` with each component of `drawn` set as its value there says (a value,
     or an update's arguments), as a new dict: components not in `drawn` or skipped keep
     their entries (the same objects)."""
@@ -58,7 +59,7 @@ def with_drawn(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> dict[str, Any]:
         copy = type(block)(**{**block.constructor_args, **args, "render": False})
         entries[block._id] = {"props": demo.default_config.config_for_block(block._id, [], copy)["props"]}
     components = [{**c, **entries[c["id"]]} if c.get("id") in entries else c for c in config["components"]]
-    return {**config, "components": components}
+    return cast(BlocksConfigDict, {**config, "components": components})
 
 
 def serve(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> bool:

@@ -258,5 +258,5 @@ def test_the_about_tab_shows_the_tally_computed_at_page_load(tmp_path):
     demo = build(data, ArenaSettings(), audits=lambda: next(tallies))
     load = next(f for f in demo.fns.values() if any(getattr(o, "elem_id", None) == "about-audits" for o in f.outputs))
     at = [getattr(o, "elem_id", None) for o in load.outputs].index("about-audits")
-    assert "**0 of 0 audited matches reproduced**" in load.fn(None)[at]  # a page load
-    assert "**1 of 1 audited matches reproduced**" in load.fn(None)[at]  # the next one shows the tally as it is then
+    assert "**0 of 0 audited matches reproduced**" in load.fn("", None)[at]  # a page load
+    assert "**1 of 1 audited matches reproduced**" in load.fn("", None)[at]  # the next one shows the tally as it is then

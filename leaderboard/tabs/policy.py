@@ -109,10 +109,10 @@ def policy_tab(page: TabContext) -> PolicyTab:
                 return tuple(gr.skip() for _ in range(len(outputs) + 2))
             chosen = choices[0]
             return (gr.Dropdown(value=chosen), *page_of(chosen), chosen)
-        chosen = known(chosen)
-        if chosen is None or chosen == shown:
+        player = known(chosen)
+        if player is None or player == shown:
             return tuple(gr.skip() for _ in range(len(outputs) + 2))
-        return (gr.skip(), *page_of(chosen), chosen)
+        return (gr.skip(), *page_of(player), player)
 
     def policy_page(player: str) -> tuple[Any, ...]:
         """`policy`'s page for the page's view, and the policy it shows; while none is chosen,
