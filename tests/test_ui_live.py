@@ -199,3 +199,24 @@ def test_a_draw_served_in_the_page_sets_only_what_each_output_says():
     skipped = served.with_drawn(demo, {text: gr.skip(), other: "changed"})
     assert props(skipped, text) is props(demo.config, text) and props(skipped, other)["value"] == "changed"
     assert served.serve(demo, {text: "served"}) and props(demo.config, text)["value"] == "served"
+
+
+def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path):
+    """`View.quiet`: the events of the PvP table's search, filters, sort and page show their
+    progress on a hidden component only (a loading status on the table draws it again at each
+    event's start and end); the other tabs' tables keep Gradio's progress."""
+    from leaderboard.pages import build
+
+    data = StandingsRefresher(HistoryStore(tmp_path / "history"), hub_url="http://hub.example", bootstrap=0)
+    data.refresh()
+    demo = build(data)
+    config = demo.get_config_file()
+    ids = {c["props"].get("elem_id"): c["id"] for c in config["components"]}
+
+    def event_of(elem_id: str) -> dict:
+        return next(d for d in config["dependencies"] if [ids[elem_id], "change"] in [list(t) for t in d["targets"]]
+                    and ids["pvp-table" if elem_id.startswith("pvp") else "pve-table"] in d["outputs"])
+
+    for control in ("pvp-search", "pvp-sort", "pvp-page", "pvp-owner"):
+        assert event_of(control)["show_progress_on"] == [ids["page-progress"]], control
+    assert not event_of("pve-search").get("show_progress_on")

@@ -143,7 +143,7 @@ def pvp_tab(page: TabContext) -> TableTab:
                 tables.source_line(data.standings()))
 
     page.follow(pvp_view, inputs=filters, outputs=[pvp, pvp_empty, *paging.outputs, pvp_source],
-                triggers=[c.change for c in filters])
+                triggers=[c.change for c in filters], quiet=True)
 
     def api_settling() -> list[dict]:
         """The settling meter of every qualified revision, the least settled first: whether
