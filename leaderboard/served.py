@@ -62,17 +62,21 @@ def with_drawn(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> BlocksConfigDict:
     return cast(BlocksConfigDict, {**config, "components": components})
 
 
-def serve(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> bool:
-    """Serve `demo`'s page with `drawn` in it (`with_drawn`); False, with a warning, if this
-    Gradio's config is not the dict of components it was written for (a Gradio upgrade
-    changed it): pages then mount empty and draw at their load, as before."""
+def supported(demo: gr.Blocks) -> bool:
+    """Whether this Gradio keeps `demo`'s page as the dict of components `with_drawn` was
+    written for; if not (a Gradio upgrade changed it), says so once, in a warning: pages then
+    mount empty and draw at their load, as before."""
     config = getattr(demo, "config", None)
-    if not isinstance(config, dict) or not isinstance(config.get("components"), list):
-        log.warning("this Gradio (%s) keeps no config dict of components: pages are served without their views "
-                    "drawn in (leaderboard.served)", gr.__version__)
-        return False
+    if isinstance(config, dict) and isinstance(config.get("components"), list):
+        return True
+    log.warning("this Gradio (%s) keeps no config dict of components: pages are served without their views "
+                "drawn in (leaderboard.served)", gr.__version__)
+    return False
+
+
+def serve(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> None:
+    """Serve `demo`'s page with `drawn` in it (`with_drawn`); only where `supported`."""
     demo.config = with_drawn(demo, drawn)
-    return True
 
 
 class ServeDrawn:

@@ -198,7 +198,32 @@ def test_a_draw_served_in_the_page_sets_only_what_each_output_says():
     assert (hidden["value"], hidden["visible"], hidden["elem_id"]) == ("as built", False, "text")
     skipped = served.with_drawn(demo, {text: gr.skip(), other: "changed"})
     assert props(skipped, text) is props(demo.config, text) and props(skipped, other)["value"] == "changed"
-    assert served.serve(demo, {text: "served"}) and props(demo.config, text)["value"] == "served"
+    assert served.supported(demo)
+    served.serve(demo, {text: "served"})
+    assert props(demo.config, text)["value"] == "served"
+
+
+def test_a_gradio_whose_page_cannot_be_served_drawn_is_told_once_and_never_drawn_for(caplog):
+    """A Gradio whose config is not the dict of components `leaderboard.served` was written
+    for: the page is served as built, with one warning, and its views are not drawn for it
+    (on each visit, as they were before the check came first)."""
+    from leaderboard.tabs.following import Following
+
+    calls = []
+    with gr.Blocks() as demo:
+        text = gr.Markdown("as built")
+        page = Following(state=lambda: 0)
+        page.follow(lambda: (calls.append(1) or "drawn",), outputs=[text])
+        page.wire(demo)
+    demo.config = None  # what an upgraded Gradio might keep instead
+    with caplog.at_level("WARNING", logger="leaderboard.served"):
+        for _ in range(3):
+            page.serve_soon()
+            with page._serving:  # the background draw, if any, is over
+                pass
+    assert calls == [] and not page.served
+    assert [r.getMessage() for r in caplog.records].count(caplog.records[0].getMessage()) == 1
+    assert "served without their views drawn in" in caplog.records[0].getMessage()
 
 
 def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path):

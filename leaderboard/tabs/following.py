@@ -139,6 +139,7 @@ class Following:
     _demo: Callable[[], gr.Blocks | None] = field(default=lambda: None, repr=False)
     _serving: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _token: Any = field(default=None, repr=False)
+    _unserved: bool = field(default=False, repr=False)  # this Gradio cannot serve a page drawn
 
     def follow(self, view: Callable[..., tuple[Any, ...]], *, outputs: Sequence[Any], inputs: Sequence[Any] = (),
                **options: Any) -> None:
@@ -193,9 +194,10 @@ class Following:
     def serve_soon(self) -> None:
         """Draw the page's servable views with their inputs as built, in the background, and
         serve the page with that draw in it if it changed (`leaderboard.served`); at most one
-        draw at a time, and none before `wire`. Called for each request of the page
-        (`served.ServeDrawn`): the visitor is served the draw as it stands, the next one the new."""
-        if self._demo() is None or not self._serving.acquire(blocking=False):
+        draw at a time, none before `wire`, and none ever on a Gradio `served` does not
+        support. Called for each request of the page (`served.ServeDrawn`): the visitor is
+        served the draw as it stands, the next one the new."""
+        if self._demo() is None or self._unserved or not self._serving.acquire(blocking=False):
             return
 
         def run() -> None:
@@ -212,25 +214,26 @@ class Following:
         demo = self._demo()
         if demo is None:
             return
+        if not served.supported(demo):
+            self._unserved = True
+            return
+        indexes = self.servable()
+        values = {i: [getattr(c, "value", None) for c in self.views[i].inputs] for i in indexes}
         keys: list[Any] = [None] * len(self.views)
         prints: list[Any] = [None] * len(self.views)
-        indexes = self.servable()
         for i in indexes:
-            view = self.views[i]
-            keys[i] = self.key(view, [getattr(c, "value", None) for c in view.inputs])
+            keys[i] = self.key(self.views[i], values[i])  # read before drawing: a change meanwhile is redrawn
         latest = next(reversed(self.served.values()), None)
         if latest is not None and list(latest[0]) == keys:
             return
         drawn: dict[Any, Any] = {}
         for i in indexes:
             view = self.views[i]
-            values = [getattr(c, "value", None) for c in view.inputs]
-            outputs = (view.first or view.view)(*values)
+            outputs = (view.first or view.view)(*values[i])
             drawn.update(zip(view.outputs, outputs))
-            prints[i] = only_changed(outputs, None)[-1]  # keys: read before drawing (a change meanwhile is redrawn)
+            prints[i] = only_changed(outputs, None)[-1]
         token = hashlib.blake2b(repr(keys).encode(), digest_size=8).hexdigest()
-        if not served.serve(demo, {**drawn, self._token: token}):
-            return
+        served.serve(demo, {**drawn, self._token: token})
         self.served[token] = (tuple(keys), tuple(prints))
         while len(self.served) > SERVED_KEPT:
             self.served.popitem(last=False)
