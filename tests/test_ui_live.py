@@ -229,7 +229,7 @@ def test_a_gradio_whose_page_cannot_be_served_drawn_is_told_once_and_never_drawn
 def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path):
     """`View.quiet`: the events of the PvP table's search, filters, sort and page show their
     progress on a hidden component only (a loading status on the table draws it again at each
-    event's start and end); the other tabs' tables keep Gradio's progress."""
+    event's start and end), and skip Gradio's queue; the other tabs' tables keep both."""
     from leaderboard.pages import build
 
     data = StandingsRefresher(HistoryStore(tmp_path / "history"), hub_url="http://hub.example", bootstrap=0)
@@ -244,4 +244,5 @@ def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path
 
     for control in ("pvp-search", "pvp-sort", "pvp-page", "pvp-owner"):
         assert event_of(control)["show_progress_on"] == [ids["page-progress"]], control
-    assert not event_of("pve-search").get("show_progress_on")
+        assert event_of(control)["queue"] is False, control  # answered by its own request
+    assert not event_of("pve-search").get("show_progress_on") and event_of("pve-search")["queue"] is not False

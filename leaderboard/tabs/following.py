@@ -100,11 +100,16 @@ class View:
             event has drawn is copied by Gradio's page on every later event, so a tab the
             visitor never opens costs nothing.
         concurrency_id: the queue its events share with other events into the same outputs.
-        quiet: its triggers' events show no progress on its outputs. Gradio's page gives each
-            output of an event a loading status as it starts and ends, and the table under one
-            is drawn again each time: for the PvP table's own controls (a search, a sort, a
-            page: answered in a fifth of a second) that was a quarter of a sort's time here
-            (click to sorted rows, medians ~255 -> ~205 ms at 500 revisions).
+        quiet: its triggers' events show no progress on its outputs and skip Gradio's queue.
+            Gradio's page gives each output of an event a loading status as it starts and
+            ends, and the table under one is drawn again each time: for the PvP table's own
+            controls (a search, a sort, a page: answered in a fifth of a second) that was a
+            quarter of a sort's time here (click to sorted rows, medians ~255 -> ~205 ms at 500
+            revisions). A queued event is a join, a wait for the queue's next look (every 20 ms
+            here: `leaderboard.pages.QUEUE_LOOK_S`) and its messages on the page's stream; one
+            outside the queue is one request answered (two 200k Spaces side by side, 12 clicks
+            each: click to sorted rows ~205 -> ~168 ms). Its order is kept by the page, which
+            sends a control's next event once the last has answered (Gradio's `trigger_mode`).
     """
 
     view: Callable[..., tuple[Any, ...]]
@@ -300,7 +305,8 @@ class Following:
                 gr.on(list(view.triggers), lambda last, shown, *values, view=view: self.draw(view, last, shown, values),
                       inputs=[seen[i], sent[i], *view.inputs], outputs=[*view.outputs, sent[i], seen[i]],
                       api_visibility="private", concurrency_id=view.concurrency_id,
-                      show_progress_on=[unseen] if view.quiet and unseen is not None else None)
+                      show_progress_on=[unseen] if view.quiet and unseen is not None else None,
+                      queue=not view.quiet)
 
 
 def _unique(components: Any) -> list[Any]:
