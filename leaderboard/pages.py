@@ -30,7 +30,7 @@ from history.audits import AuditSummary
 from leaderboard import tables
 from leaderboard.analytics import analytics_tab
 from leaderboard.refresher import StandingsRefresher
-from leaderboard.served import ServeDrawn
+from leaderboard.served import Addressed, ServeDrawn
 from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
 from leaderboard.tabs.following import Following
@@ -134,7 +134,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             "as in the IJCAI 2022 challenge. Tables refresh every few seconds from the match history."
         )
         status_lines(page, operator=operator, live=live, isolation=isolation)
-        with gr.Tabs():  # the page's order
+        with gr.Tabs() as tabs:  # the page's order
             pvp = pvp_tab(page)
             head_to_head_tab(page)
             pve = pve_tab(page)
@@ -153,10 +153,9 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         opened_tab.change(None, inputs=opened_tab, js=OPEN_TAB_JS)
         controlled = {name: t.controls for name, t in (("pvp", pvp), ("pve", pve), ("submissions", subs)) if t.controls}
 
-        def opened(request: gr.Request | None) -> dict[Any, Any]:
-            """What the page's address asks for (`arena.links`): a tab, a table's search,
-            filters and columns, a policy, a match at a tick."""
-            address = Opened.from_query(dict(request.query_params) if request is not None else {})
+        def asked_by(address: Opened) -> dict[Any, Any]:
+            """What `address` asks for (`arena.links`): a tab, a table's search, filters and
+            columns, a policy, a match at a tick."""
             asked: dict[Any, Any] = {}
             for name, controls in controlled.items():
                 asked.update(_asked(address, name, controls))
@@ -172,17 +171,33 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 asked[replay.viewer] = {"match_id": address.match, "tick": address.tick}
             return asked
 
+        def opened(request: gr.Request | None) -> dict[Any, Any]:
+            """What the page's address asks its load to draw."""
+            return asked_by(Opened.from_query(dict(request.query_params) if request is not None else {}))
+
+        def served(query: Mapping[str, str]) -> dict[Any, Any]:
+            """The page an address is served as (`leaderboard.served.Addressed`): its tab
+            open, its controls set; not the replay, which its load opens (a viewer served a
+            match would load it again when the load sets it)."""
+            address = Opened.from_query(query)
+            asked = {c: v for c, v in asked_by(address).items() if c is not opened_tab and c is not replay.viewer}
+            return {tabs: gr.Tabs(selected=address.tab), **asked} if address.tab else asked
+
         page.following.address([*(c for controls in controlled.values() for c in controls.inputs), opened_tab,
                                 matches.inputs[0], policy.chooser, replay.match_id, replay.viewer], opened)
         replay.open_on_select(matches.table, opened_tab)
         page.following.wire(demo)
     FOLLOWING[demo] = page.following
+    ADDRESSED[demo] = Addressed(demo, served)
     quiet_queue(demo)
     return demo
 
 
 #: Each page built by `build`, and how it follows the Space (`launch_options` serves its version).
 FOLLOWING: weakref.WeakKeyDictionary[gr.Blocks, Following] = weakref.WeakKeyDictionary()
+
+#: Each page `build` made, served as its addresses ask (`leaderboard.served.Addressed`).
+ADDRESSED: weakref.WeakKeyDictionary[gr.Blocks, Addressed] = weakref.WeakKeyDictionary()
 
 
 #: Seconds Gradio's queue waits between looks for work while it has none, and between looks
@@ -288,6 +303,7 @@ def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     following = FOLLOWING.get(demo) if demo is not None else None
     middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
     if following is not None:
-        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon))
+        addressed = ADDRESSED.get(demo) if demo is not None else None
+        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon, addressed=lambda: addressed))
     return {"css": CSS, "js": JS, "app_kwargs": {"middleware": middleware,
                                                  "routes": [following.route()] if following is not None else []}}

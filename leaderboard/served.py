@@ -14,17 +14,35 @@ for an update (`BlocksConfig.config_for_block` over a copy of the component buil
 new arguments), so the page mounts exactly as if the load had drawn it.
 `leaderboard.tabs.following` decides what to serve and how the load then sends only what
 differs; `ServeDrawn` asks for a fresh draw when a visitor opens the page.
+
+**A page's address** (`/?policy=...`, `/?tab=pve&q=...`, `arena.links`) is served as it asks:
+its tab open, its controls set (`Addressed`), so the page mounts the asked tab rather than
+the first one and switching after the load (the policy page 2.5 -> 2.0 s from navigation at
+200,000 matches). Per-visit content goes through Gradio's own per-address config, its deep
+links (`?deep_link=NAME` serves the components saved under `deep_links/NAME/state.json` in
+its upload folder): `ServeDrawn` adds the link to the request of an address.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import logging
+import os
+import shutil
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, cast
+from urllib.parse import parse_qsl, urlencode
 
 import gradio as gr
+import orjson
 from gradio.data_classes import BlocksConfigDict
-from gradio.utils import is_prop_update
+from gradio.utils import get_upload_folder, is_prop_update
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
@@ -79,16 +97,97 @@ def serve(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> None:
     demo.config = with_drawn(demo, drawn)
 
 
+#: How many addressed pages (`Addressed`) stay saved: the latest asked, over every address.
+ADDRESSES_KEPT = 64
+
+
+class Addressed:
+    """The page as an address asks for it, saved as a Gradio deep link: `link(query)` names it.
+
+    Args:
+        demo: the page (its config as `serve` last set it).
+        asks: what an address's query sets, by component (`{}`: nothing, the page as it is).
+        folder: where Gradio reads deep links (`deep_links` in its upload folder).
+    """
+
+    def __init__(self, demo: gr.Blocks, asks: Callable[[Mapping[str, str]], Mapping[Any, Any]],
+                 folder: Path | None = None) -> None:
+        self.demo, self.asks = weakref.ref(demo), asks  # a page's own entry must not keep it alive
+        self.folder = folder or Path(get_upload_folder()) / "deep_links"
+        self._saved: OrderedDict[tuple[int, str], str | None] = OrderedDict()  # (draw, query) -> link
+        self._config: Any = None  # the config the draw numbered `_draw` is
+        self._draw = 0
+        self._lock = threading.Lock()
+        atexit.register(self.forget)
+
+    def link(self, query: Mapping[str, str]) -> str | None:
+        """The deep link of the page `query` asks for (saved if new), or None if it asks
+        nothing this page sets, or the page is not a dict of components (`supported`)."""
+        demo = self.demo()
+        config = getattr(demo, "config", None)
+        if demo is None or not isinstance(config, dict):
+            return None
+        with self._lock:
+            if self._config is not config:  # a new draw served: an address is saved again when asked
+                self._config, self._draw = config, self._draw + 1
+            key = (self._draw, urlencode(sorted(query.items())))
+            if key in self._saved:
+                name = self._saved[key]
+                if name is None or (self.folder / name / "state.json").exists():
+                    self._saved.move_to_end(key)
+                    return name
+            asked = {c: v for c, v in self.asks(query).items() if servable(c) or isinstance(c, gr.Tabs)}
+            name = self._save(with_drawn(demo, asked)["components"]) if asked else None
+            self._saved[key] = name
+            while len(self._saved) > ADDRESSES_KEPT:
+                _, old = self._saved.popitem(last=False)
+                if old is not None and old not in self._saved.values():  # two addresses can ask for one page
+                    shutil.rmtree(self.folder / old, ignore_errors=True)
+            return name
+
+    def _save(self, components: list[Any]) -> str:
+        """Save `components` as a deep link; its name."""
+        # as Gradio's own deep links are written (`/gradio_api/deep_link`), so that its reader
+        # (orjson) reads them: json.dumps would write a State's infinite time to live as Infinity
+        text = orjson.dumps(components, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME, default=str)
+        name = f"arena-{os.getpid()}-{hashlib.blake2b(text, digest_size=10).hexdigest()}"
+        target = self.folder / name
+        target.mkdir(parents=True, exist_ok=True)
+        partial = target / f"state.json.{threading.get_ident()}"
+        partial.write_bytes(text)
+        partial.replace(target / "state.json")  # a reader sees the whole file or none
+        return name
+
+    def forget(self) -> None:
+        """Remove every page this process saved (at its exit)."""
+        with self._lock:
+            for name in {n for n in self._saved.values() if n is not None}:
+                shutil.rmtree(self.folder / name, ignore_errors=True)
+            self._saved.clear()
+
+
 class ServeDrawn:
     """ASGI middleware: a request for the page itself (`/`, any query) calls `redraw` (which
     must not block: `Following.serve_soon` draws in the background) before Gradio answers
-    it with the config as it stands."""
+    it with the config as it stands; a request of an address (`addressed`) is answered with
+    the page that address asks for (`Addressed`: a deep link added to its query)."""
 
-    def __init__(self, app: ASGIApp, redraw: Callable[[], None]) -> None:
-        self.app, self.redraw = app, redraw
+    def __init__(self, app: ASGIApp, redraw: Callable[[], None],
+                 addressed: Callable[[], Addressed | None] = lambda: None) -> None:
+        self.app, self.redraw, self.addressed = app, redraw, addressed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and \
                 scope["path"].rstrip("/") == scope.get("root_path", "").rstrip("/"):
             self.redraw()
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            addressed = self.addressed() if query and "deep_link" not in query else None
+            if addressed is not None:
+                try:
+                    name = await run_in_threadpool(addressed.link, query)  # it may save a page
+                except Exception:  # noqa: BLE001 - the page is served as built, and its load opens the address
+                    log.exception("the page of address %s could not be saved; it is served as built", query)
+                    name = None
+                if name is not None:
+                    scope = {**scope, "query_string": urlencode({**query, "deep_link": name}).encode()}
         await self.app(scope, receive, send)

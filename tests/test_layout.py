@@ -22,7 +22,8 @@ ALLOWED = {
     "arena": {"arena", "numpy", "scipy", "trueskill", "numba"},  # numba: the compiled rating loops (arena/kernels/)
     "history": {"arena", "history", "numpy", "pandas", "pyarrow", "huggingface_hub"},  # pandas: the read side (history/index/)
     "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy", "plotly",  # plotly: the Analytics figures (gr.Plot)
-                    "starlette"},  # starlette: the gzip middleware of the app Gradio builds (`leaderboard.pages.launch_options`)
+                    "starlette",  # starlette: the gzip middleware of the app Gradio builds (`leaderboard.pages.launch_options`)
+                    "orjson"},  # orjson: an address's page saved as Gradio saves a deep link (`leaderboard.served`)
     "modelcards": {"arena", "history", "leaderboard", "modelcards", "huggingface_hub", "yaml"},
     "matchmaking": None,  # anything but what comes after it
 }

@@ -466,6 +466,32 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
     context.close()
 
 
+def test_an_address_is_served_as_it_asks_before_any_event(browser, app):
+    """`leaderboard.served.Addressed`: the page of an address mounts with its tab open and
+    its controls set, with no event answered (the queue is cut off): a policy's address on
+    the Policy tab with that policy chosen, a table's on its tab searched; a page with no
+    address on the first tab. A replay's viewer is left to the load (it would load twice)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.route("**/queue/join*", lambda route: route.abort())
+    try:
+        page.goto(app["url"] + "?policy=alice/strong")
+        expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+        expect(page.locator("#policy-choice input").first).to_have_value(f"{STRONG}@{'a' * 40}")
+        page.goto(app["url"] + "?tab=submissions&q=carol")
+        expect(page.get_by_role("tab", name="Submissions")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+        expect(page.locator("#submissions-search textarea, #submissions-search input").first).to_have_value("carol")
+        page.goto(app["url"] + f"?match={app['real'].match_id}&tick=3")
+        expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+        assert page.locator("#replay-match textarea, #replay-match input").first.input_value() == app["real"].match_id
+        page.goto(app["url"] + "?tab=nowhere&q=x")  # asks for nothing known: the page as built
+        expect(page.get_by_role("tab", name="PvP leaderboard")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+        page.goto(app["url"])
+        expect(page.get_by_role("tab", name="PvP leaderboard")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    finally:
+        context.close()
+
+
 def test_a_matchs_address_opens_its_replay_at_the_tick_and_follows_it(browser, app):
     """`/?match=ID&tick=N` opens the replay at tick N in a fresh browser; as it plays, the
     address follows the tick, so a copied URL reopens the moment on screen."""

@@ -11,7 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from arena.errors import InvalidArgumentError
-from arena.links import resolve_policy
+from arena.links import Opened, resolve_policy
 from arena.revision import Revision
 from history.index import TeamRows
 from leaderboard import exposure, meter, tables
@@ -98,20 +98,23 @@ def policy_tab(page: TabContext) -> PolicyTab:
             return gr.Dropdown(choices=choices)
         return gr.Dropdown(choices=choices, value=chosen)
 
-    def opened(chosen: str, shown: str) -> tuple[Any, ...]:
+    def opened(chosen: str, shown: str, request: gr.Request) -> tuple[Any, ...]:
         """The tab opened: the page of `chosen`, or else of the PvP leader (chosen here), drawn
-        unless this page shows it already (the load drew the policy an address names). Not
-        before: a policy's page at 200,000 matches is most of a page load's work, and most
-        visitors never open it."""
+        unless this page shows it already, or its load draws it (the policy the page's
+        address names: a page served at that address opens on this tab, before its load has
+        answered). Not before: a policy's page at 200,000 matches is most of a page load's
+        work, and most visitors never open it."""
+        skip = tuple(gr.skip() for _ in range(len(outputs) + 2))
         if not chosen:
             choices = players()
             if not choices:
-                return tuple(gr.skip() for _ in range(len(outputs) + 2))
+                return skip
             chosen = choices[0]
             return (gr.Dropdown(value=chosen), *page_of(chosen), chosen)
         player = known(chosen)
-        if player is None or player == shown:
-            return tuple(gr.skip() for _ in range(len(outputs) + 2))
+        address = Opened.from_query(dict(request.query_params) if request is not None else {})
+        if player is None or player == shown or (not shown and address.policy and player == known(address.policy)):
+            return skip
         return (gr.skip(), *page_of(player), player)
 
     def policy_page(player: str) -> tuple[Any, ...]:
