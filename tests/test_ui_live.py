@@ -36,6 +36,8 @@ def pve_match(index: int, seed: int = 0):
 
 
 def test_a_match_recorded_reaches_the_open_page_without_a_reload(browser, tmp_path):
+    """A match recorded (the write-ahead log only) reaches an open page's tables, and the
+    refresh that brings it shows no loading status on them (`Following.wire`)."""
     store = HistoryStore(tmp_path / "history")
     statuses = StatusLog(tmp_path / "statuses.jsonl")
     record_lifecycle(statuses, NEWCOMER, SHA, Status.EVALUATING, "validated")
@@ -51,8 +53,14 @@ def test_a_match_recorded_reaches_the_open_page_without_a_reload(browser, tmp_pa
         table = page.locator("#pve-table")
         expect(table).to_contain_text(NEWCOMER, timeout=UI_WAIT_MS)
         expect(table).to_contain_text("0 / 0 / 0")  # evaluating, nothing played yet
+        page.wait_for_timeout(500)  # the tab's own event, greying its table while it draws, is over
+        page.evaluate("""() => { window.__greyed = [];
+          new MutationObserver((changes) => { for (const c of changes) if (c.target.classList.contains("pending"))
+            window.__greyed.push(c.target.id || c.target.className); })
+            .observe(document.body, {subtree: true, attributes: true, attributeFilter: ["class"]}); }""")
         store.record(pve_match(0))  # the write-ahead log only: neither flushed into a shard nor pushed
         expect(table).to_contain_text("1 / 0 / 0", timeout=UI_WAIT_MS)
+        assert page.evaluate("window.__greyed") == []  # the Space moving on greys nothing on the page
         page.get_by_role("tab", name="Matches").click()
         expect(page.locator("#matches-table")).to_contain_text("live-0000", timeout=UI_WAIT_MS)
     finally:
@@ -229,7 +237,8 @@ def test_a_gradio_whose_page_cannot_be_served_drawn_is_told_once_and_never_drawn
 def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path):
     """`View.quiet`: the events of the PvP table's search, filters, sort and page show their
     progress on a hidden component only (a loading status on the table draws it again at each
-    event's start and end), and skip Gradio's queue; the other tabs' tables keep both."""
+    event's start and end), and skip Gradio's queue; the other tabs' tables keep both. The
+    refresh that follows the Space shows its progress on that hidden component too."""
     from leaderboard.pages import build
 
     data = StandingsRefresher(HistoryStore(tmp_path / "history"), hub_url="http://hub.example", bootstrap=0)
@@ -246,3 +255,5 @@ def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path
         assert event_of(control)["show_progress_on"] == [ids["page-progress"]], control
         assert event_of(control)["queue"] is False, control  # answered by its own request
     assert not event_of("pve-search").get("show_progress_on") and event_of("pve-search")["queue"] is not False
+    refresh = next(d for d in config["dependencies"] if [ids["page-version"], "change"] in [list(t) for t in d["targets"]])
+    assert refresh["show_progress_on"] == [ids["page-progress"]]  # the Space moving on greys nothing

@@ -295,18 +295,20 @@ class Following:
         self._demo = weakref.ref(demo)
         timer = gr.Timer(look_s)
         timer.tick(None, inputs=[version, drawn_at], outputs=version, js=LOOK_JS)  # in the browser: no event, no copying
+        # where the refresh and a quiet view's events show their progress: nowhere on screen (a
+        # refresh is the Space moving on, not the visitor waiting: Gradio's page greyed every
+        # output it might redraw, every 2 s while matches were recorded, and drew the tables under
+        # that status again as it started and ended)
+        unseen = gr.Textbox("", visible=False, elem_id="page-progress")
         shared = next((v.concurrency_id for v in views if v.concurrency_id), None)
         version.change(refresh, inputs=[*seen, *sent, *inputs], outputs=[*outputs, *sent, *seen], api_visibility="private",
-                       concurrency_id=shared)
-        # where a quiet view's events show their progress: nowhere on screen
-        unseen = gr.Textbox("", visible=False, elem_id="page-progress") if any(v.quiet for v in views) else None
+                       concurrency_id=shared, show_progress_on=[unseen])
         for i, view in enumerate(views):
             if view.triggers:
                 gr.on(list(view.triggers), lambda last, shown, *values, view=view: self.draw(view, last, shown, values),
                       inputs=[seen[i], sent[i], *view.inputs], outputs=[*view.outputs, sent[i], seen[i]],
                       api_visibility="private", concurrency_id=view.concurrency_id,
-                      show_progress_on=[unseen] if view.quiet and unseen is not None else None,
-                      queue=not view.quiet)
+                      show_progress_on=[unseen] if view.quiet else None, queue=not view.quiet)
 
 
 def _unique(components: Any) -> list[Any]:
