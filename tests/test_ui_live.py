@@ -238,7 +238,8 @@ def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path
     """`View.quiet`: the events of the PvP table's search, filters, sort and page show their
     progress on a hidden component only (a loading status on the table draws it again at each
     event's start and end), and skip Gradio's queue; the other tabs' tables keep both. The
-    refresh that follows the Space shows its progress on that hidden component too."""
+    refresh that follows the Space shows its progress on that hidden component too, and the
+    page's load on what the page is not served drawn only."""
     from leaderboard.pages import build
 
     data = StandingsRefresher(HistoryStore(tmp_path / "history"), hub_url="http://hub.example", bootstrap=0)
@@ -257,3 +258,7 @@ def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path
     assert not event_of("pve-search").get("show_progress_on") and event_of("pve-search")["queue"] is not False
     refresh = next(d for d in config["dependencies"] if [ids["page-version"], "change"] in [list(t) for t in d["targets"]])
     assert refresh["show_progress_on"] == [ids["page-progress"]]  # the Space moving on greys nothing
+    load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]) and d["backend_fn"])
+    greyed = set(load["show_progress_on"])  # what the page was not served drawn, and only that
+    assert ids["policy-heading"] in greyed and ids["pve-table"] in greyed
+    assert not greyed & {ids["pvp-table"], ids["pvp-source"], ids["now-playing"]}

@@ -290,16 +290,19 @@ class Following:
         version = gr.Textbox("", visible=False, elem_id="page-version")  # its change asks for a refresh
         drawn_at = gr.Textbox("", visible=False, elem_id="page-loaded-version")  # no listener: setting it asks for nothing
         self._token = gr.Textbox("", visible=False, elem_id="page-served")  # which draw the page was served with
+        # where the load, the refresh and a quiet view's events show their progress where nothing
+        # waits on them: nowhere on screen. A refresh is the Space moving on, not the visitor
+        # waiting (Gradio's page greyed every output it might redraw, every 2 s while matches
+        # were recorded, and drew the tables under that status again as it started and ended);
+        # the load greys only what the page was not served drawn (`servable`).
+        unseen = gr.Textbox("", visible=False, elem_id="page-progress")
+        served_outputs = {id(c) for i in self.servable() for c in views[i].outputs}
+        waited = [c for c in [*outputs, *loaded, *asked_only] if id(c) not in served_outputs and served.servable(c)]
         demo.load(load, inputs=self._token, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at],
-                  api_visibility="private")
+                  api_visibility="private", show_progress_on=waited or [unseen])
         self._demo = weakref.ref(demo)
         timer = gr.Timer(look_s)
         timer.tick(None, inputs=[version, drawn_at], outputs=version, js=LOOK_JS)  # in the browser: no event, no copying
-        # where the refresh and a quiet view's events show their progress: nowhere on screen (a
-        # refresh is the Space moving on, not the visitor waiting: Gradio's page greyed every
-        # output it might redraw, every 2 s while matches were recorded, and drew the tables under
-        # that status again as it started and ended)
-        unseen = gr.Textbox("", visible=False, elem_id="page-progress")
         shared = next((v.concurrency_id for v in views if v.concurrency_id), None)
         version.change(refresh, inputs=[*seen, *sent, *inputs], outputs=[*outputs, *sent, *seen], api_visibility="private",
                        concurrency_id=shared, show_progress_on=[unseen])
