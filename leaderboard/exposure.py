@@ -308,13 +308,13 @@ def revision_exposure(teams: TeamRows | pd.DataFrame, player: str) -> Exposure:
     for chunk in TeamRows.of(teams):
         if not len(chunk) or "player" not in chunk:
             continue
-        rows = chunk[list(COLUMNS)]
-        own = (rows["player"] == player).to_numpy()
+        own = (chunk["player"] == player).to_numpy()
         if not own.any():
             continue
-        mine = rows[own]
-        others = rows[same_matches(rows, own) & ~own]
-        parts.append(ledger(mine, others, player=player))
+        played = same_matches(chunk, own)
+        rows = chunk.loc[played, list(COLUMNS)]  # the columns of these matches' rows only: not a copy of the chunk's
+        mine = own[played]
+        parts.append(ledger(rows[mine], rows[~mine], player=player))
     return combine(parts) if parts else ledger(pd.DataFrame(), pd.DataFrame(), player=player)
 
 

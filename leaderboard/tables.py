@@ -537,7 +537,7 @@ def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:
         .rename(columns={"match_id": "Match", "started_at": "Started", "track": "Track", "stage": "Stage", "rank": "Rank", "achievement": "Achievement",
                          **{f"{task}_points": task.capitalize() for task in TASK_NAMES}})
     )
-    together = standings.teams.opponents(player)
+    together = standings.teams.opponents(player, ("match_id", "player", "achievement"))
     mine_by_match = mine.drop_duplicates("match_id").set_index("match_id")["achievement"]
     pairs = together.assign(mine=together["match_id"].map(mine_by_match))
     pairs = pairs.assign(
