@@ -177,10 +177,13 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
 
         def served(query: Mapping[str, str]) -> dict[Any, Any]:
             """The page an address is served as (`leaderboard.served.Addressed`): its tab
-            open, its controls set; not the replay, which its load opens (a viewer served a
-            match would load it again when the load sets it)."""
+            open, its controls set, the views they are inputs of drawn (a policy's page, a
+            table searched: `Following.drawn_for`); not the replay, which its load opens (a
+            viewer served a match would load it again when the load sets it)."""
             address = Opened.from_query(query)
-            asked = {c: v for c, v in asked_by(address).items() if c is not opened_tab and c is not replay.viewer}
+            every = asked_by(address)
+            asked = {c: v for c, v in every.items() if c is not opened_tab and c is not replay.viewer}
+            asked.update(page.following.drawn_for(every))
             return {tabs: gr.Tabs(selected=address.tab), **asked} if address.tab else asked
 
         page.following.address([*(c for controls in controlled.values() for c in controls.inputs), opened_tab,
@@ -188,7 +191,7 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         replay.open_on_select(matches.table, opened_tab)
         page.following.wire(demo)
     FOLLOWING[demo] = page.following
-    ADDRESSED[demo] = Addressed(demo, served)
+    ADDRESSED[demo] = Addressed(demo, served, serving=page.following.serving)
     quiet_queue(demo)
     return demo
 
@@ -304,6 +307,6 @@ def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
     if following is not None:
         addressed = ADDRESSED.get(demo) if demo is not None else None
-        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon, addressed=lambda: addressed))
+        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon, addressed=addressed))
     return {"css": CSS, "js": JS, "app_kwargs": {"middleware": middleware,
                                                  "routes": [following.route()] if following is not None else []}}

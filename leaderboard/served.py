@@ -16,11 +16,14 @@ new arguments), so the page mounts exactly as if the load had drawn it.
 differs; `ServeDrawn` asks for a fresh draw when a visitor opens the page.
 
 **A page's address** (`/?policy=...`, `/?tab=pve&q=...`, `arena.links`) is served as it asks:
-its tab open, its controls set (`Addressed`), so the page mounts the asked tab rather than
-the first one and switching after the load (the policy page 2.5 -> 2.0 s from navigation at
-200,000 matches). Per-visit content goes through Gradio's own per-address config, its deep
-links (`?deep_link=NAME` serves the components saved under `deep_links/NAME/state.json` in
-its upload folder): `ServeDrawn` adds the link to the request of an address.
+its tab open, its controls set and the views they are inputs of drawn with them (`Addressed`,
+`Following.drawn_for`), so the page mounts the asked tab, with the policy's page or the
+table searched, rather than the first tab and switching and drawing after the load. A page
+is saved once per address and served draw (a policy's page at 200,000 matches is ~0.2 s to
+draw, paid by its first visitor only). Per-visit content goes through Gradio's own
+per-address config, its deep links (`?deep_link=NAME` serves the components saved under
+`deep_links/NAME/state.json` in its upload folder): `ServeDrawn` adds the link to the
+request of an address.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode
@@ -106,28 +110,38 @@ class Addressed:
 
     Args:
         demo: the page (its config as `serve` last set it).
-        asks: what an address's query sets, by component (`{}`: nothing, the page as it is).
+        asks: what an address's query sets, by component (`{}`: nothing, the page as it is):
+            its controls, and the views it asks for drawn (`Following.drawn_for`).
         folder: where Gradio reads deep links (`deep_links` in its upload folder).
+        serving: held while the page's served draw changes (`Following.serving`): a page is
+            asked for and saved holding it, so that what it asks is drawn over the page it is
+            saved with.
     """
 
     def __init__(self, demo: gr.Blocks, asks: Callable[[Mapping[str, str]], Mapping[Any, Any]],
-                 folder: Path | None = None) -> None:
+                 folder: Path | None = None, serving: AbstractContextManager[Any] | None = None) -> None:
         self.demo, self.asks = weakref.ref(demo), asks  # a page's own entry must not keep it alive
+        self.serving = serving if serving is not None else threading.Lock()
         self.folder = folder or Path(get_upload_folder()) / "deep_links"
         self._saved: OrderedDict[tuple[int, str], str | None] = OrderedDict()  # (draw, query) -> link
         self._config: Any = None  # the config the draw numbered `_draw` is
         self._draw = 0
         self._lock = threading.Lock()
-        atexit.register(self.forget)
+        self._unsaved = False  # told once that a page could not be saved
+        if not _SAVING:
+            sweep(self.folder)
+        _SAVING.add(self)
 
     def link(self, query: Mapping[str, str]) -> str | None:
         """The deep link of the page `query` asks for (saved if new), or None if it asks
         nothing this page sets, or the page is not a dict of components (`supported`)."""
         demo = self.demo()
-        config = getattr(demo, "config", None)
-        if demo is None or not isinstance(config, dict):
+        if demo is None:
             return None
-        with self._lock:
+        with self.serving, self._lock:
+            config = getattr(demo, "config", None)
+            if not isinstance(config, dict):
+                return None
             if self._config is not config:  # a new draw served: an address is saved again when asked
                 self._config, self._draw = config, self._draw + 1
             key = (self._draw, urlencode(sorted(query.items())))
@@ -158,6 +172,19 @@ class Addressed:
         partial.replace(target / "state.json")  # a reader sees the whole file or none
         return name
 
+    def link_or_none(self, query: Mapping[str, str]) -> str | None:
+        """`link(query)`, or None if the page could not be saved (the page is then served as
+        built, and its load opens the address): said once, in a warning with the reason."""
+        try:
+            return self.link(query)
+        except Exception as error:  # noqa: BLE001 - a page served undrawn is still the right page
+            if not self._unsaved:
+                self._unsaved = True
+                log.warning("the page of an address (%s) could not be saved as a deep link in %s (%s: %s); addresses are "
+                            "served as built and opened by their load", urlencode(sorted(query.items())), self.folder,
+                            type(error).__name__, error, exc_info=True)
+            return None
+
     def forget(self) -> None:
         """Remove every page this process saved (at its exit)."""
         with self._lock:
@@ -166,14 +193,42 @@ class Addressed:
             self._saved.clear()
 
 
+def sweep(folder: Path) -> None:
+    """Remove the pages saved in `folder` by processes no longer running (one killed has no
+    exit to remove its own: `arena-<pid>-...`)."""
+    try:
+        saved = list(folder.glob("arena-*-*"))
+    except OSError:
+        return
+    for page in saved:
+        pid = page.name.split("-")[1]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(page, ignore_errors=True)
+        except OSError:  # another user's process: running
+            continue
+
+
+#: Every `Addressed` of this process, whose saved pages are removed at its exit.
+_SAVING: weakref.WeakSet[Addressed] = weakref.WeakSet()
+
+
+@atexit.register
+def _forget_saved() -> None:
+    for addressed in list(_SAVING):
+        addressed.forget()
+
+
 class ServeDrawn:
     """ASGI middleware: a request for the page itself (`/`, any query) calls `redraw` (which
     must not block: `Following.serve_soon` draws in the background) before Gradio answers
     it with the config as it stands; a request of an address (`addressed`) is answered with
     the page that address asks for (`Addressed`: a deep link added to its query)."""
 
-    def __init__(self, app: ASGIApp, redraw: Callable[[], None],
-                 addressed: Callable[[], Addressed | None] = lambda: None) -> None:
+    def __init__(self, app: ASGIApp, redraw: Callable[[], None], addressed: Addressed | None = None) -> None:
         self.app, self.redraw, self.addressed = app, redraw, addressed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -181,13 +236,8 @@ class ServeDrawn:
                 scope["path"].rstrip("/") == scope.get("root_path", "").rstrip("/"):
             self.redraw()
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            addressed = self.addressed() if query and "deep_link" not in query else None
-            if addressed is not None:
-                try:
-                    name = await run_in_threadpool(addressed.link, query)  # it may save a page
-                except Exception:  # noqa: BLE001 - the page is served as built, and its load opens the address
-                    log.exception("the page of address %s could not be saved; it is served as built", query)
-                    name = None
+            if self.addressed is not None and query and "deep_link" not in query:
+                name = await run_in_threadpool(self.addressed.link_or_none, query)  # it may draw and save a page
                 if name is not None:
                     scope = {**scope, "query_string": urlencode({**query, "deep_link": name}).encode()}
         await self.app(scope, receive, send)

@@ -448,13 +448,26 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
     drawn: list[str] = []
     frames = tables.policy_frames
     monkeypatch.setattr(tables, "policy_frames", lambda standings, player: (drawn.append(player), frames(standings, player))[1])
-    context, page, errors = _fresh_page(browser, app["url"] + "?policy=alice/strong")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script("""window.__greyed = [];
+      new MutationObserver((changes) => { for (const c of changes) if (c.target.classList && c.target.classList.contains("pending")
+        && c.target.closest("#tab-policy, [id^=policy]")) window.__greyed.push(c.target.id || c.target.className); })
+        .observe(document, {subtree: true, attributes: true, attributeFilter: ["class"]});
+      const timed = () => {  // a loading status's timer ("0.4s") shown over one of the page's blocks
+        for (const b of document.querySelectorAll("[id^=policy] .wrap")) if (/\\d\\.\\ds/.test(b.innerText)) window.__greyed.push(b.closest("[id]").id);
+        requestAnimationFrame(timed); };
+      requestAnimationFrame(timed);""")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(app["url"] + "?policy=alice/strong")
     chooser = page.locator("#policy-choice input").first
     expect(chooser).to_have_value(f"{STRONG}@{'a' * 40}", timeout=UI_WAIT_MS)
     expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#policy-heading")).to_contain_text(STRONG, timeout=UI_WAIT_MS)
     page.wait_for_timeout(1500)  # the tab's opening, had it drawn the page again
     assert drawn == [f"{STRONG}@{'a' * 40}"], drawn
+    assert page.evaluate("window.__greyed") == []  # served drawn: neither the load nor the tab's opening greys it
     page.screenshot(path=str(SHOTS / "link-policy.png"))
     page.goto(app["url"] + "?policy=bob/weak@bbbb")
     expect(page.locator("#policy-choice input").first).to_have_value(f"{WEAK}@{'b' * 40}", timeout=UI_WAIT_MS)
@@ -467,10 +480,11 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
 
 
 def test_an_address_is_served_as_it_asks_before_any_event(browser, app):
-    """`leaderboard.served.Addressed`: the page of an address mounts with its tab open and
-    its controls set, with no event answered (the queue is cut off): a policy's address on
-    the Policy tab with that policy chosen, a table's on its tab searched; a page with no
-    address on the first tab. A replay's viewer is left to the load (it would load twice)."""
+    """`leaderboard.served.Addressed`: the page of an address mounts with its tab open, its
+    controls set and the views they ask for drawn, with no event answered (the queue is cut
+    off): a policy's address on the Policy tab with that policy's page, a table's on its tab
+    searched; a page with no address on the first tab. A replay's viewer is left to the
+    load (it would load twice)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.route("**/queue/join*", lambda route: route.abort())
@@ -478,9 +492,16 @@ def test_an_address_is_served_as_it_asks_before_any_event(browser, app):
         page.goto(app["url"] + "?policy=alice/strong")
         expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
         expect(page.locator("#policy-choice input").first).to_have_value(f"{STRONG}@{'a' * 40}")
+        expect(page.locator("#policy-heading")).to_contain_text(STRONG)
+        expect(page.locator("#policy-recent")).to_contain_text("sim-0000119")  # its latest match
         page.goto(app["url"] + "?tab=submissions&q=carol")
         expect(page.get_by_role("tab", name="Submissions")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
         expect(page.locator("#submissions-search textarea, #submissions-search input").first).to_have_value("carol")
+        expect(page.locator("#submissions-table")).to_contain_text("carol/broken")
+        expect(page.locator("#submissions-table")).not_to_contain_text("alice/strong")
+        page.goto(app["url"] + "?tab=pvp&q=bob")
+        expect(page.locator("#pvp-table")).to_contain_text("bob/weak", timeout=UI_WAIT_MS)
+        expect(page.locator("#pvp-table")).not_to_contain_text("alice/strong")
         page.goto(app["url"] + f"?match={app['real'].match_id}&tick=3")
         expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
         assert page.locator("#replay-match textarea, #replay-match input").first.input_value() == app["real"].match_id

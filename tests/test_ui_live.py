@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
@@ -211,6 +212,52 @@ def test_a_draw_served_in_the_page_sets_only_what_each_output_says():
     assert props(demo.config, text)["value"] == "served"
 
 
+def test_an_address_is_saved_with_the_views_it_asks_for_drawn_and_an_unwritable_folder_is_told_once(tmp_path, caplog):
+    """`leaderboard.served.Addressed` over `Following.drawn_for`: an address's page holds its
+    control's value and the view that control is an input of drawn with it (never a session's
+    `gr.State`), and a token the load knows that draw by; saved once per address and draw.
+    Where the deep links cannot be written, the page is served as built, said once."""
+    from leaderboard import served
+    from leaderboard.tabs.following import Following
+
+    drawn: list[str] = []
+    with gr.Blocks() as demo:
+        chosen = gr.Textbox("", elem_id="chosen")
+        shown = gr.Markdown(elem_id="shown")
+        session = gr.State("")
+        page = Following(state=lambda: 0)
+        page.follow(lambda c: (drawn.append(c) or f"page of {c}", c), inputs=[chosen], outputs=[shown, session])
+        page.wire(demo)
+    demo.config = demo.get_config_file()
+    page._serve()  # the page's own draw, as a visit asks for it (this view, with a session's State, is not in it)
+
+    def asks(query):
+        return {chosen: query["p"], **page.drawn_for({chosen: query["p"]})} if "p" in query else {}
+
+    addressed = served.Addressed(demo, asks, folder=tmp_path / "links", serving=page.serving)
+    name = addressed.link({"p": "alice"})
+    assert name is not None and addressed.link({"p": "alice"}) == name and drawn == ["alice"]
+    components = {c["id"]: c for c in __import__("json").loads((tmp_path / "links" / name / "state.json").read_text())}
+    assert components[chosen._id]["props"]["value"] == "alice"
+    assert components[shown._id]["props"]["value"] == "page of alice"
+    token = components[page._token._id]["props"]["value"]
+    keys, prints = page.addressed[token]
+    assert keys[0] == page.key(page.views[0], ["alice"]) and prints[0][1] is None  # the State: sent by the next change
+    assert addressed.link({"q": "x"}) is None  # asks nothing this page sets
+
+    (tmp_path / "file").write_text("not a folder")
+    broken = served.Addressed(demo, asks, folder=tmp_path / "file" / "links", serving=page.serving)
+    with caplog.at_level("WARNING", logger="leaderboard.served"):
+        assert broken.link_or_none({"p": "bob"}) is None and broken.link_or_none({"p": "carol"}) is None
+    told = [r for r in caplog.records if "could not be saved" in r.getMessage()]
+    assert len(told) == 1 and "served as built" in told[0].getMessage()
+
+    dead = next(pid for pid in range(4_000_000, 4_100_000) if not Path(f"/proc/{pid}").exists())
+    (tmp_path / "links" / f"arena-{dead}-0a").mkdir()  # a page of a process killed before its exit
+    served.sweep(tmp_path / "links")
+    assert not (tmp_path / "links" / f"arena-{dead}-0a").exists() and (tmp_path / "links" / name / "state.json").exists()
+
+
 def test_a_gradio_whose_page_cannot_be_served_drawn_is_told_once_and_never_drawn_for(caplog):
     """A Gradio whose config is not the dict of components `leaderboard.served` was written
     for: the page is served as built, with one warning, and its views are not drawn for it
@@ -260,5 +307,6 @@ def test_the_pvp_tables_own_controls_redraw_it_without_a_loading_status(tmp_path
     assert refresh["show_progress_on"] == [ids["page-progress"]]  # the Space moving on greys nothing
     load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]) and d["backend_fn"])
     greyed = set(load["show_progress_on"])  # what the page was not served drawn, and only that
-    assert ids["policy-heading"] in greyed and ids["pve-table"] in greyed
+    assert ids["about-ladder"] in greyed  # drawn by each load (`on_load`)
+    assert not greyed & {ids["policy-heading"], ids["pve-table"]}  # an address's views are served drawn
     assert not greyed & {ids["pvp-table"], ids["pvp-source"], ids["now-playing"]}

@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +141,8 @@ class Following:
     heal_s: float = HEAL_S
     served: OrderedDict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=OrderedDict, repr=False)
     """The draws served in the page, by token: each view's key and fingerprints (None: not served)."""
+    addressed: OrderedDict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=OrderedDict, repr=False)
+    """The same for the pages of addresses (`drawn_for`), by token."""
     _demo: Callable[[], gr.Blocks | None] = field(default=lambda: None, repr=False)
     _serving: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _token: Any = field(default=None, repr=False)
@@ -243,6 +245,47 @@ class Following:
         while len(self.served) > SERVED_KEPT:
             self.served.popitem(last=False)
 
+    @property
+    def serving(self) -> threading.Lock:
+        """Held while the page's served draw changes: `drawn_for` must be called, and the
+        page it draws for saved, holding it (`leaderboard.served.Addressed`), so that an
+        address's draw and the page's own it is served with are one page."""
+        return self._serving
+
+    def drawn_for(self, asked: Mapping[Any, Any]) -> dict[Any, Any]:
+        """The views whose inputs an address sets (`asked`: the value of each component it
+        sets, as the load reads them) drawn with those values, lazy ones too, as the page of
+        that address is served (`leaderboard.served.Addressed`): each output every visitor
+        could be served, and the token that tells the page's load this draw and the page's
+        own it is served with (`serve_soon`), so that the load sends only what differs. A
+        policy's address then shows its page as the page mounts, not after the load (the
+        load's join, a policy's page at 200,000 matches drawn, the answer applied: 0.3-0.5 s
+        here). An output not served (a `gr.State`) is fingerprinted None: sent at the next draw
+        that changes. Nothing where the page cannot be served drawn, or nothing is asked."""
+        if self._demo() is None or self._unserved or self._token is None:
+            return {}
+        latest = next(reversed(self.served.values()), None)
+        keys: list[Any] = list(latest[0]) if latest is not None else [None] * len(self.views)
+        prints: list[Any] = list(latest[1]) if latest is not None else [None] * len(self.views)
+        drawn: dict[Any, Any] = {}
+        for i, view in enumerate(self.views):
+            if not any(c in asked for c in view.inputs):
+                continue
+            values = [asked.get(c, getattr(c, "value", None)) for c in view.inputs]
+            keys[i] = self.key(view, values)  # read before drawing: a change meanwhile is redrawn
+            outputs = (view.first or view.view)(*values)
+            kept = [served.servable(c) for c in view.outputs]
+            drawn.update((c, v) for c, v, k in zip(view.outputs, outputs, kept) if k)
+            prints[i] = [p if k else None for p, k in zip(only_changed(outputs, None)[-1], kept)]
+        if not drawn:
+            return {}
+        token = "a" + hashlib.blake2b(repr((keys, prints)).encode(), digest_size=8).hexdigest()
+        self.addressed[token] = (tuple(keys), tuple(prints))
+        self.addressed.move_to_end(token)
+        while len(self.addressed) > 4 * served.ADDRESSES_KEPT:  # a page kept longer than its token is drawn again
+            self.addressed.popitem(last=False)
+        return {**drawn, self._token: token}
+
     def wire(self, demo: gr.Blocks, *, look_s: float = LOOK_S) -> None:
         """Make the page's load, its browser-side look at the version, its refresh and its
         views' triggers. Call it once, after every view was added, outside any `gr.Tabs` (it
@@ -282,7 +325,8 @@ class Following:
             by_load: dict[Any, Any] = {}
             for view, outs in self.loads:
                 by_load.update(zip(outs, view()))
-            lasts, shown = self.served.get(token or "", ((None,) * len(views), (None,) * len(views)))
+            lasts, shown = self.served.get(token or "") or self.addressed.get(token or "") or \
+                ((None,) * len(views), (None,) * len(views))
             views_drawn = drawn_all(values, lasts, shown, load=True, asked=list(asked))
             return (*views_drawn[:len(outputs)], *(by_load[c] for c in loaded),
                     *(asked.get(c, gr.skip()) for c in asked_only), *views_drawn[len(outputs):], at)
@@ -294,9 +338,11 @@ class Following:
         # waits on them: nowhere on screen. A refresh is the Space moving on, not the visitor
         # waiting (Gradio's page greyed every output it might redraw, every 2 s while matches
         # were recorded, and drew the tables under that status again as it started and ended);
-        # the load greys only what the page was not served drawn (`servable`).
+        # the load greys only what the page was not served drawn (`servable`, and an address's
+        # views: `drawn_for`).
         unseen = gr.Textbox("", visible=False, elem_id="page-progress")
-        served_outputs = {id(c) for i in self.servable() for c in views[i].outputs}
+        addressed = {i for i, v in enumerate(views) if any(c in self.asks for c in v.inputs)}
+        served_outputs = {id(c) for i in {*self.servable(), *addressed} for c in views[i].outputs}
         waited = [c for c in [*outputs, *loaded, *asked_only] if id(c) not in served_outputs and served.servable(c)]
         demo.load(load, inputs=self._token, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at],
                   api_visibility="private", show_progress_on=waited or [unseen])
