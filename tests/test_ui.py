@@ -562,6 +562,32 @@ def test_a_filtered_tables_address_opens_it_filtered(browser, app):
     context.close()
 
 
+def test_a_search_typed_before_the_load_answers_is_kept_and_cleared(browser, app):
+    """A visitor who searches the PvP table before the page's load has answered (its rows
+    are served in the page, so they can), then clears the search, gets every row back: the
+    load leaves a view a control already drew in this session (it had marked the table as
+    showing the page as served, and the cleared search then redrew nothing)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    # the load (the only queued event here) is sent 2 s late: it answers after the search
+    context.add_init_script("""const send = window.fetch;
+      window.fetch = (url, ...rest) => String(url).includes("queue/join")
+        ? new Promise((done) => setTimeout(() => done(send(url, ...rest)), 2000)) : send(url, ...rest);""")
+    page = context.new_page()
+    try:
+        page.goto(app["url"])
+        rows = page.locator("#pvp-table")
+        expect(rows).to_contain_text(WEAK, timeout=UI_WAIT_MS)
+        box = page.locator("#pvp-search textarea, #pvp-search input").first
+        box.fill("alice")
+        expect(rows).not_to_contain_text(WEAK, timeout=UI_WAIT_MS)
+        page.wait_for_timeout(3000)  # the load has answered
+        box.fill("")
+        expect(rows).to_contain_text(WEAK, timeout=UI_WAIT_MS)
+        expect(rows).to_contain_text(STRONG)
+    finally:
+        context.close()
+
+
 def test_tables_filter_by_owner_and_status_choose_columns_and_sort_by_a_header(browser, app):
     """At 1280 px: `/?tab=pvp&owner=...&cols=...` opens the PvP table with that owner's rows
     and those columns only; a click on a header sorts by it (again: the other way); the

@@ -17,8 +17,9 @@ kept the page's main thread busy while a replay played. Now:
 - **Served drawn.** The page's HTML already holds the latest draw of every view the load
   would draw with no address (`serve_soon`, `leaderboard.served`): its rows show as the page
   mounts, and the load, told which draw the page holds, sends only what differs from it.
-- **A view's own controls** (a search box, a policy chosen) compute that view at once through
-  the same comparison, so a value the load already computed is not computed again.
+- **A view's own controls** (a search box, a filter) draw that view at once, whole; a tab
+  opened draws its views through the same comparison, so a value the load already computed
+  is not computed again.
 
 A refresh that read a control's value from before a visitor's change can answer after that
 change's own event: the version changes at least every `HEAL_S` seconds, so such a page is
@@ -353,11 +354,28 @@ class Following:
         version.change(refresh, inputs=[*seen, *sent, *inputs], outputs=[*outputs, *sent, *seen], api_visibility="private",
                        concurrency_id=shared, show_progress_on=[unseen])
         for i, view in enumerate(views):
-            if view.triggers:
-                gr.on(list(view.triggers), lambda last, shown, *values, view=view: self.draw(view, last, shown, values),
-                      inputs=[seen[i], sent[i], *view.inputs], outputs=[*view.outputs, sent[i], seen[i]],
-                      api_visibility="private", concurrency_id=view.concurrency_id,
-                      show_progress_on=[unseen] if view.quiet else None, queue=not view.quiet)
+            # A change of one of the view's own controls draws it whatever the page's state says
+            # it shows, and sends it whole: the visitor changed what it shows. The load, the
+            # refresh and such an event can run at once and write that state in any order (a
+            # page served drawn is searched before its load answers; the load, drawing the
+            # table as served, marked it so, and the cleared search then drew nothing, until
+            # the standings changed). A tab opened draws only what differs (the load may have
+            # drawn that tab already, for an address).
+            controls = [t for t in view.triggers if _changes(t, view.inputs)]
+            others = [t for t in view.triggers if not _changes(t, view.inputs)]
+            for triggers, changed in ((controls, True), (others, False)):
+                if triggers:
+                    gr.on(triggers, lambda last, shown, *values, view=view, changed=changed:
+                          self.draw(view, None if changed else last, None if changed else shown, values),
+                          inputs=[seen[i], sent[i], *view.inputs], outputs=[*view.outputs, sent[i], seen[i]],
+                          api_visibility="private", concurrency_id=view.concurrency_id,
+                          show_progress_on=[unseen] if view.quiet else None, queue=not view.quiet)
+
+
+def _changes(trigger: Any, inputs: Sequence[Any]) -> bool:
+    """Whether `trigger` (an event listener, `component.change`) is a change of one of `inputs`."""
+    return getattr(trigger, "event_name", "") in ("change", "input") and \
+        any(getattr(trigger, "__self__", None) is c for c in inputs)
 
 
 def _unique(components: Any) -> list[Any]:
