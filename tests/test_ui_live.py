@@ -258,6 +258,21 @@ def test_an_address_is_saved_with_the_views_it_asks_for_drawn_and_an_unwritable_
     assert not (tmp_path / "links" / f"arena-{dead}-0a").exists() and (tmp_path / "links" / name / "state.json").exists()
 
 
+def test_a_controls_change_is_told_from_a_tab_opened():
+    """`following._changes` reads which component a listener is of from Gradio's bound event
+    methods: a change of a view's own control draws it whole (the stuck search), a tab opened
+    compares. A Gradio that renamed what it reads would make every trigger compare again."""
+    from leaderboard.tabs.following import _changes
+
+    with gr.Blocks():
+        box, other = gr.Textbox(), gr.Textbox()
+        with gr.Tabs():
+            with gr.Tab("x") as tab:
+                pass
+    assert _changes(box.change, [box]) and _changes(box.input, [other, box])
+    assert not _changes(other.change, [box]) and not _changes(tab.select, [box])
+
+
 def test_a_gradio_whose_page_cannot_be_served_drawn_is_told_once_and_never_drawn_for(caplog):
     """A Gradio whose config is not the dict of components `leaderboard.served` was written
     for: the page is served as built, with one warning, and its views are not drawn for it
