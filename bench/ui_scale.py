@@ -25,9 +25,13 @@
      that shows the rows in its order (the whole table is ordered on the Space, and its
      first page shown); `sort_harness_ms` the same from Python, Playwright's click
      (locating, scrolling, waiting for the header to be still) and its polling included;
-   - `policy_page_ms`: from navigation to `/?policy=...` to that policy's heading on screen
-     (measured as the rows are), a different policy at each visit (its page drawn for it);
-     `policy_page_harness_ms` as Playwright sees it;
+   - `policy_page_ms`: from a click on a policy's link in the PvP table (the browser's click
+     event; a different row at each visit) to the frame that shows that policy's heading (its
+     page opens in the page: `leaderboard.pages.GO_JS`); `policy_page_harness_ms` as
+     Playwright sees it from Python;
+   - `policy_address_ms`: from navigation to `/?policy=...` (an address pasted in a fresh
+     tab) to that policy's heading on screen, measured as the rows are, a different policy
+     at each visit (its page drawn for it);
    - `open_tab_kb_per_min`: what an open tab on the PvP table receives in a minute (every
      byte on the wire: Chrome DevTools' encoded data lengths), nothing happening;
    - `replay_fps_in_space`: frames a second the page draws while the real match's replay
@@ -63,6 +67,7 @@ import psutil
 
 from arena import PROJECT_ROOT
 from arena.policies import builtin
+from arena.revision import Revision
 from arena.rules import stage_opponents
 from arena.simulation import Population, random_history_columns
 from bench.ratings_recompute import write_history
@@ -80,6 +85,13 @@ ROWS = "#pvp-table .virtual-row"
 #: on `performance.now()`'s clock): where a visitor's sort starts.
 SORT_CLICK_JS = """() => { window.__sortShown = 0;
   document.addEventListener("click", (e) => { if (e.target.closest("#pvp-table th")) window.__sortClicked = e.timeStamp; },
+                            {capture: true, once: true}); }"""
+
+#: The moment the browser takes the next click in the PvP table (the event's own timestamp;
+#: its target may be beside the link pressed: `leaderboard.pages.GO_JS`): where a visitor's
+#: opening of a policy starts; the `SHOWN_JS` marks reset for the page it opens.
+LINK_CLICK_JS = """() => { window.__shown = 0; window.__seenAt = 0;
+  document.addEventListener("click", (e) => { if (e.target.closest("#pvp-table")) window.__linkClicked = e.timeStamp; },
                             {capture: true, once: true}); }"""
 
 #: True once the PvP table's first row changed (polled each animation frame: the frame that
@@ -169,14 +181,16 @@ def space_usage(process: psutil.Process) -> tuple[float, float]:
 
 def visitor(url: str, match_id: str, policies: list[str], repeats: int, minute_s: float) -> dict[str, float]:
     """A visitor's figures (the module's 3.): each of `repeats` visits in a fresh context,
-    the k-th opening the k-th of `policies` (each a policy's first visit: its page drawn)."""
+    the k-th following the k-th row's policy link and then opening the address of the k-th
+    of `policies` (each a policy's first visit: its page drawn)."""
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(PROJECT_ROOT / "tests"))
     from tests_support import BROWSER_ARGS, CHROMIUM
 
     out: dict[str, list[float]] = {k: [] for k in ("pvp_rows_visible_ms", "pvp_rows_harness_ms", "search_ms", "sort_ms",
-                                                   "sort_harness_ms", "policy_page_ms", "policy_page_harness_ms")}
+                                                   "sort_harness_ms", "policy_page_ms", "policy_page_harness_ms",
+                                                   "policy_address_ms")}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
         for visit in range(repeats):
@@ -203,10 +217,16 @@ def visitor(url: str, match_id: str, policies: list[str], repeats: int, minute_s
             page.wait_for_function(SORTED_JS, arg=first, timeout=60_000, polling="raf")
             out["sort_harness_ms"].append((time.perf_counter() - started) * 1000)
             out["sort_ms"].append(page.evaluate("() => window.__sortShown - window.__sortClicked"))
+            link = page.locator(f"{ROWS} a[href^='/?policy=']").nth(visit)
+            linked = Revision.parse(link.get_attribute("href").split("=", 1)[1]).policy_id
+            page.evaluate(LINK_CLICK_JS)
+            started = time.perf_counter()
+            link.click()
+            page.wait_for_function(SHOWN_JS, arg=["#policy-heading", linked], polling="raf", timeout=60_000)
+            out["policy_page_harness_ms"].append((time.perf_counter() - started) * 1000)
+            out["policy_page_ms"].append(page.evaluate("() => window.__shown - window.__linkClicked"))
             page.goto(f"{url}?policy={policy}", wait_until="commit")
-            shown, harness = shown_ms(page, "#policy-heading", policy)
-            out["policy_page_ms"].append(shown)
-            out["policy_page_harness_ms"].append(harness)
+            out["policy_address_ms"].append(shown_ms(page, "#policy-heading", policy)[0])
             context.close()
         figures = {k: round(statistics.median(v), 1) for k, v in out.items()}
 
@@ -347,6 +367,8 @@ def main() -> int:
     print(f"  {'replay_rate':<22} {figures.get('replay_rate')!s:>10}   (1.0: the nominal rate)")
     for key in ("pvp_rows_harness_ms", "sort_harness_ms", "policy_page_harness_ms"):
         print(f"  {key:<22} {figures.get(key)!s:>10}   (from Python: Playwright's polling and round trips included)")
+    print(f"  {'policy_address_ms':<22} {figures.get('policy_address_ms')!s:>10}   (an address opened in a fresh tab: "
+          "the whole app's start, like the rows)")
     print(f"  {'gradio_floor_ms':<22} {figures.get('gradio_floor_ms')!s:>10}   (a bare Gradio page of the same rows; "
           f"the PvP rows take {figures.get('pvp_rows_over_floor')}x that)")
     print(json.dumps(figures))

@@ -22,7 +22,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from arena.activity import LiveMatch, QueueEntry
 from arena.errors import UnsupportedGradioError
-from arena.links import Opened, resolve_policy
+from arena.links import TABS, Opened, resolve_policy
 from arena.revision import Revision
 from arena.rules import MATCH
 from arena.settings import ArenaSettings
@@ -33,7 +33,7 @@ from leaderboard.refresher import StandingsRefresher
 from leaderboard.served import Addressed, ServeDrawn
 from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
-from leaderboard.tabs.following import Following
+from leaderboard.tabs.following import GO_ELEM_ID, Following
 from leaderboard.tabs.head_to_head import head_to_head_tab
 from leaderboard.tabs.matches import matches_tab
 from leaderboard.tabs.policy import policy_tab
@@ -153,13 +153,16 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
         opened_tab.change(None, inputs=opened_tab, js=OPEN_TAB_JS)
         controlled = {name: t.controls for name, t in (("pvp", pvp), ("pve", pve), ("submissions", subs)) if t.controls}
 
-        def asked_by(address: Opened) -> dict[Any, Any]:
+        def asked_by(address: Opened, followed: bool = False) -> dict[Any, Any]:
             """What `address` asks for (`arena.links`): a tab, a table's search, filters and
-            columns, a policy, a match at a tick."""
+            columns, a policy, a match at a tick. A link `followed` in the page opens its tab
+            (the first, if it names none) even where it was asked for before."""
             asked: dict[Any, Any] = {}
             for name, controls in controlled.items():
                 asked.update(_asked(address, name, controls))
-            if address.tab:
+            if followed:  # a new value, so that its change opens the tab
+                asked[opened_tab] = f"{address.tab or TABS[0]}@{time.monotonic_ns()}"
+            elif address.tab:
                 asked[opened_tab] = address.tab
             if address.tab == "matches" and address.q:
                 asked[matches.inputs[0]] = address.q
@@ -171,9 +174,6 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
                 asked[replay.viewer] = {"match_id": address.match, "tick": address.tick}
             return asked
 
-        def opened(request: gr.Request | None) -> dict[Any, Any]:
-            """What the page's address asks its load to draw."""
-            return asked_by(Opened.from_query(dict(request.query_params) if request is not None else {}))
 
         def served(query: Mapping[str, str]) -> dict[Any, Any]:
             """The page an address is served as (`leaderboard.served.Addressed`): its tab
@@ -187,7 +187,8 @@ def build(data: StandingsRefresher, settings: ArenaSettings | None = None, *,
             return {tabs: gr.Tabs(selected=address.tab), **asked} if address.tab else asked
 
         page.following.address([*(c for controls in controlled.values() for c in controls.inputs), opened_tab,
-                                matches.inputs[0], policy.chooser, replay.match_id, replay.viewer], opened)
+                                matches.inputs[0], policy.chooser, replay.match_id, replay.viewer],
+                                lambda query, followed: asked_by(Opened.from_query(query), followed))
         replay.open_on_select(matches.table, opened_tab)
         page.following.wire(demo)
     FOLLOWING[demo] = page.following
@@ -243,7 +244,57 @@ OPEN_TAB_JS = """(tab) => {
   return [];
 }"""
 
-#: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `launch_options`): a click on a
+#: Part of the page's script (`JS`): a plain click on a link to one of the page's own addresses
+#: (`arena.links`: a row's policy, a match, a table searched) opens it in the page, as Back and
+#: Forward do: the address's query goes to the page's address box (`Following.wire`), whose
+#: event draws what it asks for and then opens its tab (`opened_tab` in `build`). Gradio's
+#: tables and Markdown open every link in a new browser tab, which loaded the whole app again
+#: for each policy a visitor looked at (1.1-1.4 s at 200,000 matches, most of it the
+#: framework's own start). The tab opens once its page is drawn, not at the click: it would
+#: show the page the visitor left until the new one came, and mounting it delays that by a
+#: third of a second. The address bar follows (on a Space, the parent
+#: page's too; and a policy chosen in its list: `window.arenaAddress`), so the address still
+#: copies; a click with a modifier key or the middle button still opens a new tab. A link in
+#: a table cell that moves as it is pressed is followed all the same (after a sort of the PvP
+#: table, such a click landed beside the link, and followed nothing, nor opened a tab).
+GO_JS = """
+  const arenaGo = (search) => {
+    const box = document.querySelector("#GO_BOX textarea");
+    if (!box) return;
+    box.value = `${search.replace(/^\\?/, "")}&_go=${performance.now()}`;  // a new value: the same address again still goes
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+  };
+  const arenaTell = (search) => {
+    if (window.parent !== window) window.parent.postMessage({queryString: search.replace(/^\\?/, "")}, "https://huggingface.co");
+  };
+  window.arenaAddress = (search) => {  // the page now shows `search`'s address (a policy chosen in its list)
+    window.history.pushState(null, "", window.location.pathname + search);
+    arenaTell(search);
+  };
+  // A table selects the cell pressed between the press and the release, which moves its
+  // content: the click then lands beside the link pressed, in the same cell.
+  let pressed = null;
+  document.addEventListener("mousedown", (event) => { pressed = event.target.closest && event.target.closest("a[href]"); }, true);
+  document.addEventListener("click", (event) => {
+    const was = pressed;
+    pressed = null;
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    const cell = event.target.closest && event.target.closest(".body-cell, td");
+    const link = (event.target.closest && event.target.closest("a[href]"))
+      || (was && cell && (!was.isConnected || was.closest(".body-cell, td") === cell) ? was : null);
+    if (!link) return;
+    const to = new URL(link.getAttribute("href"), window.location.href);
+    if (to.origin !== window.location.origin || to.pathname !== window.location.pathname
+        || !/(^|&)(policy|match|tab)=/.test(to.search.slice(1)) || !document.querySelector("#GO_BOX textarea")) return;
+    event.preventDefault(); event.stopPropagation();
+    window.arenaAddress(to.search);
+    arenaGo(to.search);
+  }, true);
+  window.addEventListener("popstate", () => { arenaTell(window.location.search); arenaGo(window.location.search); });
+""".replace("GO_BOX", GO_ELEM_ID)
+
+#: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `launch_options`): a link to
+#: one of the page's addresses followed in the page (`GO_JS`); a click on a
 #: table's header sorts the table by that column, a second click the other way. A paged table
 #: (one with a `<tab>-sort` box: `leaderboard.tabs.context.pager`) is sorted whole, by the
 #: Space: the click writes `NAME` or `-NAME` in that box, whose change draws the table's first
@@ -278,8 +329,7 @@ JS = """
     };
     setTimeout(() => { button.click(); pick(20); }, 0);  // after the table's own handling of the click
   }, true);
-}
-"""
+""" + GO_JS + "}\n"
 
 #: Page CSS (Gradio 6 takes it at `launch(css=CSS)`): table headers wrap between words, never
 #: inside one (a squeezed header went one letter per line); a paged table's header shows its
@@ -294,6 +344,7 @@ CSS = """
 .arena-pager { align-items: center; }
 #now-playing { font-size: 0.95em; }
 """
+
 
 def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     """What every launch of the pages passes to `Blocks.launch` (the Space, the tests, the

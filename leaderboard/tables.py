@@ -7,7 +7,7 @@ select, aggregate and format what `leaderboard.standings` computed, so they buil
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,7 +17,7 @@ import pandas as pd
 from arena.activity import LiveMatch, QueueEntry
 from arena.head_to_head import MIN_MEETINGS, HeadToHead
 from arena.lifecycle import ACTIVE, RevisionState, Status
-from arena.links import policy_link
+from arena.links import match_link, policy_link
 from arena.ratings import interval_ranks
 from arena.revision import Revision, is_builtin, owner_of
 from arena.rules import ANCHORS
@@ -79,6 +79,19 @@ def revision_cell(revision: Revision, hub_url: str) -> str:
         return f"[{revision.policy_id}]({policy_link('', revision.policy_id)}) (anchor)"
     return (f"[{revision.policy_id}]({hub_url.rstrip('/')}/{revision.policy_id})"
             f"@[{revision.sha[:7]}]({policy_link('', revision.policy_id, revision.sha)})")
+
+
+def match_cell(match_id: str) -> str:
+    """A match named in a table: its id, linking to its replay here (`arena.links.match_link`)."""
+    return f"[{match_id}]({match_link('', match_id)})"
+
+
+def linked(frame: pd.DataFrame, column: str, cell: Callable[[Any], str]) -> tuple[pd.DataFrame, list[Kind]]:
+    """`frame` with each value of `column` written as `cell` links it (`revision_cell`,
+    `match_cell`), and its columns' kinds: that one Markdown, the others as they are."""
+    shown = frame.assign(**{column: [cell(v) for v in frame[column]]}) if column in frame.columns else frame
+    return shown, ["markdown" if c == column else "number" if pd.api.types.is_numeric_dtype(frame[c]) else "str"
+                   for c in frame.columns]
 
 
 def policy_heading(player: str, hub_url: str) -> str:
@@ -514,6 +527,25 @@ def matches_table(
         ids = [standings.policy_matches[p] for p in standings.policy_matches if needle in p.lower()]
         keep &= table["Match"].isin(np.concatenate(ids) if ids else []).to_numpy()
     return table[keep].head(limit).reset_index(drop=True)
+
+
+#: Points of a policy's rating plot at most (`thinned`): Vega draws it in the browser, and its
+#: work grows with them (at 200,000 matches, 500 -> 100 points took ~0.1 s off opening a
+#: policy's page here); a plot 1,280 pixels wide shows no more.
+PLOT_POINTS = 125
+
+
+def thinned(frame: pd.DataFrame, at_most: int = PLOT_POINTS) -> pd.DataFrame:
+    """At most `at_most` of `frame`'s rows, evenly spaced, its last one kept.
+
+    Example:
+        >>> thinned(pd.DataFrame({"x": range(10)}), 4)["x"].tolist()
+        [0, 3, 6, 9]
+        >>> len(thinned(pd.DataFrame({"x": range(3)}), 4))
+        3
+    """
+    step = -(-len(frame) // at_most) if at_most > 0 else 1
+    return frame.iloc[len(frame) - 1::-step].iloc[::-1] if step > 1 else frame
 
 
 def policy_frames(standings: Standings, player: str) -> dict[str, pd.DataFrame]:

@@ -479,6 +479,73 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
     context.close()
 
 
+def test_a_link_followed_in_the_page_opens_there_and_back_returns(browser, app, monkeypatch):
+    """A policy's link in the PvP table opens its page in this page (no new browser tab, no
+    reload: `leaderboard.pages.GO_JS`), drawn once; its recent matches link to their replays
+    the same way (a link in a cell that moves as it is pressed too); the address bar
+    follows, Back and Forward return; a policy chosen in the list becomes the address; a
+    click with Control still opens a new tab."""
+    from arena.links import policy_link
+    from leaderboard import tables
+
+    drawn: list[str] = []
+    frames = tables.policy_frames
+    monkeypatch.setattr(tables, "policy_frames", lambda standings, player: (drawn.append(player), frames(standings, player))[1])
+    context, page, errors = _fresh_page(browser, app["url"])
+    strong = f"{STRONG}@{'a' * 40}"
+    link = page.locator("#pvp-table a:visible", has_text="aaaaaaa").first
+    link.wait_for(timeout=UI_WAIT_MS)
+    page.evaluate("window.__samePage = true")
+    link.click()
+    expect(page.locator("#policy-heading")).to_contain_text(STRONG, timeout=UI_WAIT_MS)
+    expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#policy-choice input").first).to_have_value(strong)
+    assert page.url == app["url"] + policy_link("", STRONG, "a" * 40).lstrip("/")
+    page.wait_for_timeout(1500)  # the tab's opening, had it drawn the page again
+    assert drawn == [strong], drawn
+    assert page.evaluate("window.__samePage") is True and len(context.pages) == 1
+    page.screenshot(path=str(SHOTS / "link-followed-policy.png"))
+
+    match = page.locator("#policy-recent a[href^='/?match=']:visible").first
+    match_id = match.inner_text().strip()
+    match.click()
+    expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    expect(page.locator("#replay-match textarea, #replay-match input").first).to_have_value(match_id, timeout=UI_WAIT_MS)
+    assert f"match={match_id}" in page.url and len(context.pages) == 1
+
+    page.go_back()
+    expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    expect(page.locator("#policy-heading")).to_contain_text(STRONG)
+    page.go_back()
+    expect(page.get_by_role("tab", name="PvP leaderboard")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    assert page.url == app["url"]
+    page.go_forward()
+    expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    page.go_back()
+    expect(page.get_by_role("tab", name="PvP leaderboard")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    # a cell that moves as it is pressed (the PvP table at 200,000 matches, sorted): the press
+    # on the link, the click beside it in the cell
+    link.evaluate("""(a) => { a.dispatchEvent(new MouseEvent("mousedown", {bubbles: true, button: 0}));
+                              a.parentElement.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, button: 0})); }""")
+    expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    assert page.url == app["url"] + policy_link("", STRONG, "a" * 40).lstrip("/")
+
+    choice = page.locator("#policy-choice input").first
+    choice.click()
+    choice.fill(f"{WEAK}@{'b' * 40}")
+    choice.press("Enter")
+    expect(page.locator("#policy-heading")).to_contain_text(WEAK, timeout=UI_WAIT_MS)
+    assert page.url == app["url"] + policy_link("", WEAK, "b" * 40).lstrip("/")
+
+    page.get_by_role("tab", name="PvP leaderboard").click()
+    with context.expect_page(timeout=UI_WAIT_MS) as opened:
+        link.click(modifiers=["Control"])
+    assert opened.value.url.endswith(policy_link("", STRONG, "a" * 40)) or "policy=" in opened.value.url
+    assert page.evaluate("window.__samePage") is True
+    assert errors == [], errors
+    context.close()
+
+
 def test_an_address_is_served_as_it_asks_before_any_event(browser, app):
     """`leaderboard.served.Addressed`: the page of an address mounts with its tab open, its
     controls set and the views they ask for drawn, with no event answered (the queue is cut

@@ -36,6 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import gradio as gr
 from starlette.requests import Request
@@ -82,6 +83,10 @@ LOOK_JS = f"""async (last, loaded) => {{
   return last;
 }}"""
 
+
+#: The element id of the hidden box a link followed in the page writes its address's query in
+#: (`leaderboard.pages.GO_JS`): its change draws what that address asks for.
+GO_ELEM_ID = "page-address"
 
 @dataclass(frozen=True)
 class View:
@@ -137,8 +142,8 @@ class Following:
     views: list[View] = field(default_factory=list)
     loads: list[tuple[Callable[[], tuple[Any, ...]], tuple[Any, ...]]] = field(default_factory=list)
     asks: tuple[Any, ...] = ()
-    opened: Callable[[Any], dict[Any, Any]] = lambda request: {}
-    """What the page's address asks for (`address`): the value of each component it sets."""
+    opened: Callable[[Mapping[str, str], bool], dict[Any, Any]] = lambda query, followed: {}
+    """What an address asks for (`address`), from its query: the value of each component it sets."""
     heal_s: float = HEAL_S
     served: OrderedDict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=OrderedDict, repr=False)
     """The draws served in the page, by token: each view's key and fingerprints (None: not served)."""
@@ -158,10 +163,11 @@ class Following:
         """Draw `outputs` with `view()` at each page's load only (what a visitor reloads to see again)."""
         self.loads.append((view, tuple(outputs)))
 
-    def address(self, components: Sequence[Any], opened: Callable[[gr.Request | None], dict[Any, Any]]) -> None:
-        """The page's address sets some of `components` at the load: `opened(request)` answers
-        their values (the others are left as they are). A view's input set so is drawn with
-        that value at the load."""
+    def address(self, components: Sequence[Any], opened: Callable[[Mapping[str, str], bool], dict[Any, Any]]) -> None:
+        """An address sets some of `components`: `opened(query, followed)` answers their values
+        from the address's query (the others are left as they are), `followed` when it is a
+        link followed in the page (`leaderboard.pages.GO_JS`) rather than the page's own address at its load. A
+        view's input set so is drawn with that value."""
         self.asks, self.opened = tuple(components), opened
 
     def version(self) -> str:
@@ -186,8 +192,10 @@ class Following:
     def draw(self, view: View, last: Any, shown: Any, values: Sequence[Any], *, load: bool = False,
              refresh: bool = False) -> tuple[Any, ...]:
         """`view`'s outputs, then the fingerprints of what the page then shows and the key it
-        was drawn from: all skips where the key is `last` (nothing changed; at the `load`, the
-        page's state is set to what it was served), or for a `refresh`, a lazy view not yet drawn."""
+        was drawn from (read before drawing: a change meanwhile is drawn again): all skips
+        where the key is `last` (nothing changed; at the `load`, the page's state is set to what
+        it was served), or for a `refresh`, a lazy view not yet drawn. With `last` and `shown`
+        None, the view drawn whole (the page served, an address's page, a link followed)."""
         key = self.key(view, values)
         if key == last or (refresh and view.lazy and last is None):
             return (*(gr.skip() for _ in view.outputs), *((shown, last) if load else (gr.skip(), gr.skip())))
@@ -236,10 +244,8 @@ class Following:
             return
         drawn: dict[Any, Any] = {}
         for i in indexes:
-            view = self.views[i]
-            outputs = (view.first or view.view)(*values[i])
-            drawn.update(zip(view.outputs, outputs))
-            prints[i] = only_changed(outputs, None)[-1]
+            *outputs, prints[i], _ = self.draw(self.views[i], None, None, values[i], load=True)
+            drawn.update(zip(self.views[i].outputs, outputs))
         token = hashlib.blake2b(repr(keys).encode(), digest_size=8).hexdigest()
         served.serve(demo, {**drawn, self._token: token})
         self.served[token] = (tuple(keys), tuple(prints))
@@ -273,11 +279,10 @@ class Following:
             if not any(c in asked for c in view.inputs):
                 continue
             values = [asked.get(c, getattr(c, "value", None)) for c in view.inputs]
-            keys[i] = self.key(view, values)  # read before drawing: a change meanwhile is redrawn
-            outputs = (view.first or view.view)(*values)
+            *outputs, printed, keys[i] = self.draw(view, None, None, values, load=True)
             kept = [served.servable(c) for c in view.outputs]
             drawn.update((c, v) for c, v, k in zip(view.outputs, outputs, kept) if k)
-            prints[i] = [p if k else None for p, k in zip(only_changed(outputs, None)[-1], kept)]
+            prints[i] = [p if k else None for p, k in zip(printed, kept)]
         if not drawn:
             return {}
         token = "a" + hashlib.blake2b(repr((keys, prints)).encode(), digest_size=8).hexdigest()
@@ -321,7 +326,7 @@ class Following:
             (`token`: `serve_soon`), and the version they were drawn at (read first: a change
             meanwhile is redrawn)."""
             at = self.version()
-            asked = self.opened(request)
+            asked = self.opened(dict(request.query_params) if request is not None else {}, False)
             values = {c: asked.get(c, getattr(c, "value", None)) for c in inputs}
             by_load: dict[Any, Any] = {}
             for view, outs in self.loads:
@@ -331,6 +336,26 @@ class Following:
             views_drawn = drawn_all(values, lasts, shown, load=True, asked=list(asked))
             return (*views_drawn[:len(outputs)], *(by_load[c] for c in loaded),
                     *(asked.get(c, gr.skip()) for c in asked_only), *views_drawn[len(outputs):], at)
+
+        def go(query: str) -> tuple[Any, ...]:
+            """A link to one of the page's addresses followed in the page
+            (`leaderboard.pages.GO_JS`): what the address asks set, and each view it sets an
+            input of drawn, whole, with those values and its other inputs as built (as a page
+            opened at that address shows it); the rest of the page as it is."""
+            asked = self.opened(dict(parse_qsl(query.lstrip("?"))), True)
+            values = {c: asked.get(c, getattr(c, "value", None)) for c in inputs}
+            by_output: dict[Any, Any] = {c: gr.skip() for c in outputs}
+            prints, keys = [gr.skip()] * len(views), [gr.skip()] * len(views)
+            reset: set[int] = set()
+            for i, view in enumerate(views):
+                if any(c in asked for c in view.inputs):
+                    drawn = self.draw(view, None, None, [values[c] for c in view.inputs], load=True)
+                    by_output.update(zip(view.outputs, drawn[:-2]))
+                    prints[i], keys[i] = drawn[-2], drawn[-1]
+                    reset.update(id(c) for c in view.inputs)
+            return (*(by_output[c] for c in outputs),
+                    *(values.get(c, asked.get(c)) if id(c) in reset or c in asked else gr.skip() for c in set_by_go),
+                    *prints, *keys)
 
         version = gr.Textbox("", visible=False, elem_id="page-version")  # its change asks for a refresh
         drawn_at = gr.Textbox("", visible=False, elem_id="page-loaded-version")  # no listener: setting it asks for nothing
@@ -348,9 +373,13 @@ class Following:
         demo.load(load, inputs=self._token, outputs=[*outputs, *loaded, *asked_only, *sent, *seen, drawn_at],
                   api_visibility="private", show_progress_on=waited or [unseen])
         self._demo = weakref.ref(demo)
+        shared = next((v.concurrency_id for v in views if v.concurrency_id), None)
+        address = gr.Textbox("", show_label=False, container=False, elem_id=GO_ELEM_ID, elem_classes=["arena-hidden"])
+        set_by_go = _unique(c for c in [*inputs, *self.asks] if c not in outputs)
+        address.change(go, inputs=address, outputs=[*outputs, *set_by_go, *sent, *seen], api_visibility="private",
+                       concurrency_id=shared, show_progress_on=[unseen])
         timer = gr.Timer(look_s)
         timer.tick(None, inputs=[version, drawn_at], outputs=version, js=LOOK_JS)  # in the browser: no event, no copying
-        shared = next((v.concurrency_id for v in views if v.concurrency_id), None)
         version.change(refresh, inputs=[*seen, *sent, *inputs], outputs=[*outputs, *sent, *seen], api_visibility="private",
                        concurrency_id=shared, show_progress_on=[unseen])
         for i, view in enumerate(views):

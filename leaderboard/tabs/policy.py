@@ -29,6 +29,15 @@ EXPOSURE_TABLES = ("tracks", "seats", "opponents")
 #: The queue the policy page's events share (`policy_tab`, `leaderboard.pages.build`).
 POLICY_PAGE = "policy_page"
 
+#: In the browser, before a policy chosen in the list is drawn: its address becomes the page's
+#: (`/?policy=...`, `arena.links`), so the address a visitor copies is the policy they see,
+#: and Back returns to the one before.
+CHOSEN_JS = """(chosen) => {
+  if (chosen && window.arenaAddress) window.arenaAddress("?policy=" + encodeURIComponent(chosen)
+    .replace(/%2F/g, "/").replace(/%40/g, "@").replace(/%3A/g, ":"));
+  return chosen;
+}"""
+
 
 @dataclass(frozen=True)
 class PolicyTab:
@@ -100,11 +109,13 @@ def policy_tab(page: TabContext) -> PolicyTab:
 
     def opened(chosen: str, shown: str, request: gr.Request) -> tuple[Any, ...]:
         """The tab opened: the page of `chosen`, or else of the PvP leader (chosen here), drawn
-        unless this page shows it already, or its load draws it (the policy the page's
-        address names: a page served at that address opens on this tab, before its load has
-        answered). Not before: a policy's page at 200,000 matches is most of a page load's
-        work, and most visitors never open it."""
+        unless this page shows it already, or the page's address names a policy: its load,
+        or the link followed in the page to that address, draws that (a page served at a
+        policy's address opens on this tab before its load answers). Not before: a policy's
+        page at 200,000 matches is most of a page load's work, and most visitors never open it."""
         skip = tuple(gr.skip() for _ in range(len(outputs) + 2))
+        if Opened.from_query(dict(request.query_params) if request is not None else {}).policy:
+            return skip
         if not chosen:
             choices = players()
             if not choices:
@@ -112,8 +123,7 @@ def policy_tab(page: TabContext) -> PolicyTab:
             chosen = choices[0]
             return (gr.Dropdown(value=chosen), *page_of(chosen), chosen)
         player = known(chosen)
-        address = Opened.from_query(dict(request.query_params) if request is not None else {})
-        if player is None or player == shown or (not shown and address.policy and player == known(address.policy)):
+        if player is None or player == shown:
             return skip
         return (gr.skip(), *page_of(player), player)
 
@@ -168,7 +178,11 @@ def policy_tab(page: TabContext) -> PolicyTab:
         standings = data.standings()
         frames = tables.policy_frames(standings, player or "")
         note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""
-        return (frames["trajectory"], frames["tasks"], frames["recent"], frames["head_to_head"],
+        recent, recent_kinds = tables.linked(frames["recent"], "Match", tables.match_cell)
+        rivals, rivals_kinds = tables.linked(frames["head_to_head"], "Opponent",
+                                             lambda p: tables.revision_cell(Revision.parse(p), data.hub_url))
+        return (tables.thinned(frames["trajectory"]), frames["tasks"], gr.Dataframe(recent, datatype=recent_kinds),
+                gr.Dataframe(rivals, datatype=rivals_kinds),
                 gr.Markdown(note, visible=bool(note)), *exposure_view(standings.teams, player),
                 meter.meter_markdown(page.settling().get(player or "")),
                 tables.policy_heading(player, data.hub_url) if player else "")
@@ -190,7 +204,9 @@ def policy_tab(page: TabContext) -> PolicyTab:
     # before a visitor chose another policy answers before that choice does, never after it.
     # A visitor's choice draws (`input`, not `change`: the chooser set by the load or by the
     # tab's opening is drawn by those, and the API's answer does not depend on a session).
-    chooser.input(policy, inputs=[chooser], outputs=[*outputs, shown], api_name="policy", concurrency_id=POLICY_PAGE)
+    # The policy chosen becomes the page's address (`window.arenaAddress`: `leaderboard.pages.GO_JS`).
+    chooser.input(policy, inputs=[chooser], outputs=[*outputs, shown], api_name="policy", concurrency_id=POLICY_PAGE,
+                  js=CHOSEN_JS)
     # The tab's opening shows its progress nowhere (on the State): a page served at a policy's
     # address opens on this tab with that policy's page drawn, and its opening, which draws
     # nothing then, greyed it for 0.5-0.9 s at 200,000 matches (while the page mounted the
