@@ -37,7 +37,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode
@@ -104,6 +103,12 @@ def serve(demo: gr.Blocks, drawn: Mapping[Any, Any]) -> None:
 #: How many addressed pages (`Addressed`) stay saved: the latest asked, over every address.
 ADDRESSES_KEPT = 64
 
+#: How many requests for an address's page not saved yet may draw it or wait to, and how long
+#: one waits (one is drawn at a time: ~0.2 s for a policy's at 200,000 matches); any other is
+#: served the page as built, which its load opens: a flood of distinct addresses costs one
+#: draw at a time and holds a few of the server's threads, not all of them.
+ADDRESS_WAITERS, ADDRESS_WAIT_S = 4, 2.0
+
 
 class Addressed:
     """The page as an address asks for it, saved as a Gradio deep link: `link(query)` names it.
@@ -115,11 +120,11 @@ class Addressed:
         folder: where Gradio reads deep links (`deep_links` in its upload folder).
         serving: held while the page's served draw changes (`Following.serving`): a page is
             asked for and saved holding it, so that what it asks is drawn over the page it is
-            saved with.
+            saved with (`ADDRESS_WAITERS` wait for it at most, `ADDRESS_WAIT_S` each).
     """
 
     def __init__(self, demo: gr.Blocks, asks: Callable[[Mapping[str, str]], Mapping[Any, Any]],
-                 folder: Path | None = None, serving: AbstractContextManager[Any] | None = None) -> None:
+                 folder: Path | None = None, serving: threading.Lock | None = None) -> None:
         self.demo, self.asks = weakref.ref(demo), asks  # a page's own entry must not keep it alive
         self.serving = serving if serving is not None else threading.Lock()
         self.folder = folder or Path(get_upload_folder()) / "deep_links"
@@ -127,6 +132,7 @@ class Addressed:
         self._config: Any = None  # the config the draw numbered `_draw` is
         self._draw = 0
         self._lock = threading.Lock()
+        self._waiting = threading.BoundedSemaphore(ADDRESS_WAITERS)
         self._unsaved = False  # told once that a page could not be saved
         if not _SAVING:
             sweep(self.folder)
@@ -134,30 +140,63 @@ class Addressed:
 
     def link(self, query: Mapping[str, str]) -> str | None:
         """The deep link of the page `query` asks for (saved if new), or None if it asks
-        nothing this page sets, or the page is not a dict of components (`supported`)."""
+        nothing this page sets, the page is not a dict of components (`supported`), or it is
+        not saved yet and too many others wait for their pages (`ADDRESS_WAITERS`,
+        `ADDRESS_WAIT_S`): served as built, its load opens it."""
         demo = self.demo()
         if demo is None:
             return None
-        with self.serving, self._lock:
+        asked = urlencode(sorted(query.items()))
+        with self._lock:
+            saved = self._saved_for(getattr(demo, "config", None), asked)
+        if saved:
+            return saved[0]
+        if not self._waiting.acquire(blocking=False):
+            return None
+        try:
+            if not self.serving.acquire(timeout=ADDRESS_WAIT_S):
+                return None
+            try:
+                return self._link(demo, query, asked)
+            finally:
+                self.serving.release()
+        finally:
+            self._waiting.release()
+
+    def _saved_for(self, config: Any, asked: str) -> tuple[str | None] | None:
+        """The link saved for the address `asked` over `config`, in a 1-tuple, if there is one."""
+        if config is None or self._config is not config:
+            return None
+        key = (self._draw, asked)
+        if key in self._saved:
+            name = self._saved[key]
+            if name is None or (self.folder / name / "state.json").exists():
+                self._saved.move_to_end(key)
+                return (name,)
+        return None
+
+    def _link(self, demo: gr.Blocks, query: Mapping[str, str], asked: str) -> str | None:
+        """`link`'s work, holding the page's serving lock (this one's only over the saved
+        links, so that a page saved is answered while another is drawn)."""
+        with self._lock:
             config = getattr(demo, "config", None)
             if not isinstance(config, dict):
                 return None
             if self._config is not config:  # a new draw served: an address is saved again when asked
                 self._config, self._draw = config, self._draw + 1
-            key = (self._draw, urlencode(sorted(query.items())))
-            if key in self._saved:
-                name = self._saved[key]
-                if name is None or (self.folder / name / "state.json").exists():
-                    self._saved.move_to_end(key)
-                    return name
-            asked = {c: v for c, v in self.asks(query).items() if servable(c) or isinstance(c, gr.Tabs)}
-            name = self._save(with_drawn(demo, asked)["components"]) if asked else None
+            saved = self._saved_for(config, asked)
+            if saved:
+                return saved[0]
+            key = (self._draw, asked)
+        asks = {c: v for c, v in self.asks(query).items() if servable(c) or isinstance(c, gr.Tabs)}
+        name = self._save(with_drawn(demo, asks)["components"]) if asks else None
+        with self._lock:
             self._saved[key] = name
             while len(self._saved) > ADDRESSES_KEPT:
                 _, old = self._saved.popitem(last=False)
                 if old is not None and old not in self._saved.values():  # two addresses can ask for one page
                     shutil.rmtree(self.folder / old, ignore_errors=True)
-            return name
+        return name
 
     def _save(self, components: list[Any]) -> str:
         """Save `components` as a deep link; its name."""

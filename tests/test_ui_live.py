@@ -258,6 +258,53 @@ def test_an_address_is_saved_with_the_views_it_asks_for_drawn_and_an_unwritable_
     assert not (tmp_path / "links" / f"arena-{dead}-0a").exists() and (tmp_path / "links" / name / "state.json").exists()
 
 
+def test_a_flood_of_new_addresses_draws_one_page_at_a_time_and_serves_the_others_as_built(tmp_path, monkeypatch):
+    """`leaderboard.served.Addressed` under many addresses at once: one page is drawn at a
+    time; at most `ADDRESS_WAITERS` requests draw or wait, each at most `ADDRESS_WAIT_S`; any
+    other is answered at once with no page (served as built: its load opens the address);
+    a page already saved is answered while another is drawn."""
+    import threading
+
+    from leaderboard import served
+
+    monkeypatch.setattr(served, "ADDRESS_WAITERS", 2)
+    monkeypatch.setattr(served, "ADDRESS_WAIT_S", 0.5)
+    with gr.Blocks() as demo:
+        chosen = gr.Textbox("", elem_id="chosen")
+    demo.config = demo.get_config_file()
+    drawing: list[str] = []
+    opened = threading.Event()
+    opened.set()
+
+    def asks(query):
+        drawing.append(query["p"])
+        assert opened.wait(10)
+        return {chosen: query["p"]}
+
+    addressed = served.Addressed(demo, asks, folder=tmp_path / "links", serving=threading.Lock())
+    saved = addressed.link({"p": "saved"})
+    assert saved is not None
+    opened.clear()
+    links: dict[str, str | None] = {}
+    first = threading.Thread(target=lambda: links.update(a=addressed.link({"p": "a"})))
+    first.start()
+    while drawing[-1:] != ["a"]:
+        time.sleep(0.01)
+    waiter = threading.Thread(target=lambda: links.update(b=addressed.link({"p": "b"})))
+    waiter.start()
+    time.sleep(0.1)  # b waits for a's draw
+    started = time.monotonic()
+    assert addressed.link({"p": "c"}) is None and time.monotonic() - started < 0.3  # no room to wait: at once
+    assert addressed.link({"p": "saved"}) == saved  # saved already: answered while a is drawn
+    waiter.join(5)
+    assert links["b"] is None  # waited ADDRESS_WAIT_S for a's draw, then served as built
+    opened.set()
+    first.join(5)
+    assert links["a"] is not None and drawing == ["saved", "a"]  # b and c drew nothing
+    assert addressed.link({"p": "b"}) is not None and drawing[-1] == "b"  # asked again later: drawn
+
+
+
 def test_a_controls_change_is_told_from_a_tab_opened():
     """`following._changes` reads which component a listener is of from Gradio's bound event
     methods: a change of a view's own control draws it whole (the stuck search), a tab opened
