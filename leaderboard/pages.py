@@ -236,11 +236,14 @@ def _asked(opened: Opened, name: str, controls: Any) -> dict[Any, Any]:
 
 
 #: Opens the tab whose id it is given (`opened_tab` in `build`; anything after an "@" is left
-#: out: it tells two asks for the same tab apart), as a click on its button would.
+#: out: it tells two asks for the same tab apart), as a click on its button would. One asked by
+#: a click (a link followed, a match chosen: `tab@<ns>`) is shown from the page's top: a policy
+#: followed from a row low in the PvP table opened with its heading above the window.
 OPEN_TAB_JS = """(tab) => {
-  const id = (tab || "").split("@")[0];
+  const [id, clicked] = (tab || "").split("@");
   const button = document.querySelector(`button[role="tab"][data-tab-id="${CSS.escape(id)}"]`);
   if (button && button.getAttribute("aria-selected") !== "true") button.click();
+  if (clicked !== undefined) window.scrollTo(0, 0);  // a new page shows from its top, as one loaded at its address
   return [];
 }"""
 
@@ -254,9 +257,9 @@ OPEN_TAB_JS = """(tab) => {
 #: show the page the visitor left until the new one came, and mounting it delays that by a
 #: third of a second. The address bar follows (on a Space, the parent
 #: page's too; and a policy chosen in its list: `window.arenaAddress`), so the address still
-#: copies; a click with a modifier key or the middle button still opens a new tab. A link in
-#: a table cell that moves as it is pressed is followed all the same (after a sort of the PvP
-#: table, such a click landed beside the link, and followed nothing, nor opened a tab).
+#: copies; a click with a modifier key or the middle button still opens a new tab. A press on a
+#: link in a table's cell does not select the cell (after a sort of the PvP table, the selected
+#: cell's content moved, the click landed beside the link and followed nothing).
 GO_JS = """
   const arenaGo = (search) => {
     const box = document.querySelector("#GO_BOX textarea");
@@ -271,17 +274,15 @@ GO_JS = """
     window.history.pushState(null, "", window.location.pathname + search);
     arenaTell(search);
   };
-  // A table selects the cell pressed between the press and the release, which moves its
-  // content: the click then lands beside the link pressed, in the same cell.
-  let pressed = null;
-  document.addEventListener("mousedown", (event) => { pressed = event.target.closest && event.target.closest("a[href]"); }, true);
+  // A press on a link in a table's cell is the link's: the table would select the cell (50-60
+  // ms of its work at 200,000 matches) and move its content, so that the release missed the link.
+  document.addEventListener("mousedown", (event) => {
+    const link = event.target.closest && event.target.closest("a[href]");
+    if (link && link.closest(".body-cell")) { event.preventDefault(); event.stopPropagation(); }
+  }, true);
   document.addEventListener("click", (event) => {
-    const was = pressed;
-    pressed = null;
     if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-    const cell = event.target.closest && event.target.closest(".body-cell, td");
-    const link = (event.target.closest && event.target.closest("a[href]"))
-      || (was && cell && (!was.isConnected || was.closest(".body-cell, td") === cell) ? was : null);
+    const link = event.target.closest && event.target.closest("a[href]");
     if (!link) return;
     const to = new URL(link.getAttribute("href"), window.location.href);
     if (to.origin !== window.location.origin || to.pathname !== window.location.pathname
@@ -337,10 +338,10 @@ JS = """
 CSS = """
 .table-wrap th, .table-wrap th * { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
 .arena-hidden { display: none !important; }
-#pvp-table .cell-menu-button { display: none !important; }
-#pvp-table th.header-cell { cursor: pointer; }
-#pvp-table th[data-arena-sort=ascending] .header-content::after { content: " ▲"; }
-#pvp-table th[data-arena-sort=descending] .header-content::after { content: " ▼"; }
+.arena-paged .cell-menu-button { display: none !important; }
+.arena-paged th.header-cell { cursor: pointer; }
+.arena-paged th[data-arena-sort=ascending] .header-content::after { content: " ▲"; }
+.arena-paged th[data-arena-sort=descending] .header-content::after { content: " ▼"; }
 .arena-pager { align-items: center; }
 #now-playing { font-size: 0.95em; }
 """

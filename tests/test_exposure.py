@@ -378,8 +378,8 @@ def _policy_page(browser, url: str):
 
 
 def _cells(page, elem_id: str) -> list[str]:
-    """A table's cells as shown, row after row."""
-    return page.locator(f"#{elem_id}").get_by_role("gridcell").all_inner_texts()
+    """A table's cells as shown, row after row (a `Dataframe`'s or a Markdown table's)."""
+    return page.locator(f"#{elem_id} [role=gridcell], #{elem_id} td").all_inner_texts()
 
 
 @pytest.mark.browser
@@ -394,12 +394,12 @@ def test_the_policy_page_shows_the_ledger(browser, app):
     choice.press("Enter")
     note.get_by_text(f"{player(ALICE_1)} played").wait_for(timeout=UI_WAIT_MS)
     assert "8 PvP" in note.inner_text() and "stage 1: 4, stage 2: 2" in note.inner_text()
-    page.locator("#policy-exposure").get_by_role("gridcell", name="PvE", exact=True).first.wait_for(timeout=UI_WAIT_MS)
+    page.locator("#policy-exposure").get_by_role("cell", name="PvE", exact=True).first.wait_for(timeout=UI_WAIT_MS)
     tracks = _cells(page, "policy-exposure")
     pve = tracks.index("PvE")
     assert tracks[pve:pve + 2] == ["PvE", "6"] and tracks[pve - 8:pve - 6] == ["PvP", "8"], tracks
-    page.locator("#policy-exposure-opponents").get_by_role("gridcell", name=player(BOB)).first.wait_for(timeout=UI_WAIT_MS)
-    opponents = _cells(page, "policy-exposure-opponents")
+    page.locator("#policy-opponents-table").get_by_role("gridcell", name=player(BOB)).first.wait_for(timeout=UI_WAIT_MS)
+    opponents = _cells(page, "policy-opponents-table")
     bob = opponents.index(player(BOB))
     assert opponents[bob - 1:bob + 3] == ["PvP", player(BOB), "8", "8"], opponents
     seats = _cells(page, "policy-exposure-seats")
@@ -419,7 +419,7 @@ def test_the_policy_page_without_data_says_what_will_fill_the_ledger(browser, em
     note = page.locator("#policy-exposure-note")
     note.wait_for(state="visible", timeout=UI_WAIT_MS)
     assert "exposure" in note.inner_text().lower() and len(note.inner_text()) > 60
-    for table in ("#policy-exposure", "#policy-exposure-seats", "#policy-exposure-opponents"):
+    for table in ("#policy-exposure", "#policy-exposure-seats", "#policy-opponents-table"):
         assert not page.locator(table).is_visible(), table
     page.screenshot(path=str(SCREENSHOTS / "policy-exposure-empty.png"), full_page=True)
     assert errors == [], errors

@@ -155,6 +155,24 @@ def test_a_policy_page_has_its_rating_tasks_matches_and_rivals(standings):
     assert len(page["recent"]) == 20
     rivals = page["head_to_head"].set_index("Opponent")
     assert rivals.loc["bob/weak@sim", "Matches"] == 60 and rivals.loc["bob/weak@sim", "Won"] > 0.9
+    # its head to head declares its kinds once (`HEAD_TO_HEAD_KINDS`): the linked first column
+    # Markdown, numbers exactly where the frame holds numbers
+    frame, kinds = page["head_to_head"], tables.HEAD_TO_HEAD_KINDS
+    assert len(kinds) == len(frame.columns) and kinds[0] == "markdown", (list(frame.columns), kinds)
+    assert [k == "number" for k in kinds[1:]] == [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns[1:]]
+    # its recent matches as text: a row each, the match linked, numbers right-aligned
+    text = tables.markdown_table(tables.linked(page["recent"], "Match", tables.match_cell), "Recent matches")
+    lines = text.splitlines()
+    assert lines[0] == "**Recent matches**" and len(lines) == 2 + 2 + 20 and lines[3].startswith("|---|---|---|---:")
+    assert lines[4].startswith(f"| [{page['recent']['Match'][0]}](/?match={page['recent']['Match'][0]}) | ")
+    assert tables.markdown_table(page["recent"].iloc[0:0], "Recent matches") == ""
+    # read from the rows of its matches alone (`TeamRows.around`, as the page reads it): the same page
+    player = "alice/strong@" + "a" * 40
+    around = standings.teams.around(player)
+    assert 0 < len(around) <= len(standings.teams)
+    for name, frame in tables.policy_frames(standings, player, around).items():
+        pd.testing.assert_frame_equal(frame, page[name])
+    assert standings.teams.around("nobody").empty and list(standings.teams.around("nobody").chunks[0].columns)
 
 
 def test_the_head_to_head_is_in_the_standings_and_its_tables(standings):
@@ -245,3 +263,37 @@ def test_a_page_is_sent_a_table_again_only_when_its_cells_or_their_order_changed
     assert only_changed([table.copy()], first[-1])[0] == gr.skip()
     reordered = table.iloc[::-1].reset_index(drop=True)
     assert only_changed([reordered], first[-1])[0] is reordered
+
+
+def test_a_policys_head_to_head_counts_each_opponent_once_a_match_and_each_seat_it_faced():
+    """`tables.opponents_met` (on the rows' integer codes, chunk by chunk) answers what grouping
+    the opponents' rows by name answers: an opponent seated twice in a match met it once, each
+    of its seats counts in the shares; a tie is not a win; categorical chunks and plain alike."""
+    from history.index import TeamRows
+
+    rows = pd.DataFrame({
+        "match_id": ["m1"] * 4 + ["m2"] * 3 + ["m3"] * 2,
+        "player": ["me", "a", "a", "b", "me", "b", "c", "a", "b"],  # m3: no "me"
+        "achievement": [10, 4, 12, 10, 7, 9, 1, 50, 0],
+    })
+
+    def reference(frame: pd.DataFrame, player: str) -> pd.DataFrame:
+        mine = frame[frame["player"] == player].drop_duplicates("match_id").set_index("match_id")["achievement"]
+        pairs = frame[frame["match_id"].isin(mine.index) & (frame["player"] != player)]
+        pairs = pairs.assign(diff=pairs["match_id"].map(mine) - pairs["achievement"])
+        return (pairs.assign(won=pairs["diff"] > 0, tied=pairs["diff"] == 0).groupby("player")
+                .agg(Matches=("match_id", "nunique"), Won=("won", "mean"), Tied=("tied", "mean"),
+                     **{"Score difference": ("diff", "mean")})
+                .sort_values("Matches", ascending=False).round(2).reset_index().rename(columns={"player": "Opponent"}))
+
+    expected = reference(rows, "me")
+    assert expected.set_index("Opponent").loc["a"].tolist() == [1, 0.5, 0.0, 2.0]  # two seats, one match
+    assert expected.set_index("Opponent").loc["b"].tolist() == [2, 0.0, 0.5, -1.0]  # a tie and a loss
+    split = TeamRows((rows.iloc[:4].astype({"match_id": "category", "player": "category"}), rows.iloc[4:].copy()))
+    for chunks in (TeamRows.of(rows), split):
+        got = tables.opponents_met(chunks, "me")
+        pd.testing.assert_frame_equal(got.set_index("Opponent").sort_index(), expected.set_index("Opponent").sort_index(),
+                                      check_dtype=False)
+        assert got["Matches"].tolist() == sorted(got["Matches"], reverse=True)
+    assert tables.opponents_met(TeamRows.of(rows), "nobody").empty
+    assert list(tables.opponents_met(TeamRows.of(rows), "nobody").columns) == list(expected.columns)

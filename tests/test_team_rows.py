@@ -56,3 +56,10 @@ def test_a_players_opponents_are_the_other_rows_of_its_matches_in_every_chunk():
         got = rows.opponents(player)
         pd.testing.assert_frame_equal(got.astype(object), expected, check_dtype=False)
         assert (player == "nobody") == got.empty
+        # the rows of its matches (`around`: what its page reads) answer for it as every row does
+        around = rows.around(player)
+        expected_around = whole[whole["match_id"].isin(met)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(around.frame().astype(object), expected_around, check_dtype=False)
+        assert len(around) < len(rows) and (player == "nobody") == around.empty
+        pd.testing.assert_frame_equal(around.opponents(player), got)
+        pd.testing.assert_frame_equal(around.of_player(player), rows.of_player(player))

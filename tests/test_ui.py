@@ -223,7 +223,9 @@ def test_api_tables_match_the_known_history(app):
     assert statuses["dave/new"][0] == "queued"
     matches = client.predict("", "pve", "", "", "", api_name="/matches")
     assert [r[0] for r in matches["data"]] == [app["real"].match_id]
-    heading = client.predict(STRONG, api_name="/policy")[-1]  # owner/name: its latest revision, as the address
+    answer = client.predict(STRONG, api_name="/policy")
+    heading = answer[-1]  # owner/name: its latest revision, as the address
+    assert answer[0].startswith("<svg") and "UTC: mu " in answer[0]  # the rating chart, its points' values in words
     assert f"/?policy={STRONG}@" in heading, heading
     assert client.predict(STRONG, api_name="/policy")[-1] == heading  # asked again in the same session: the same page
     with pytest.raises(AppError, match="names no policy of this Arena: write owner/name"):
@@ -328,8 +330,44 @@ def test_the_policy_tab_opens_on_a_policy_and_draws_it(page):
     choice = page.locator("#policy-choice input").first
     page.wait_for_function("e => e.value !== ''", arg=choice.element_handle(), timeout=UI_WAIT_MS)  # filled at page load
     assert choice.input_value().startswith(STRONG)  # the PvP leader
-    page.locator("#policy-recent").get_by_role("gridcell").first.wait_for(timeout=UI_WAIT_MS)
-    page.locator("#policy-rating canvas, #policy-rating svg").first.wait_for(timeout=UI_WAIT_MS)
+    page.locator("#policy-recent").get_by_role("cell").first.wait_for(timeout=UI_WAIT_MS)  # a Markdown table
+    # the charts are SVG drawn on the Space (`leaderboard.charts`), each mark titled with its values
+    page.locator("#policy-rating svg circle").first.wait_for(timeout=UI_WAIT_MS)
+    assert "UTC: mu " in page.locator("#policy-rating svg circle title").first.text_content()
+    assert page.locator("#policy-tasks svg rect").count() >= 4  # four tasks, a bar each per track played
+    assert page.locator("#policy-tasks svg").bounding_box()["width"] > 300
+
+
+def test_a_policys_head_to_head_is_paged_and_sorted_whole_on_the_space(page):
+    """The head to head (like the exposure's opponents) comes a page at a time, sorted whole by
+    a click on a header, its arrow showing the order; a policy chosen next starts in the
+    table's own order, its arrow gone (`leaderboard.tabs.context.pager`, `ARROWS_JS`)."""
+    page.get_by_role("tab", name="Policy").click()
+    rows = page.locator("#policy-h2h-rows")
+    expect(rows).to_contain_text("rows.", timeout=UI_WAIT_MS)
+
+    def matches() -> list[int]:
+        return [int(c) for c in visible_cells(page, "policy-h2h-table")[1::5]]
+
+    page.wait_for_function("() => document.querySelectorAll('#policy-h2h-table [role=gridcell]').length > 5",
+                           timeout=UI_WAIT_MS)
+    assert matches() == sorted(matches(), reverse=True)  # its own order: the most met first
+    header = page.locator("#policy-h2h-table th.header-cell", has_text="Matches").first
+    header.click()
+    page.wait_for_function("() => document.querySelector('#policy-h2h-sort textarea').value === 'Matches'")
+    page.wait_for_function("""() => { const n = [...document.querySelectorAll('#policy-h2h-table [role=gridcell]')]
+        .filter((c, i) => i % 5 === 1).map((c) => +c.innerText); return n.length > 1 && n.every((v, i) => !i || n[i - 1] <= v); }""",
+                           timeout=UI_WAIT_MS)
+    assert header.get_attribute("data-arena-sort") == "ascending"
+    choice = page.locator("#policy-choice input").first
+    choice.click()
+    choice.fill(f"{WEAK}@{'b' * 40}")
+    choice.press("Enter")
+    expect(page.locator("#policy-heading")).to_contain_text(WEAK, timeout=UI_WAIT_MS)
+    page.wait_for_function("() => document.querySelector('#policy-h2h-sort textarea').value === ''", timeout=UI_WAIT_MS)
+    page.wait_for_function("() => !document.querySelector('#policy-h2h-table th[data-arena-sort]')", timeout=UI_WAIT_MS)
+    page.wait_for_timeout(500)
+    assert matches() == sorted(matches(), reverse=True)
 
 
 def test_now_playing_and_the_queue_with_its_estimate(page):
@@ -446,8 +484,8 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
     from leaderboard import tables
 
     drawn: list[str] = []
-    frames = tables.policy_frames
-    monkeypatch.setattr(tables, "policy_frames", lambda standings, player: (drawn.append(player), frames(standings, player))[1])
+    heading = tables.policy_heading  # called at each draw of a policy's page (its figures are kept: `measured`)
+    monkeypatch.setattr(tables, "policy_heading", lambda player, hub_url: (drawn.append(player), heading(player, hub_url))[1])
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script("""window.__greyed = [];
       new MutationObserver((changes) => { for (const c of changes) if (c.target.classList && c.target.classList.contains("pending")
@@ -482,15 +520,15 @@ def test_a_policys_address_opens_its_page_in_a_fresh_browser(browser, app, monke
 def test_a_link_followed_in_the_page_opens_there_and_back_returns(browser, app, monkeypatch):
     """A policy's link in the PvP table opens its page in this page (no new browser tab, no
     reload: `leaderboard.pages.GO_JS`), drawn once; its recent matches link to their replays
-    the same way (a link in a cell that moves as it is pressed too); the address bar
-    follows, Back and Forward return; a policy chosen in the list becomes the address; a
-    click with Control still opens a new tab."""
+    the same way, the new page shown from its top; a press on a link does not select its
+    cell; the address bar follows, Back and Forward return; a policy chosen in the list
+    becomes the address; a click with Control still opens a new tab."""
     from arena.links import policy_link
     from leaderboard import tables
 
     drawn: list[str] = []
-    frames = tables.policy_frames
-    monkeypatch.setattr(tables, "policy_frames", lambda standings, player: (drawn.append(player), frames(standings, player))[1])
+    heading = tables.policy_heading  # called at each draw of a policy's page (its figures are kept: `measured`)
+    monkeypatch.setattr(tables, "policy_heading", lambda player, hub_url: (drawn.append(player), heading(player, hub_url))[1])
     context, page, errors = _fresh_page(browser, app["url"])
     strong = f"{STRONG}@{'a' * 40}"
     link = page.locator("#pvp-table a:visible", has_text="aaaaaaa").first
@@ -508,8 +546,12 @@ def test_a_link_followed_in_the_page_opens_there_and_back_returns(browser, app, 
 
     match = page.locator("#policy-recent a[href^='/?match=']:visible").first
     match_id = match.inner_text().strip()
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    match.scroll_into_view_if_needed()
+    assert page.evaluate("window.scrollY") > 0  # the link is low on the page
     match.click()
     expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    page.wait_for_function("() => window.scrollY === 0", timeout=UI_WAIT_MS)  # the new page from its top
     expect(page.locator("#replay-match textarea, #replay-match input").first).to_have_value(match_id, timeout=UI_WAIT_MS)
     assert f"match={match_id}" in page.url and len(context.pages) == 1
 
@@ -523,10 +565,14 @@ def test_a_link_followed_in_the_page_opens_there_and_back_returns(browser, app, 
     expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
     page.go_back()
     expect(page.get_by_role("tab", name="PvP leaderboard")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
-    # a cell that moves as it is pressed (the PvP table at 200,000 matches, sorted): the press
-    # on the link, the click beside it in the cell
-    link.evaluate("""(a) => { a.dispatchEvent(new MouseEvent("mousedown", {bubbles: true, button: 0}));
-                              a.parentElement.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, button: 0})); }""")
+    # a press on a link is the link's, not the table's: its cell is not selected (the PvP table
+    # at 200,000 matches, sorted, moved a selected cell's content and the click missed the link)
+    cell = link.locator("xpath=ancestor::*[@role='gridcell'][1]")
+    page.mouse.move(*(lambda b: (b["x"] + 3, b["y"] + b["height"] / 2))(link.bounding_box()))
+    page.mouse.down()
+    page.wait_for_timeout(300)
+    assert cell.get_attribute("aria-selected") == "false"
+    page.mouse.up()
     expect(page.get_by_role("tab", name="Policy")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
     assert page.url == app["url"] + policy_link("", STRONG, "a" * 40).lstrip("/")
 

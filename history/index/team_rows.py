@@ -113,6 +113,18 @@ class TeamRows:
 
         return self.where(theirs, columns)
 
+    def around(self, player: str) -> TeamRows:
+        """The rows of the matches `player` played, its own and the other teams', as chunks
+        (strings as the chunks hold them): what a page about one player reads, taken in one
+        pass over every row rather than one per part of the page (at 200,000 matches, 3.2
+        million rows scanned for a policy's 100,000)."""
+        kept = []
+        for chunk in self.chunks:
+            own = (chunk["player"] == player).to_numpy() if "player" in chunk else np.zeros(len(chunk), bool)
+            if own.any():
+                kept.append(chunk[same_matches(chunk, own)])
+        return TeamRows(tuple(kept) or tuple(c.iloc[0:0] for c in self.chunks[:1]))
+
     def of_match(self, match_id: str) -> pd.DataFrame:
         """The rows of one match."""
         return self.where(lambda c: (c["match_id"] == match_id).to_numpy())

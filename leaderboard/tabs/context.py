@@ -206,10 +206,24 @@ class Pager:
         return rows, tables.page_line(at, pages, len(frame)), (at if at != int(page or 1) else gr.skip())
 
 
+#: In the browser, as a paged table's sort box changes (a header's click, or the Space setting
+#: it: a new policy's tables start in their own order): its header's arrow shows that order.
+ARROWS_JS = """(sort) => {
+  const name = (sort || "").replace(/^-/, "");
+  document.querySelectorAll("#TABLE th.header-cell").forEach((th) => {
+    if (sort && (th.querySelector("span.header") || th).textContent.trim() === name) {
+      th.dataset.arenaSort = sort.startsWith("-") ? "descending" : "ascending";
+    } else delete th.dataset.arenaSort;
+  });
+  return [];
+}"""
+
+
 def pager(tab: str) -> Pager:
-    """The row under a paged table: previous and next, the page number (a reader may type
-    one) and which rows are shown; and its hidden sort box, element ids `<tab>-prev`,
-    `<tab>-page`, `<tab>-next`, `<tab>-rows`, `<tab>-sort`."""
+    """The row under a paged table (element id `<tab>-table`, class `arena-paged`): previous
+    and next, the page number (a reader may type one) and which rows are shown; and its
+    hidden sort box, element ids `<tab>-prev`, `<tab>-page`, `<tab>-next`, `<tab>-rows`,
+    `<tab>-sort`."""
     with gr.Row(equal_height=True, elem_classes=["arena-pager"]):
         back = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id=f"{tab}-prev")
         page = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=0, min_width=90, elem_id=f"{tab}-page")
@@ -218,6 +232,7 @@ def pager(tab: str) -> Pager:
     sort = gr.Textbox(value="", show_label=False, container=False, elem_id=f"{tab}-sort", elem_classes=["arena-hidden"])
     back.click(None, inputs=page, outputs=page, js="(page) => Math.max(1, (page || 1) - 1)")  # in the browser: the page's
     forward.click(None, inputs=page, outputs=page, js="(page) => (page || 1) + 1")  # change draws it
+    sort.change(None, inputs=sort, js=ARROWS_JS.replace("TABLE", f"{tab}-table"))
     return Pager(sort, page, line)
 
 

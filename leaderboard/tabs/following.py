@@ -33,7 +33,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -83,6 +83,9 @@ LOOK_JS = f"""async (last, loaded) => {{
   return last;
 }}"""
 
+
+#: An output an event leaves as it is (`gr.skip()`'s value).
+SKIP = gr.skip()
 
 #: The element id of the hidden box a link followed in the page writes its address's query in
 #: (`leaderboard.pages.GO_JS`): its change draws what that address asks for.
@@ -259,6 +262,17 @@ class Following:
         address's draw and the page's own it is served with are one page."""
         return self._serving
 
+    def asked_views(self, asked: Mapping[Any, Any]) -> Iterator[tuple[int, View, list[Any], list[Any], Any]]:
+        """Each view whose inputs an address sets (`asked`: the value of each component it
+        sets) drawn whole, with those values and its other inputs as built, as a page opened
+        at that address shows it: its index, the view, its outputs, their fingerprints and
+        the key it was drawn from."""
+        for i, view in enumerate(self.views):
+            if any(c in asked for c in view.inputs):
+                *outputs, printed, key = self.draw(view, None, None, [asked.get(c, getattr(c, "value", None))
+                                                                      for c in view.inputs], load=True)
+                yield i, view, outputs, printed, key
+
     def drawn_for(self, asked: Mapping[Any, Any]) -> dict[Any, Any]:
         """The views whose inputs an address sets (`asked`: the value of each component it
         sets, as the load reads them) drawn with those values, lazy ones too, as the page of
@@ -275,11 +289,8 @@ class Following:
         keys: list[Any] = list(latest[0]) if latest is not None else [None] * len(self.views)
         prints: list[Any] = list(latest[1]) if latest is not None else [None] * len(self.views)
         drawn: dict[Any, Any] = {}
-        for i, view in enumerate(self.views):
-            if not any(c in asked for c in view.inputs):
-                continue
-            values = [asked.get(c, getattr(c, "value", None)) for c in view.inputs]
-            *outputs, printed, keys[i] = self.draw(view, None, None, values, load=True)
+        for i, view, outputs, printed, key in self.asked_views(asked):
+            keys[i] = key
             kept = [served.servable(c) for c in view.outputs]
             drawn.update((c, v) for c, v, k in zip(view.outputs, outputs, kept) if k)
             prints[i] = [p if k else None for p, k in zip(printed, kept)]
@@ -343,18 +354,19 @@ class Following:
             input of drawn, whole, with those values and its other inputs as built (as a page
             opened at that address shows it); the rest of the page as it is."""
             asked = self.opened(dict(parse_qsl(query.lstrip("?"))), True)
-            values = {c: asked.get(c, getattr(c, "value", None)) for c in inputs}
             by_output: dict[Any, Any] = {c: gr.skip() for c in outputs}
             prints, keys = [gr.skip()] * len(views), [gr.skip()] * len(views)
-            reset: set[int] = set()
-            for i, view in enumerate(views):
-                if any(c in asked for c in view.inputs):
-                    drawn = self.draw(view, None, None, [values[c] for c in view.inputs], load=True)
-                    by_output.update(zip(view.outputs, drawn[:-2]))
-                    prints[i], keys[i] = drawn[-2], drawn[-1]
-                    reset.update(id(c) for c in view.inputs)
+            reset: set[int] = set()  # the inputs of the views drawn: as the address sets them, or as built
+            for i, view, drawn, printed, key in self.asked_views(asked):
+                by_output.update(zip(view.outputs, drawn))
+                prints[i], keys[i] = printed, key
+                reset.update(id(c) for c in view.inputs)
+            for c in outputs:  # an input a drawn view also sets (a pager's page), left as it was drawn
+                if id(c) in reset and by_output[c] == SKIP:
+                    by_output[c] = asked.get(c, getattr(c, "value", None))
             return (*(by_output[c] for c in outputs),
-                    *(values.get(c, asked.get(c)) if id(c) in reset or c in asked else gr.skip() for c in set_by_go),
+                    *(asked.get(c, getattr(c, "value", None)) if id(c) in reset or c in asked else gr.skip()
+                      for c in set_by_go),
                     *prints, *keys)
 
         version = gr.Textbox("", visible=False, elem_id="page-version")  # its change asks for a refresh

@@ -3,6 +3,8 @@ matches, rivals, settling meter and exposure ledger; the `/policy` and `/exposur
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,17 +15,18 @@ import pandas as pd
 from arena.errors import InvalidArgumentError
 from arena.links import Opened, resolve_policy
 from arena.revision import Revision
-from history.index import TeamRows
-from leaderboard import exposure, meter, tables
-from leaderboard.tabs.context import TabContext
+from leaderboard import charts, exposure, meter, tables
+from leaderboard.tabs.context import Pager, TabContext, pager
 
 #: The tab's note before any policy has played.
 EMPTY = "No policy has played yet: its rating, task profile and rivals appear here after its first match."
 #: Its note while the chosen policy has played no PvP match.
 NO_RATING = "No PvP match for this policy yet: its TrueSkill over time appears after its first PvP match."
 
-#: The exposure tables, by their key in `leaderboard.exposure.exposure_frames`.
-EXPOSURE_TABLES = ("tracks", "seats", "opponents")
+#: How many policies' pages the Space keeps computed (for the standings in view): a page's
+#: head, its head to head and its opponents are three views of one computation, and each paged
+#: table is drawn again alone when its page or order changes.
+PAGES_KEPT = 8
 
 
 #: The queue the policy page's events share (`policy_tab`, `leaderboard.pages.build`).
@@ -48,27 +51,31 @@ class PolicyTab:
     players: Callable[[], list[str]]
 
 
-def exposure_view(teams: TeamRows, player: str) -> tuple[Any, ...]:
-    """The exposure ledger of `player` (none: the empty line): what its figures rest on
-    (`leaderboard.exposure`), as the line and the tables of `exposure_section`."""
-    ledger = exposure.revision_exposure(teams, player) if player else None
-    shown = exposure.exposure_frames(ledger) if ledger else {}
-    line = exposure.exposure_markdown(ledger) if ledger else exposure.EMPTY
-    return (line, *(gr.Dataframe(value=shown[k] if k in shown else pd.DataFrame(), visible=k in shown and not shown[k].empty)
-                    for k in EXPOSURE_TABLES))
+@dataclass(frozen=True)
+class ExposureSection:
+    """The exposure ledger's components (`exposure_section`): its line, the box of its tables
+    (shown once a revision has played), the tracks' and seats' tables, and the opponents'
+    table with its pager (every opponent of a revision that met all 499 others is 10 pages)."""
+
+    line: gr.Markdown
+    box: gr.Column
+    tracks: gr.Markdown
+    seats: gr.Markdown
+    opponents: gr.Dataframe
+    paging: Pager
 
 
-def exposure_section(page: TabContext) -> list[Any]:
-    """The exposure ledger's line and tables (hidden until a policy is chosen) and the
-    `/exposure` endpoint."""
+def exposure_section(page: TabContext) -> ExposureSection:
+    """The exposure ledger's line and tables (hidden until a policy that has played is
+    chosen) and the `/exposure` endpoint."""
     gr.Markdown("### Exposure: what these figures rest on", elem_id="policy-exposure-title")
-    shown = [gr.Markdown(elem_id="policy-exposure-note"),
-             gr.Dataframe(label="Matches, opponents and maps per track", elem_id="policy-exposure",
-                          interactive=False, visible=False),
-             gr.Dataframe(label="Seats dealt: spawn edge and slot", elem_id="policy-exposure-seats",
-                          interactive=False, visible=False),
-             gr.Dataframe(label="Opponents: matches together, seats faced, share of the opponent seats",
-                          elem_id="policy-exposure-opponents", interactive=False, visible=False)]
+    line = gr.Markdown(elem_id="policy-exposure-note")
+    with gr.Column(visible=False, elem_id="policy-exposure-tables") as box:
+        tracks = gr.Markdown(elem_id="policy-exposure")  # a row per track: text (`tables.markdown_table`)
+        seats = gr.Markdown(elem_id="policy-exposure-seats")
+        opponents = gr.Dataframe(label="Opponents: matches together, seats faced, share of the opponent seats",
+                                 elem_id="policy-opponents-table", elem_classes=["arena-paged"], interactive=False)
+        paging = pager("policy-opponents")
     counted: dict[str, Any] = {}  # every revision's exposure totals, kept until the rows change
 
     def api_exposure(revision: str = "") -> dict:
@@ -85,7 +92,7 @@ def exposure_section(page: TabContext) -> list[Any]:
         return exposure.exposure_json(teams, revision or "", totals=counted["totals"])
 
     page.api(api_exposure, "exposure")
-    return shown
+    return ExposureSection(line, box, tracks, seats, opponents, paging)
 
 
 def policy_tab(page: TabContext) -> PolicyTab:
@@ -127,18 +134,31 @@ def policy_tab(page: TabContext) -> PolicyTab:
             return skip
         return (gr.skip(), *page_of(player), player)
 
+    def viewed(player: str) -> str | None:
+        """The policy the page's views draw for the chooser's `player`: while none is chosen,
+        "" (the empty page) if no policy has played yet, and otherwise None, nothing (opening
+        the tab chooses the leader)."""
+        return known(player) if player else ("" if not players() else None)
+
     def policy_page(player: str) -> tuple[Any, ...]:
-        """`policy`'s page for the page's view, and the policy it shows; while none is chosen,
-        what will fill it if no policy has played yet, and otherwise nothing (opening the tab
-        chooses the leader)."""
-        chosen = known(player) if player else ("" if not players() else None)
+        """The page over the paged tables for the page's view, and the policy it shows."""
+        chosen = viewed(player)
         if chosen is None:
-            return tuple(gr.skip() for _ in range(len(outputs) + 1))
-        return (*page_of(chosen), chosen)
+            return tuple(gr.skip() for _ in range(len(head_outputs) + 1))
+        return (*head_of(chosen), chosen)
+
+    def paged_view(drawn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+        def view(player: str, sort: str, at: float | None) -> tuple[Any, ...]:
+            chosen = viewed(player)
+            return (gr.skip(),) * 3 if chosen is None else drawn(chosen, sort, at)
+
+        return view
 
     def policy(player: str) -> tuple[Any, ...]:
         """A policy's page: its TrueSkill over time, points per task, recent matches, head to
-        head, exposure ledger, settling meter and links.
+        head, exposure ledger, settling meter and links. The head to head and the exposure's
+        opponents come 50 rows a page, the first here (the line after each says how many);
+        `/head_to_head` and `/exposure` answer every one.
 
         Args:
             player: `owner/name` (its latest revision), `owner/name@SHA` (a commit's first
@@ -174,18 +194,60 @@ def policy_tab(page: TabContext) -> PolicyTab:
         except gr.Error:
             return None
 
-    def page_of(player: str) -> tuple[Any, ...]:
+    kept: OrderedDict[tuple[Any, str], dict[str, Any]] = OrderedDict()
+    keeping = threading.Lock()
+
+    def measured(player: str) -> dict[str, Any]:
+        """What `player`'s page shows, computed once for the standings in view and kept for the
+        last `PAGES_KEPT` policies: its frames (`tables.policy_frames`), its recent matches and
+        head to head linked, its exposure ledger and tables. Read from the rows of its matches
+        alone (`TeamRows.around`)."""
+        key = (data.version, player)
+        with keeping:
+            if key in kept:
+                kept.move_to_end(key)
+                return kept[key]
         standings = data.standings()
-        frames = tables.policy_frames(standings, player or "")
+        rows = standings.teams.around(player)
+        frames = tables.policy_frames(standings, player, rows)
+        ledger = exposure.revision_exposure(rows, player) if player else None
+        found = {"frames": frames, "recent": tables.linked(frames["recent"], "Match", tables.match_cell),
+                 "rivals": tables.linked(frames["head_to_head"], "Opponent", lambda p: tables.player_cell(p, data.hub_url)),
+                 "ledger": ledger, "exposure": exposure.exposure_frames(ledger) if ledger else {}}
+        with keeping:
+            kept[key] = found
+            while len(kept) > PAGES_KEPT:
+                kept.popitem(last=False)
+        return found
+
+    def head_of(player: str) -> tuple[Any, ...]:
+        """The page over its paged tables: charts, recent matches, notes, the exposure line and
+        small tables, the settling meter, the heading (`head_outputs`)."""
+        found = measured(player)
+        frames, ledger, shown = found["frames"], found["ledger"], found["exposure"]
         note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""
-        recent, recent_kinds = tables.linked(frames["recent"], "Match", tables.match_cell)
-        rivals, rivals_kinds = tables.linked(frames["head_to_head"], "Opponent",
-                                             lambda p: tables.revision_cell(Revision.parse(p), data.hub_url))
-        return (tables.thinned(frames["trajectory"]), frames["tasks"], gr.Dataframe(recent, datatype=recent_kinds),
-                gr.Dataframe(rivals, datatype=rivals_kinds),
-                gr.Markdown(note, visible=bool(note)), *exposure_view(standings.teams, player),
-                meter.meter_markdown(page.settling().get(player or "")),
-                tables.policy_heading(player, data.hub_url) if player else "")
+        return (charts.rating_chart(tables.thinned(frames["trajectory"])), charts.task_chart(frames["tasks"]),
+                tables.markdown_table(found["recent"], "Recent matches"), gr.Markdown(note, visible=bool(note)),
+                exposure.exposure_markdown(ledger) if ledger else exposure.EMPTY,
+                gr.Column(visible=any(not f.empty for f in shown.values())),
+                tables.markdown_table(shown.get("tracks", pd.DataFrame()), "Matches, opponents and maps per track"),
+                tables.markdown_table(shown.get("seats", pd.DataFrame()), "Seats dealt: spawn edge and slot"),
+                meter.meter_markdown(page.settling().get(player)), tables.policy_heading(player, data.hub_url) if player else "")
+
+    def rivals_of(player: str, sort: str = "", at: float | None = 1) -> tuple[Any, ...]:
+        """A page of its head to head in `sort`'s order, the line saying which, the page moved to."""
+        return Pager.view(measured(player)["rivals"], sort, at)
+
+    def opponents_of(player: str, sort: str = "", at: float | None = 1) -> tuple[Any, ...]:
+        """A page of its exposure's opponents in `sort`'s order, the line, the page moved to."""
+        return Pager.view(measured(player)["exposure"].get("opponents", pd.DataFrame()), sort, at)
+
+    def page_of(player: str) -> tuple[Any, ...]:
+        """The whole page of `player` (`outputs`): its paged tables on their first page, in
+        their own order."""
+        player = player or ""
+        *head, heading = head_of(player)
+        return (*head, *rivals_of(player)[:2], 1, *opponents_of(player)[:2], 1, "", "", heading)
 
     with gr.Tab("Policy", id="policy") as tab:
         chooser = gr.Dropdown(choices=[], value=None, label="Policy",
@@ -193,13 +255,23 @@ def policy_tab(page: TabContext) -> PolicyTab:
         heading = gr.Markdown(elem_id="policy-heading")
         policy_settling = gr.Markdown(elem_id="policy-settling")
         policy_note = gr.Markdown(visible=False, elem_id="policy-empty")
-        rating_plot = gr.LinePlot(x="time", y="mu", title="TrueSkill mu over PvP matches", elem_id="policy-rating")
-        task_plot = gr.BarPlot(x="task", y="points", color="track", title="Mean points per task", elem_id="policy-tasks")
-        recent = gr.Dataframe(label="Recent matches", elem_id="policy-recent", interactive=False)
-        h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h", interactive=False)
-        exposure_shown = exposure_section(page)
+        # SVG drawn on the Space (`leaderboard.charts`: Vega's plots took ~0.1 s each to show)
+        with gr.Row():
+            rating_plot = gr.HTML(elem_id="policy-rating", js_on_load=None, min_width=420)
+            task_plot = gr.HTML(elem_id="policy-tasks", js_on_load=None, min_width=420)
+        recent = gr.Markdown(elem_id="policy-recent")  # 20 rows: text (`tables.markdown_table`)
+        h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h-table",
+                           elem_classes=["arena-paged"], interactive=False, datatype=tables.HEAD_TO_HEAD_KINDS)
+        h2h_paging = pager("policy-h2h")
+        ledger = exposure_section(page)
         shown = gr.State("")  # the policy whose page this page shows (not a parameter of the API)
-    outputs = [rating_plot, task_plot, recent, h2h, policy_note, *exposure_shown, policy_settling, heading]
+    head_outputs = [rating_plot, task_plot, recent, policy_note, ledger.line, ledger.box, ledger.tracks, ledger.seats,
+                    policy_settling, heading]
+    rivals_outputs = [h2h, *h2h_paging.outputs]
+    opponents_outputs = [ledger.opponents, *ledger.paging.outputs]
+    # the whole page, as a choice, the API and the tab's opening draw it (the tables' orders
+    # reset), the rating chart first and the heading last, as `/policy` always answered
+    outputs = [*head_outputs[:-1], *rivals_outputs, *opponents_outputs, h2h_paging.sort, ledger.paging.sort, heading]
     # One at a time, in the order sent, with the timer's refresh of the page: a refresh sent
     # before a visitor chose another policy answers before that choice does, never after it.
     # A visitor's choice draws (`input`, not `change`: the chooser set by the load or by the
@@ -215,5 +287,10 @@ def policy_tab(page: TabContext) -> PolicyTab:
                concurrency_id=POLICY_PAGE, show_progress_on=[shown])
     page.follow(lambda chosen: (choose(chosen, keep=True),), inputs=[chooser], outputs=[chooser],
                 first=lambda chosen: (choose(chosen),), triggers=[tab.select], lazy=True, quiet=True)
-    page.follow(policy_page, inputs=[chooser], outputs=[*outputs, shown], concurrency_id=POLICY_PAGE)
+    page.follow(policy_page, inputs=[chooser], outputs=[*head_outputs, shown], concurrency_id=POLICY_PAGE)
+    # each paged table alone: a page or an order asked for draws only that table
+    for drawn, paging, table_outputs in ((rivals_of, h2h_paging, rivals_outputs),
+                                         (opponents_of, ledger.paging, opponents_outputs)):
+        page.follow(paged_view(drawn), inputs=[chooser, *paging.inputs], outputs=table_outputs,
+                    concurrency_id=POLICY_PAGE)
     return PolicyTab(chooser, players)

@@ -120,7 +120,7 @@ def pvp_tab(page: TabContext) -> TableTab:
         with gr.Row():
             older = gr.Checkbox(label="Include superseded revisions", value=False, elem_id="pvp-older")
             min_matches = gr.Number(label="At least this many matches", value=0, precision=0, elem_id="pvp-min-matches")
-        pvp = gr.Dataframe(pd.DataFrame(columns=[c.name for c in tables.PVP_COLUMNS]), datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", interactive=False,
+        pvp = gr.Dataframe(pd.DataFrame(columns=[c.name for c in tables.PVP_COLUMNS]), datatype=tables.kinds(tables.PVP_COLUMNS), elem_id="pvp-table", elem_classes=["arena-paged"], interactive=False,
                            wrap=True, column_widths=tables.widths(tables.PVP_COLUMNS), pinned_columns=2)
         paging = pager("pvp")
         pvp_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="pvp-empty")
