@@ -19,7 +19,8 @@ import pandas as pd
 
 from arena.simulation import Population, random_history_columns
 from leaderboard import tables
-from leaderboard.standings import compute
+from leaderboard.exposure import revision_exposure
+from leaderboard.standings import Standings, compute
 
 
 def best_of(fn, repeats: int = 3) -> float:
@@ -38,6 +39,14 @@ def main() -> int:
     parser.add_argument("--bootstrap", type=int, default=20)
     parser.add_argument("--json")
     args = parser.parse_args()
+
+    def policy_page(standings: Standings, player: str) -> None:
+        """What the Policy tab reads for a policy it has not kept (`leaderboard.tabs.policy`'s
+        `measured`): the rows of its matches, its frames and its exposure ledger."""
+        rows = standings.teams.around(player)
+        tables.policy_frames(standings, player, rows)
+        revision_exposure(rows, player)
+
     population = Population.random(args.policies, seed=0)
     started = time.perf_counter()
     frame = pd.DataFrame(random_history_columns(population, args.matches, seed=1), copy=False)  # = rows(random_history(...))
@@ -51,7 +60,7 @@ def main() -> int:
         "pvp_table_search": best_of(lambda: tables.pvp_table(standings, hub_url="https://huggingface.co", search="policy-09")),
         "matches_table": best_of(lambda: tables.matches_table(standings)),
         "matches_table_filtered": best_of(lambda: tables.matches_table(standings, policy="policy-0042", track="pvp")),
-        "policy_page": best_of(lambda: tables.policy_frames(standings, player)),
+        "policy_page": best_of(lambda: policy_page(standings, player)),
     }
     report = {
         "policies": args.policies,

@@ -625,12 +625,14 @@ def opponents_met(rows: TeamRows, player: str) -> pd.DataFrame:
         own = (chunk["player"] == player).to_numpy() if len(chunk) and "player" in chunk else None
         if own is None or not own.any():
             continue
+        played = same_matches(chunk, own)  # its matches' rows first: plain strings are factorized below
+        chunk, own = chunk.loc[played, ["match_id", "player", "achievement"]], own[played]
         match, matches = codes(chunk["match_id"])
         who, names = codes(chunk["player"])
         score = chunk["achievement"].to_numpy(dtype=np.int64)
         mine = np.zeros(len(matches) + 1, dtype=np.int64)  # per match, its first seat's score (the last slot: no match)
         mine[match[own][::-1]] = score[own][::-1]
-        theirs = same_matches(chunk, own) & ~own & (who >= 0)
+        theirs = ~own & (who >= 0) & (match >= 0)
         seat, diff = who[theirs], mine[match[theirs]] - score[theirs]
         met = np.unique(match[theirs].astype(np.int64) * len(names) + seat) % len(names)  # once per match and opponent
         parts.append(pd.DataFrame({
