@@ -292,5 +292,5 @@ def policy_tab(page: TabContext) -> PolicyTab:
     for drawn, paging, table_outputs in ((rivals_of, h2h_paging, rivals_outputs),
                                          (opponents_of, ledger.paging, opponents_outputs)):
         page.follow(paged_view(drawn), inputs=[chooser, *paging.inputs], outputs=table_outputs,
-                    concurrency_id=POLICY_PAGE)
+                    triggers=[c.change for c in paging.inputs], quiet=True)
     return PolicyTab(chooser, players)
