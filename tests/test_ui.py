@@ -353,13 +353,17 @@ def test_a_policys_head_to_head_is_paged_and_sorted_whole_on_the_space(page):
                            timeout=UI_WAIT_MS)
     assert matches() == sorted(matches(), reverse=True)  # its own order: the most met first
     page.route("**/arena/version*", lambda route: route.abort())  # no refresh draws it: the click's own event must
-    header = page.locator("#policy-h2h-table th.header-cell", has_text="Matches").first
-    header.click()
-    page.wait_for_function("() => document.querySelector('#policy-h2h-sort textarea').value === 'Matches'")
-    page.wait_for_function("""() => { const n = [...document.querySelectorAll('#policy-h2h-table [role=gridcell]')]
-        .filter((c, i) => i % 5 === 1).map((c) => +c.innerText); return n.length > 1 && n.every((v, i) => !i || n[i - 1] <= v); }""",
-                           timeout=UI_WAIT_MS)
-    assert header.get_attribute("data-arena-sort") == "ascending"
+    header = page.locator("#policy-h2h-table th.header-cell", has_text="Opponent").first
+    names = """(order) => { const n = [...document.querySelectorAll('#policy-h2h-table [role=gridcell]')]
+        .filter((c, i) => i % 5 === 0).map((c) => c.innerText.trim().toLowerCase());
+        return n.length > 1 && n.every((v, i) => !i || (order === 'ascending' ? n[i - 1] <= v : n[i - 1] >= v)); }"""
+    orders = []
+    for order in ("ascending", "descending"):  # both: one of them is not the order it came in
+        header.click()
+        page.wait_for_function(names, arg=order, timeout=UI_WAIT_MS)
+        assert header.get_attribute("data-arena-sort") == order
+        orders.append(visible_cells(page, "policy-h2h-table")[::5])
+    assert orders[0] == orders[1][::-1] and orders[0] != orders[1]
     choice = page.locator("#policy-choice input").first
     choice.click()
     choice.fill(f"{WEAK}@{'b' * 40}")
@@ -407,6 +411,8 @@ def test_every_tab_with_data_and_without(browser, app, empty_app):
                 headers = " ".join(page.locator("th").all_inner_texts())
                 assert not re.search(r"(^|\s)1\s+2\s+3(\s|$)", headers), (tab, headers)  # no placeholder headers
             assert "nothing at the moment" in page.locator("#now-playing").inner_text()
+            for empty_table in ("#policy-h2h-table", "#policy-h2h-rows", "#policy-opponents-table"):
+                assert not page.locator(empty_table).is_visible(), empty_table  # no empty table, no "No rows."
         else:
             for note in ("#pvp-empty", "#pve-empty", "#submissions-empty"):
                 assert not page.locator(note).is_visible()

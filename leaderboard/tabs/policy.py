@@ -228,6 +228,7 @@ def policy_tab(page: TabContext) -> PolicyTab:
         note = EMPTY if not player else NO_RATING if frames["trajectory"].empty else ""
         return (charts.rating_chart(tables.thinned(frames["trajectory"])), charts.task_chart(frames["tasks"]),
                 tables.markdown_table(found["recent"], "Recent matches"), gr.Markdown(note, visible=bool(note)),
+                gr.Column(visible=not found["rivals"].empty),
                 exposure.exposure_markdown(ledger) if ledger else exposure.EMPTY,
                 gr.Column(visible=any(not f.empty for f in shown.values())),
                 tables.markdown_table(shown.get("tracks", pd.DataFrame()), "Matches, opponents and maps per track"),
@@ -260,12 +261,13 @@ def policy_tab(page: TabContext) -> PolicyTab:
             rating_plot = gr.HTML(elem_id="policy-rating", js_on_load=None, min_width=420)
             task_plot = gr.HTML(elem_id="policy-tasks", js_on_load=None, min_width=420)
         recent = gr.Markdown(elem_id="policy-recent")  # 20 rows: text (`tables.markdown_table`)
-        h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h-table",
-                           elem_classes=["arena-paged"], interactive=False, datatype=tables.HEAD_TO_HEAD_KINDS)
-        h2h_paging = pager("policy-h2h")
+        with gr.Column(visible=False, elem_id="policy-h2h-box") as h2h_box:  # shown once it has a row
+            h2h = gr.Dataframe(label="Head-to-head (share of matches ranked above the opponent)", elem_id="policy-h2h-table",
+                               elem_classes=["arena-paged"], interactive=False, datatype=tables.HEAD_TO_HEAD_KINDS)
+            h2h_paging = pager("policy-h2h")
         ledger = exposure_section(page)
         shown = gr.State("")  # the policy whose page this page shows (not a parameter of the API)
-    head_outputs = [rating_plot, task_plot, recent, policy_note, ledger.line, ledger.box, ledger.tracks, ledger.seats,
+    head_outputs = [rating_plot, task_plot, recent, policy_note, h2h_box, ledger.line, ledger.box, ledger.tracks, ledger.seats,
                     policy_settling, heading]
     rivals_outputs = [h2h, *h2h_paging.outputs]
     opponents_outputs = [ledger.opponents, *ledger.paging.outputs]
