@@ -30,7 +30,7 @@ from history.audits import AuditSummary
 from leaderboard import tables
 from leaderboard.analytics import analytics_tab
 from leaderboard.refresher import StandingsRefresher
-from leaderboard.served import Addressed, ServeDrawn
+from leaderboard.served import Addressed, FirstRows, ServeDrawn
 from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
 from leaderboard.tabs.following import GO_ELEM_ID, Following
@@ -294,6 +294,11 @@ GO_JS = """
   window.addEventListener("popstate", () => { arenaTell(window.location.search); arenaGo(window.location.search); });
 """.replace("GO_BOX", GO_ELEM_ID)
 
+#: The table a page opened at `/` shows first, whose first rows its HTML carries
+#: (`leaderboard.served.FirstRows`), and the line over them while the page starts.
+FIRST_TABLE = "pvp-table"
+FIRST_ROWS_NOTE = "PvP leaderboard, best first. Search, sort, the other tabs and live updates come as the page finishes loading."
+
 #: Page script (Gradio 6 takes it at `launch(js=JS)`, with the CSS: `launch_options`): a link to
 #: one of the page's addresses followed in the page (`GO_JS`); a click on a
 #: table's header sorts the table by that column, a second click the other way. A paged table
@@ -353,12 +358,13 @@ def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     page, its config, the API's answers; Starlette leaves the event streams that carry a
     page's updates as they are), and for a `demo` made by `build`, the route its open pages
     read the Space's version from (`leaderboard.tabs.following`) and the page served with its
-    views drawn in (`leaderboard.served`). Gradio builds its FastAPI
+    views drawn in, the PvP table's first rows in its HTML (`leaderboard.served`). Gradio builds its FastAPI
     app at launch, so these go in through `app_kwargs`; a new dict each time, as Gradio adds to it."""
     following = FOLLOWING.get(demo) if demo is not None else None
     middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
     if following is not None:
         addressed = ADDRESSED.get(demo) if demo is not None else None
-        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon, addressed=addressed))
+        first_rows = FirstRows(demo, FIRST_TABLE, FIRST_ROWS_NOTE) if demo is not None else None
+        middleware.append(Middleware(ServeDrawn, redraw=following.serve_soon, addressed=addressed, first_rows=first_rows))
     return {"css": CSS, "js": JS, "app_kwargs": {"middleware": middleware,
                                                  "routes": [following.route()] if following is not None else []}}

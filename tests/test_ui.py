@@ -633,6 +633,45 @@ def test_an_address_is_served_as_it_asks_before_any_event(browser, app):
         context.close()
 
 
+def test_the_first_rows_come_in_the_pages_html_until_gradios_table_has_them(browser, app, empty_app):
+    """`leaderboard.served.FirstRows`: the page `/` carries the PvP table's first page as
+    plain HTML, so a browser shows the leaderboard before Gradio's script starts (here one
+    with scripts off: rows in the table's order, its links plain links); once Gradio's table
+    has its rows, they are gone. An address (another tab, a search) and a Space with no PvP
+    row carry none."""
+    import urllib.request
+
+    def html(url: str) -> str:
+        urllib.request.urlopen(url, timeout=30).read()  # a visit: the page is then served drawn
+        time.sleep(1.0)
+        return urllib.request.urlopen(url, timeout=30).read().decode()
+
+    assert 'id="arena-first-rows"' in html(app["url"])
+    assert 'id="arena-first-rows"' not in html(app["url"] + "?tab=pve")
+    assert 'id="arena-first-rows"' not in html(app["url"] + "?tab=pvp&q=bob")
+    assert 'id="arena-first-rows"' not in html(empty_app)
+    scriptless = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    page = scriptless.new_page()
+    page.goto(app["url"])
+    rows = page.locator("#arena-first-rows tbody tr")
+    expect(rows.first).to_be_visible()
+    assert STRONG in rows.first.inner_text() and WEAK in rows.last.inner_text()  # best first, as the PvP table
+    assert page.locator("#arena-first-rows th").first.inner_text() == "Rank"
+    link = rows.first.get_by_role("link", name="a" * 7)
+    assert link.get_attribute("href") == f"/?policy={STRONG}@{'a' * 40}"
+    assert rows.first.get_by_role("link", name=STRONG).get_attribute("href") == f"http://hub.example/{STRONG}"
+    page.screenshot(path=str(SHOTS / "first-rows-without-scripts.png"))
+    scriptless.close()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(app["url"])
+    page.locator("#pvp-table .virtual-row").first.wait_for(timeout=UI_WAIT_MS)
+    expect(page.locator("#arena-first-rows")).to_have_count(0, timeout=UI_WAIT_MS)  # removed, not just hidden
+    page.get_by_role("tab", name="PvE").click()  # the page under them answers
+    expect(page.get_by_role("tab", name="PvE")).to_have_attribute("aria-selected", "true")
+    context.close()
+
+
 def test_a_matchs_address_opens_its_replay_at_the_tick_and_follows_it(browser, app):
     """`/?match=ID&tick=N` opens the replay at tick N in a fresh browser; as it plays, the
     address follows the tick, so a copied URL reopens the moment on screen."""
