@@ -3,8 +3,6 @@ matches, rivals, settling meter and exposure ledger; the `/policy` and `/exposur
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -194,31 +192,21 @@ def policy_tab(page: TabContext) -> PolicyTab:
         except gr.Error:
             return None
 
-    kept: OrderedDict[tuple[Any, str], dict[str, Any]] = OrderedDict()
-    keeping = threading.Lock()
-
     def measured(player: str) -> dict[str, Any]:
         """What `player`'s page shows, computed once for the standings in view and kept for the
         last `PAGES_KEPT` policies: its frames (`tables.policy_frames`), its recent matches and
         head to head linked, its exposure ledger and tables. Read from the rows of its matches
         alone (`TeamRows.around`)."""
-        key = (data.version, player)
-        with keeping:
-            if key in kept:
-                kept.move_to_end(key)
-                return kept[key]
-        standings = data.standings()
-        rows = standings.teams.around(player)
-        frames = tables.policy_frames(standings, player, rows)
-        ledger = exposure.revision_exposure(rows, player) if player else None
-        found = {"frames": frames, "recent": tables.linked(frames["recent"], "Match", tables.match_cell),
-                 "rivals": tables.linked(frames["head_to_head"], "Opponent", lambda p: tables.player_cell(p, data.hub_url)),
-                 "ledger": ledger, "exposure": exposure.exposure_frames(ledger) if ledger else {}}
-        with keeping:
-            kept[key] = found
-            while len(kept) > PAGES_KEPT:
-                kept.popitem(last=False)
-        return found
+        def build() -> dict[str, Any]:
+            standings = data.standings()
+            rows = standings.teams.around(player)
+            frames = tables.policy_frames(standings, player, rows)
+            ledger = exposure.revision_exposure(rows, player) if player else None
+            return {"frames": frames, "recent": tables.linked(frames["recent"], "Match", tables.match_cell),
+                    "rivals": tables.linked(frames["head_to_head"], "Opponent", lambda p: tables.player_cell(p, data.hub_url)),
+                    "ledger": ledger, "exposure": exposure.exposure_frames(ledger) if ledger else {}}
+
+        return page.kept("policy", build, player, slots=PAGES_KEPT)
 
     def head_of(player: str) -> tuple[Any, ...]:
         """The page over its paged tables: charts, recent matches, notes, the exposure line and
