@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -93,6 +94,22 @@ def player_cell(player: str, hub_url: str) -> str:
 def match_cell(match_id: str) -> str:
     """A match named in a table: its id, linking to its replay here (`arena.links.match_link`)."""
     return f"[{match_id}]({match_link('', match_id)})"
+
+
+def policies_cell(names: Any) -> str:
+    """Policies named in one cell, ", " between them (a match's winners, ties joined), each
+    linking to its page here (`arena.links.policy_link`); "" for none."""
+    return ", ".join(f"[{n}]({policy_link('', n)})" for n in names.split(", ") if n) if isinstance(names, str) else ""
+
+
+def cell_text(cell: Any) -> str:
+    """A cell's text as a reader sees it: a Markdown link's text, not its address.
+
+    Example:
+        >>> cell_text("[sim-0000119](/?match=sim-0000119)")
+        'sim-0000119'
+    """
+    return re.sub(r"[\[\]]", "", re.sub(_LINK_TARGET, "]", str(cell)))
 
 
 def linked(frame: pd.DataFrame, column: str, cell: Callable[[Any], str]) -> pd.DataFrame:
@@ -559,6 +576,15 @@ def thinned(frame: pd.DataFrame, at_most: int = PLOT_POINTS) -> pd.DataFrame:
 #: the page sets them once and a redraw sends only the rows (an update of a table's properties
 #: made Gradio build it again on the Space, ~6 ms a table, and the browser set each of them).
 HEAD_TO_HEAD_KINDS: list[Kind] = ["markdown", "number", "number", "number", "number"]
+
+#: The Matches tab's column kinds (`matches_table`'s columns, its matches and winners linked: `matches_linked`).
+MATCHES_KINDS: list[Kind] = ["markdown", "str", "str", "number", "number", "number", "markdown", "number", "number"]
+
+
+def matches_linked(frame: pd.DataFrame) -> pd.DataFrame:
+    """`matches_table`'s rows as the Matches tab shows them: each match linking to its replay,
+    each winner to its page (`MATCHES_KINDS`)."""
+    return linked(linked(frame, "Match", match_cell), "Winner", policies_cell)
 
 
 def markdown_table(frame: pd.DataFrame, title: str = "") -> str:

@@ -23,7 +23,8 @@ ALLOWED = {
     "history": {"arena", "history", "numpy", "pandas", "pyarrow", "huggingface_hub"},  # pandas: the read side (history/index/)
     "leaderboard": {"arena", "history", "leaderboard", "gradio", "pandas", "numpy", "plotly",  # plotly: the Analytics figures (gr.Plot)
                     "starlette",  # starlette: the gzip middleware of the app Gradio builds (`leaderboard.pages.launch_options`)
-                    "orjson"},  # orjson: an address's page saved as Gradio saves a deep link (`leaderboard.served`)
+                    "orjson",  # orjson: an address's page saved as Gradio saves a deep link (`leaderboard.served`)
+                    "markdown_it"},  # markdown_it: the PvP table's first rows drawn in the page's HTML (`leaderboard.served`)
     "modelcards": {"arena", "history", "leaderboard", "modelcards", "huggingface_hub", "yaml"},
     "matchmaking": None,  # anything but what comes after it
 }

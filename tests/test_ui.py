@@ -271,6 +271,32 @@ def test_a_replay_plays_and_scrubs(page, app):
     assert "health" in page.locator("#replay-viewer .nr-panel").inner_text()
 
 
+def test_a_match_and_its_winners_are_links_and_a_click_anywhere_in_its_row_replays_it(page, app):
+    """The Matches tab links each match to its replay's address and each winner to its page;
+    a click on the link follows it in the page, a click elsewhere in the row opens the replay
+    too (`ReplayTab.open_on_select` reads the cell's text, not its Markdown)."""
+    match_id = app["real"].match_id
+    page.get_by_role("tab", name="Matches").click()
+    table = page.locator("#matches-table")
+    link = table.get_by_role("link", name=match_id)
+    link.wait_for(timeout=UI_WAIT_MS)
+    assert link.get_attribute("href") == f"/?match={match_id}"
+    winner = table.get_by_role("link", name="builtin:elite").first
+    assert winner.get_attribute("href") == "/?policy=builtin:elite"
+    sim = table.get_by_role("link", name="sim-0000119")
+    assert sim.get_attribute("href") == "/?match=sim-0000119"
+    page.screenshot(path=str(SHOTS / "matches-linked.png"))
+    link.click()
+    expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    expect(page.locator("#replay-match textarea, #replay-match input").first).to_have_value(match_id)
+    page.wait_for_function("(m) => location.search.includes('match=' + m)", arg=match_id, timeout=UI_WAIT_MS)
+    page.get_by_role("tab", name="Matches").click()
+    row = table.get_by_role("row").filter(has_text="sim-0000118").first
+    row.get_by_role("gridcell").nth(2).click()  # its track: no link there
+    expect(page.get_by_role("tab", name="Replay")).to_have_attribute("aria-selected", "true", timeout=UI_WAIT_MS)
+    expect(page.locator("#replay-match textarea, #replay-match input").first).to_have_value("sim-0000118")
+
+
 def test_a_damaged_replay_says_so_and_the_operator_sees_it(page):
     expect(page.locator("#operator-status")).to_contain_text("reachable since", timeout=UI_WAIT_MS)
     page.get_by_role("tab", name="Replay").click()

@@ -27,7 +27,7 @@ def matches_tab(page: TabContext) -> TableTab:
 
     def matches_view(*values: str) -> tuple[pd.DataFrame, Any]:
         table = matches(*values)
-        return table, page.note(EMPTY, table, filtered=any(values))
+        return tables.matches_linked(table), page.note(EMPTY, table, filtered=any(values))
 
     with gr.Tab("Matches", id="matches") as tab:
         with gr.Row():
@@ -36,9 +36,9 @@ def matches_tab(page: TabContext) -> TableTab:
             f_stage = gr.Dropdown(choices=["", "1", "2", "3"], value="", label="PvE stage", elem_id="matches-stage")
             f_since = gr.Textbox(label="Since (YYYY-MM-DD)", elem_id="matches-since")
             f_until = gr.Textbox(label="Until (YYYY-MM-DD)", elem_id="matches-until")
-        match_list = gr.Dataframe(elem_id="matches-table", interactive=False, wrap=True)
+        match_list = gr.Dataframe(elem_id="matches-table", interactive=False, wrap=True, datatype=tables.MATCHES_KINDS)
         matches_empty = gr.Markdown(page.filled(EMPTY), visible=False, elem_id="matches-empty")
-        gr.Markdown("Select a match to replay it.")
+        gr.Markdown("Click a match to replay it (its id is the replay's address), a winner to see its page.")
     filters: list[Any] = [f_policy, f_track, f_stage, f_since, f_until]
     page.follow(matches_view, inputs=filters, outputs=[match_list, matches_empty], triggers=[tab.select, *(c.change for c in filters)],
                 lazy=True)

@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from leaderboard import tables
 from leaderboard.tabs.context import TabContext
 from leaderboard.viewer import replay_viewer
 
@@ -30,7 +31,7 @@ class ReplayTab:
 
         def open_replay(evt: gr.SelectData, frame: pd.DataFrame) -> tuple[Any, ...]:
             row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-            chosen = str(frame.iloc[row]["Match"])
+            chosen = tables.cell_text(frame.iloc[row]["Match"])
             return chosen, {"match_id": chosen}, f"replay@{time.monotonic_ns()}"
 
         table.select(open_replay, inputs=table, outputs=[self.match_id, self.viewer, opened_tab], api_visibility="private")
