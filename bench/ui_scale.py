@@ -16,7 +16,7 @@
    - `pvp_rows_visible_ms`: from navigation to the PvP table's first row on screen (the
      page's own clock: the animation frame after the one that first laid the row out in
      view, polled each frame), whichever shows it first: the first rows the page's HTML
-     carries (`leaderboard.served.FirstRows`) or Gradio's table; `pvp_table_ready_ms` to
+     carries (`leaderboard.first_rows.FirstRows`) or Gradio's table; `pvp_table_ready_ms` to
      Gradio's table's (the rows a visitor can search and sort); `pvp_rows_harness_ms` that
      as Playwright sees it from Python (its polling and round trips, behind whatever the
      page's main thread does next); `gradio_floor_ms`, Gradio's table's for a bare Gradio
@@ -115,7 +115,7 @@ SHOWN_JS = """([selector, text, key]) => { key = key || "__shown"; const seen = 
     window[seen] = performance.now(); requestAnimationFrame((t) => { window[key] = performance.now(); }); }
   return false; }"""
 
-#: The PvP table's first rows as the page's HTML carries them (`leaderboard.served.FirstRows`).
+#: The PvP table's first rows as the page's HTML carries them (`leaderboard.first_rows.FirstRows`).
 FIRST_ROWS = "#arena-first-rows tbody tr"
 
 #: True once Gradio's PvP table shows a row (`SHOWN_JS`, `window.__shownTable`), the served first

@@ -29,8 +29,9 @@ from arena.settings import ArenaSettings
 from history.audits import AuditSummary
 from leaderboard import tables
 from leaderboard.analytics import analytics_tab
+from leaderboard.first_rows import FirstRows
 from leaderboard.refresher import StandingsRefresher
-from leaderboard.served import Addressed, FirstRows, ServeDrawn
+from leaderboard.served import Addressed, ServeDrawn
 from leaderboard.tabs.about import about_tab
 from leaderboard.tabs.context import TabContext
 from leaderboard.tabs.following import GO_ELEM_ID, Following
@@ -295,7 +296,7 @@ GO_JS = """
 """.replace("GO_BOX", GO_ELEM_ID)
 
 #: The table a page opened at `/` shows first, whose first rows its HTML carries
-#: (`leaderboard.served.FirstRows`), and the line over them while the page starts.
+#: (`leaderboard.first_rows.FirstRows`), and the line over them while the page starts.
 FIRST_TABLE = "pvp-table"
 FIRST_ROWS_NOTE = "PvP leaderboard, best first. Search, sort, the other tabs and live updates come as the page finishes loading."
 
@@ -358,7 +359,7 @@ def launch_options(demo: gr.Blocks | None = None) -> dict[str, Any]:
     page, its config, the API's answers; Starlette leaves the event streams that carry a
     page's updates as they are), and for a `demo` made by `build`, the route its open pages
     read the Space's version from (`leaderboard.tabs.following`) and the page served with its
-    views drawn in, the PvP table's first rows in its HTML (`leaderboard.served`). Gradio builds its FastAPI
+    views drawn in (`leaderboard.served`), the PvP table's first rows in its HTML (`leaderboard.first_rows`). Gradio builds its FastAPI
     app at launch, so these go in through `app_kwargs`; a new dict each time, as Gradio adds to it."""
     following = FOLLOWING.get(demo) if demo is not None else None
     middleware = [Middleware(GZipMiddleware, minimum_size=1024)]

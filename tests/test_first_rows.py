@@ -1,4 +1,4 @@
-"""The PvP table's first rows as plain HTML in the served page (`leaderboard.served.FirstRows`):
+"""The PvP table's first rows as plain HTML in the served page (`leaderboard.first_rows.FirstRows`):
 what a browser shows before Gradio's script starts. Pure functions, no browser (that is
 `tests/test_ui.py::test_the_first_rows_come_in_the_pages_html_until_gradios_table_has_them`)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from leaderboard.served import cell_html, inserted, table_html
+from leaderboard.first_rows import cell_html, inserted, table_html
 
 
 def test_markdown_cells_are_links_and_markup_anywhere_is_text():

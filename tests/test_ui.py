@@ -660,7 +660,7 @@ def test_an_address_is_served_as_it_asks_before_any_event(browser, app):
 
 
 def test_the_first_rows_come_in_the_pages_html_until_gradios_table_has_them(browser, app, empty_app):
-    """`leaderboard.served.FirstRows`: the page `/` carries the PvP table's first page as
+    """`leaderboard.first_rows.FirstRows`: the page `/` carries the PvP table's first page as
     plain HTML, so a browser shows the leaderboard before Gradio's script starts (here one
     with scripts off: rows in the table's order, its links plain links); once Gradio's table
     has its rows, they are gone. An address (another tab, a search) and a Space with no PvP
