@@ -14,6 +14,7 @@ leaderboard too. `leaderboard.served.ServeDrawn` inserts it (`with_first_rows`).
 from __future__ import annotations
 
 import html
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Mapping, MutableMapping
@@ -23,6 +24,11 @@ import gradio as gr
 from markdown_it import MarkdownIt
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Send
+
+log = logging.getLogger(__name__)
+
+#: The first failure to draw the first rows, once said (`with_first_rows`).
+_FAILED: list[Exception] = []
 
 #: The element id of the first rows drawn in the page's HTML (`FirstRows`).
 FIRST_ROWS_ID = "arena-first-rows"
@@ -83,7 +89,8 @@ GIVE_UP_MS = 15_000
 
 class FirstRows:
     """The first rows of the table `elem_id` as a served page holds them, as HTML for the
-    page's `<body>` (`ServeDrawn`); drawn once per served config (`serve` makes a new one).
+    page's `<body>` (`with_first_rows`); drawn once per served config
+    (`leaderboard.served.serve` makes a new one).
 
     Args:
         demo: the page (its config as `serve` last set it).
@@ -98,7 +105,7 @@ class FirstRows:
 
     def __call__(self) -> str:
         """The first rows of the page as served now; "" when the table has none (or this
-        Gradio keeps no config dict: `supported`)."""
+        Gradio keeps no config dict: `leaderboard.served.supported`)."""
         demo = self.demo()
         config = getattr(demo, "config", None)
         with self._lock:
@@ -132,7 +139,8 @@ def inserted(page: bytes, block: str) -> bytes:
 
 def with_first_rows(send: Send, first_rows: Callable[[], str]) -> Send:
     """`send`, the page it answers with `first_rows()` inserted (`inserted`), its length set
-    to match; any other answer (an error, not HTML) as it is."""
+    to match; any other answer (an error, not HTML) as it is. Where `first_rows` fails, the
+    page goes as Gradio made it, and the log says why (once)."""
     started: dict[str, Any] = {}
     body = bytearray()
 
@@ -146,7 +154,15 @@ def with_first_rows(send: Send, first_rows: Callable[[], str]) -> Send:
             body.extend(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            page = inserted(bytes(body), await run_in_threadpool(first_rows))
+            try:
+                block = await run_in_threadpool(first_rows)
+            except Exception as error:  # noqa: BLE001 - the page without its first rows is still the page
+                if not _FAILED:
+                    _FAILED.append(error)
+                    log.warning("the PvP table's first rows could not be drawn into the page (%s: %s); pages are "
+                                "served without them", type(error).__name__, error, exc_info=True)
+                block = ""
+            page = inserted(bytes(body), block)
             headers = [(k, v) for k, v in started.get("headers", []) if k != b"content-length"]
             await send({**started, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
             await send({"type": "http.response.body", "body": page})

@@ -38,3 +38,61 @@ def test_the_block_goes_first_in_the_body_of_the_page():
     assert inserted(page, "<div>rows</div>") == \
         b'<html><head><style>body{}</style></head><body\n style="margin: 0"><div>rows</div>\n<gradio-app></gradio-app></body></html>'
     assert inserted(b"not a page", "<div>rows</div>") == b"not a page"
+
+
+def test_a_page_whose_first_rows_fail_is_served_without_them(caplog):
+    """`with_first_rows`: the page goes as Gradio made it, the failure in the log."""
+    import asyncio
+
+    from leaderboard.first_rows import with_first_rows
+
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    def broken() -> str:
+        raise KeyError("components")
+
+    page = b"<html><head></head><body><gradio-app></gradio-app></body></html>"
+    sending = with_first_rows(send, broken)
+
+    async def answer() -> None:
+        await sending({"type": "http.response.start", "status": 200,
+                       "headers": [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(page)).encode())]})
+        await sending({"type": "http.response.body", "body": page})
+
+    asyncio.run(answer())
+    assert sent[-1]["body"] == page and (b"content-length", str(len(page)).encode()) in sent[0]["headers"]
+    assert "could not be drawn into the page (KeyError" in caplog.text
+
+
+def test_the_page_gets_its_first_rows_and_its_length_and_nothing_else_is_touched():
+    import asyncio
+
+    from leaderboard.first_rows import with_first_rows
+
+    def answered(kind: bytes, body: bytes, status: int = 200) -> list[dict]:
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        sending = with_first_rows(send, lambda: "<div>rows</div>")
+
+        async def answer() -> None:
+            await sending({"type": "http.response.start", "status": status,
+                           "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode())]})
+            await sending({"type": "http.response.body", "body": body[:10], "more_body": True})
+            await sending({"type": "http.response.body", "body": body[10:]})
+
+        asyncio.run(answer())
+        return sent
+
+    page = b"<html><head></head><body><gradio-app></gradio-app></body></html>"
+    sent = answered(b"text/html; charset=utf-8", page)
+    whole = b"<html><head></head><body><div>rows</div><gradio-app></gradio-app></body></html>"
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"] and sent[1]["body"] == whole
+    assert (b"content-length", str(len(whole)).encode()) in sent[0]["headers"]
+    assert b"".join(m.get("body", b"") for m in answered(b"application/json", b'{"a": "<body>"}')) == b'{"a": "<body>"}'
+    assert b"".join(m.get("body", b"") for m in answered(b"text/html", page, status=404)) == page
