@@ -63,15 +63,19 @@ def table_html(props: Mapping[str, Any]) -> str:
 
 
 #: What the first rows look like: over the page as it starts, in Gradio's own colours (from
-#: the page's template: `--bg`, `--col`).
+#: the page's template: `--bg`, `--col`), the system's light or dark unless the address
+#: names one (`?__theme=light` or `dark`: class `light` or `dark`, `with_first_rows`).
 FIRST_ROWS_CSS = """
 #ID { position: fixed; inset: 0; z-index: 2147483000; overflow: auto; padding: 16px 32px; background: var(--bg);
   color: var(--col); font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
-@media (prefers-color-scheme: dark) { #ID { background: var(--bg-dark); color: var(--col-dark); } }
+#ID a { color: #2563eb; }
+@media (prefers-color-scheme: dark) { #ID { background: var(--bg-dark); color: var(--col-dark); } #ID a { color: #60a5fa; } }
+#ID.dark { background: var(--bg-dark); color: var(--col-dark); } #ID.dark a { color: #60a5fa; }
+#ID.light { background: var(--bg); color: var(--col); } #ID.light a { color: #2563eb; }
 #ID h1 { font-size: 28px; margin: 8px 0; } #ID p { margin: 4px 0 16px; opacity: 0.75; }
 #ID table { border-collapse: collapse; font-size: 13px; }
 #ID th, #ID td { padding: 8px; border-bottom: 1px solid rgba(128, 128, 128, 0.3); text-align: left; vertical-align: top; }
-#ID td { white-space: nowrap; } #ID td.n { font-variant-numeric: tabular-nums; } #ID a { color: #2563eb; }
+#ID td { white-space: nowrap; } #ID td.n { font-variant-numeric: tabular-nums; }
 """
 
 
@@ -137,9 +141,10 @@ def inserted(page: bytes, block: str) -> bytes:
     return page if end < 0 else page[:end + 1] + block.encode() + page[end + 1:]
 
 
-def with_first_rows(send: Send, first_rows: Callable[[], str]) -> Send:
-    """`send`, the page it answers with `first_rows()` inserted (`inserted`), its length set
-    to match; any other answer (an error, not HTML) as it is. Where `first_rows` fails, the
+def with_first_rows(send: Send, first_rows: Callable[[], str], theme: str = "") -> Send:
+    """`send`, the page it answers with `first_rows()` inserted (`inserted`), in `theme`'s
+    colours (Gradio's `__theme`: "light", "dark", else the system's), its length set to
+    match; any other answer (an error, not HTML) as it is. Where `first_rows` fails, the
     page goes as Gradio made it, and the log says why (once)."""
     started: dict[str, Any] = {}
     body = bytearray()
@@ -162,6 +167,8 @@ def with_first_rows(send: Send, first_rows: Callable[[], str]) -> Send:
                     log.warning("the PvP table's first rows could not be drawn into the page (%s: %s); pages are "
                                 "served without them", type(error).__name__, error, exc_info=True)
                 block = ""
+            if theme in ("light", "dark"):
+                block = block.replace(f'<div id="{FIRST_ROWS_ID}"', f'<div id="{FIRST_ROWS_ID}" class="{theme}"', 1)
             page = inserted(bytes(body), block)
             headers = [(k, v) for k, v in started.get("headers", []) if k != b"content-length"]
             await send({**started, "headers": [*headers, (b"content-length", str(len(page)).encode())]})

@@ -268,7 +268,9 @@ class ServeDrawn:
     must not block: `Following.serve_soon` draws in the background) before Gradio answers
     it with the config as it stands; a request of an address (`addressed`) is answered with
     the page that address asks for (`Addressed`: a deep link added to its query); the page
-    with no query carries its `first_rows` in its HTML (`leaderboard.first_rows`)."""
+    whose address asks for nothing carries its `first_rows` in its HTML
+    (`leaderboard.first_rows`). Gradio's own parameters (`__theme`: the Hub's page of a Space
+    opens it at `/?__theme=system`, `light` or `dark`) ask for nothing."""
 
     def __init__(self, app: ASGIApp, redraw: Callable[[], None], addressed: Addressed | None = None,
                  first_rows: Callable[[], str] | None = None) -> None:
@@ -279,10 +281,11 @@ class ServeDrawn:
                 scope["path"].rstrip("/") == scope.get("root_path", "").rstrip("/"):
             self.redraw()
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            if self.addressed is not None and query and "deep_link" not in query:
-                name = await run_in_threadpool(self.addressed.link_or_none, query)  # it may draw and save a page
+            asked = {k: v for k, v in query.items() if not k.startswith("__")}
+            if self.addressed is not None and asked and "deep_link" not in asked:
+                name = await run_in_threadpool(self.addressed.link_or_none, asked)  # it may draw and save a page
                 if name is not None:
                     scope = {**scope, "query_string": urlencode({**query, "deep_link": name}).encode()}
-            if not query and scope["method"] == "GET" and self.first_rows is not None:
-                send = with_first_rows(send, self.first_rows)
+            if not asked and scope["method"] == "GET" and self.first_rows is not None:
+                send = with_first_rows(send, self.first_rows, theme=query.get("__theme", ""))
         await self.app(scope, receive, send)

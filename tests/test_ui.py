@@ -672,7 +672,10 @@ def test_the_first_rows_come_in_the_pages_html_until_gradios_table_has_them(brow
         time.sleep(1.0)
         return urllib.request.urlopen(url, timeout=30).read().decode()
 
-    assert 'id="arena-first-rows"' in html(app["url"])
+    assert 'id="arena-first-rows" aria-busy' in html(app["url"])
+    # the Hub's page of a Space opens it at /?__theme=...: Gradio's parameter asks for nothing
+    assert 'id="arena-first-rows" aria-busy' in html(app["url"] + "?__theme=system")
+    assert 'id="arena-first-rows" class="dark"' in html(app["url"] + "?__theme=dark")
     assert 'id="arena-first-rows"' not in html(app["url"] + "?tab=pve")
     assert 'id="arena-first-rows"' not in html(app["url"] + "?tab=pvp&q=bob")
     assert 'id="arena-first-rows"' not in html(empty_app)
