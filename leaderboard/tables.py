@@ -312,7 +312,7 @@ def sorted_by(table: pd.DataFrame, sort: str) -> pd.DataFrame:
     column = table[name]
     key = pd.to_numeric(column, errors="coerce")
     if key.notna().sum() < column.replace("", None).notna().sum():  # not a number column: its text
-        key = column.astype(str).str.replace(_LINK_TARGET, "]", regex=True).str.replace(r"[\[\]]", "", regex=True).str.lower()
+        key = column.map(cell_text).str.lower()
         key = key.where(key != "")
     order = key.sort_values(ascending=not sort.startswith("-"), na_position="last", kind="stable").index
     return table.loc[order].reset_index(drop=True)

@@ -667,15 +667,20 @@ def test_the_first_rows_come_in_the_pages_html_until_gradios_table_has_them(brow
     row carry none."""
     import urllib.request
 
-    def html(url: str) -> str:
-        urllib.request.urlopen(url, timeout=30).read()  # a visit: the page is then served drawn
-        time.sleep(1.0)
-        return urllib.request.urlopen(url, timeout=30).read().decode()
+    def html(url: str, wanted: str = "") -> str:
+        """The page at `url`; asked again until it holds `wanted` (a visit has the page drawn
+        in the background: the next one is served it), for as long as the UI waits."""
+        deadline = time.monotonic() + UI_WAIT_MS / 1000
+        while True:
+            page = urllib.request.urlopen(url, timeout=30).read().decode()
+            if wanted in page or time.monotonic() > deadline:
+                return page
+            time.sleep(0.2)
 
-    assert 'id="arena-first-rows" aria-busy' in html(app["url"])
+    assert 'id="arena-first-rows" aria-busy' in html(app["url"], 'id="arena-first-rows"')
     # the Hub's page of a Space opens it at /?__theme=...: Gradio's parameter asks for nothing
-    assert 'id="arena-first-rows" aria-busy' in html(app["url"] + "?__theme=system")
-    assert 'id="arena-first-rows" class="dark"' in html(app["url"] + "?__theme=dark")
+    assert 'id="arena-first-rows" aria-busy' in html(app["url"] + "?__theme=system", 'id="arena-first-rows"')
+    assert 'id="arena-first-rows" class="dark"' in html(app["url"] + "?__theme=dark", 'id="arena-first-rows"')
     assert 'id="arena-first-rows"' not in html(app["url"] + "?tab=pve")
     assert 'id="arena-first-rows"' not in html(app["url"] + "?tab=pvp&q=bob")
     assert 'id="arena-first-rows"' not in html(empty_app)
