@@ -22,9 +22,10 @@ from arena.revision import BUILTIN_PREFIX, Revision, is_builtin
 from arena.schema import MatchResult, faulty, results_from_rows
 from history.audits import audit_order
 
-#: The columns planning reads of each batch (the rest only for the matches rebuilt as records).
-COLUMNS = ("match_id", "started_at", "duration_s", "track", "nmmo_version", "arena_version", "policy_id", "revision",
-           "fault_counts")
+#: The columns planning reads of each match (of its first row: the same in all of them); of
+#: every row it reads only `match_id`, `track`, `policy_id`, `revision` and `fault_counts`, in
+#: Arrow (a history's 16 million rows made Python strings of every column cost a restart seconds).
+MATCH_COLUMNS = ("started_at", "duration_s", "track", "nmmo_version", "arena_version", "match_id")
 
 Versions = tuple[str, str]
 """(nmmo version, Arena version) a match was played with: only the same can rerun it."""
@@ -50,26 +51,27 @@ class Planning:
         """Fold the rows of whole matches, none of them folded before."""
         if not table.num_rows:
             return
-        columns = {name: table.column(name).to_numpy(zero_copy_only=False) for name in COLUMNS}
-        match_id, track = columns["match_id"], columns["track"]
-        first = np.unique(match_id, return_index=True)[1]
-        kind = track[first]
-        pve_first = first[kind == "pve"]
-        self.durations.extend(zip(columns["started_at"][pve_first].tolist(), columns["duration_s"][pve_first].tolist()))
-        played = first[kind != "local"]
+        match_id, track = table.column("match_id"), table.column("track")
+        codes = match_id.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
+        first = table.select(MATCH_COLUMNS).take(np.unique(codes, return_index=True)[1])  # a row per match
+        columns = {name: first.column(name).to_numpy(zero_copy_only=False) for name in MATCH_COLUMNS}
+        kind = columns["track"]
+        pve = kind == "pve"
+        self.durations.extend(zip(columns["started_at"][pve].tolist(), columns["duration_s"][pve].tolist()))
+        played = kind != "local"
         versions = zip(columns["nmmo_version"][played].tolist(), columns["arena_version"][played].tolist())
-        for pair, match in zip(versions, match_id[played].tolist()):
+        for pair, match in zip(versions, columns["match_id"][played].tolist()):
             self.played[pair] += 1
             heapq.heappush(self.audit.setdefault(pair, []), (audit_order(match), match))
-        submitted = ~pc.starts_with(table.column("policy_id"), BUILTIN_PREFIX).to_numpy(zero_copy_only=False)
-        self._add_records(table, set(match_id[(track == "pve") & submitted].tolist()),
-                          set(match_id[submitted & (columns["fault_counts"] != "{}")].tolist()))
-        pvp = track == "pvp"
-        if pvp.any():
-            builtin = pc.starts_with(table.column("policy_id"), BUILTIN_PREFIX)
+        builtin = pc.starts_with(table.column("policy_id"), BUILTIN_PREFIX)
+        submitted = pc.invert(builtin)
+        faults = pc.and_(submitted, pc.fill_null(pc.not_equal(table.column("fault_counts"), "{}"), True))
+        self._add_records(table, _ids(match_id, pc.and_(pc.equal(track, "pve"), submitted)), _ids(match_id, faults))
+        pvp = pc.equal(track, "pvp")
+        if pc.any(pvp).as_py():
             named = pc.if_else(builtin, table.column("policy_id"),
                                pc.binary_join_element_wise(table.column("policy_id"), table.column("revision"), "@"))
-            tally = pc.value_counts(named.filter(pa.array(pvp)))
+            tally = pc.value_counts(named.filter(pvp))
             self.pvp_counts.update(dict(zip(tally.field("values").to_pylist(), tally.field("counts").to_pylist())))
 
     def _add_records(self, table: pa.Table, pve: set[str], faults: set[str]) -> None:
@@ -92,3 +94,8 @@ class Planning:
         """The id of the first match in the audit order, played with `versions`, not in `done`."""
         heap = self.audit.get(versions, [])
         return next((m for _, m in heapq.nsmallest(len(done) + 1, heap) if m not in done), None)
+
+
+def _ids(match_id: pa.ChunkedArray, where: pa.ChunkedArray) -> set[str]:
+    """The ids of the matches with a row `where` is true."""
+    return set(pc.unique(match_id.filter(where)).to_pylist())
