@@ -149,7 +149,7 @@ class HistoryStore(HistoryReader):
             self._sharded = {}
             for shard in self.shards():
                 try:
-                    ids = pq.read_table(shard, columns=["match_id"]).column("match_id").to_pylist()
+                    ids = pc.unique(pq.read_table(shard, columns=["match_id"]).column("match_id")).to_pylist()
                 except (OSError, pa.ArrowException, ValueError) as exc:
                     self.quarantine(shard, f"{type(exc).__name__}: {str(exc)[:200]}")
                     continue
@@ -198,8 +198,11 @@ class HistoryStore(HistoryReader):
                 if self._sharded.get(entry.stem) is False:  # another writer's shard holds it
                     entry.unlink(missing_ok=True)
                     dropped += 1
+            shards = self.shards()
+            if all(self.owns(shard.name) for shard in shards):  # no other writer's: nothing it holds twice
+                shards = []
             unpushed = {}
-            for shard in self.shards():
+            for shard in shards:
                 if self.owns(shard.name) and shard.relative_to(self.data).as_posix() not in pushed:
                     table = self.read_shard(shard)
                     if table is not None:
