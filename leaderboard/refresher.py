@@ -47,6 +47,7 @@ from history.store import HistoryReader
 from leaderboard.analytics import AnalyticsKeeper
 from leaderboard.standings import Source, Standings, compute
 from leaderboard.standings.fits import PublishedFit, read_fits, results_digest, write_fit
+from leaderboard.standings.online import Online, RatedAhead
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,9 @@ class StandingsRefresher:
         self._analysed: Any = None
         self.publish_fit = publish_fit
         self._published_fit: Source | None = None
+        self._ahead: RatedAhead | None = RatedAhead()
+        """Rates the matches the index folds while it reads the rest, for the first standings."""
+        self.index.follow(self._ahead)
 
     def source(self, snapshot: Snapshot) -> Source:
         """Which matches `snapshot` holds, and which of its shards the Hub dataset holds."""
@@ -168,7 +172,8 @@ class StandingsRefresher:
                 # most of a restore's wait)
                 self._standings = compute(snapshot.folded, bootstrap=self.bootstrap, source=source,
                                           fits=read_fits(self.store.root),
-                                          whole_history=len(snapshot.folded.rated) < FIT_LATER_FROM)
+                                          whole_history=len(snapshot.folded.rated) < FIT_LATER_FROM,
+                                          online=self._rated_ahead())
                 self._generation = snapshot.generation
                 self._fitted = -1 if self._standings.fitting else snapshot.generation
                 self._computed_at = -math.inf if self._standings.fitting else now
@@ -194,6 +199,18 @@ class StandingsRefresher:
             except Exception:  # noqa: BLE001 - the standings are served whatever the analytics do
                 log.exception("analytics update failed (retried at the next refresh)")
         return standings
+
+    def _rated_ahead(self) -> Online | None:
+        """What was rated while the index read the history (`RatedAhead`), for the first
+        standings; from then on, the standings carry their ratings forward themselves."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        self.index.unfollow(ahead)
+        try:
+            return ahead.online()
+        finally:
+            ahead.close()
 
     def _publish(self, standings: Standings) -> None:
         """Write this writer's fit if the standings hold a new one of all their matches, and
@@ -275,3 +292,5 @@ class StandingsRefresher:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._ahead is not None:
+            self._ahead.close()

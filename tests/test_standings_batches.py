@@ -17,7 +17,8 @@ from arena.schema import rows
 from arena.simulation import Population, random_history
 from history.index import HistoryIndex, narrow, team_rows
 from history.store import HistoryStore
-from leaderboard.standings import compute, update
+from leaderboard.refresher import StandingsRefresher
+from leaderboard.standings import Online, RatedAhead, compute, update
 from tests_synthetic import arena_history
 
 
@@ -123,6 +124,64 @@ def test_the_index_reads_the_stores_shards_one_at_a_time_each_match_once(tmp_pat
     assert len(read) == 4 and folded.matches == 9 and len(folded.teams) == 9 * 16  # the copy adds nothing
     standings = compute(folded, bootstrap=0)
     assert_same(standings, compute(store.shard_table().to_pandas(), bootstrap=0), mle_tolerance=0.0)
+
+
+#: 15 random matches in start order.
+MATCHES = sorted(random_history(Population.random(20, seed=3), 15, seed=3), key=lambda m: (m.started_at, m.match_id))
+
+
+def sharded_store(tmp_path, cuts: list[slice]) -> HistoryStore:
+    """A store of the first 12 `MATCHES`, flushed into one shard per slice of them, in that order."""
+    store = HistoryStore(tmp_path / "history")
+    matches = MATCHES[:12]
+    for cut in cuts:
+        for m in matches[cut]:
+            store.record(m)
+        store.flush()
+    return store
+
+
+def test_the_matches_rated_while_the_index_reads_the_rest_give_the_standings_of_them_all(tmp_path):
+    """`RatedAhead` rates each shard as the index folds it (a long history's first standings
+    wait for the fold, not for the fold and then TrueSkill): the standings that start from
+    it are those computed from nothing, trajectories included."""
+    store = sharded_store(tmp_path, [slice(0, 4), slice(4, 7), slice(7, None)])
+    index, ahead = HistoryIndex(store), RatedAhead()
+    index.follow(ahead)
+    folded = index.refresh().folded
+    online = ahead.online()
+    assert online is not None and online.trueskill.matches == len(folded.rated) == 12  # every shard, in order
+    assert online.trajectory and all(len(t) for t in online.trajectory.values())
+    assert_same(compute(folded, bootstrap=0, online=online), compute(folded, bootstrap=0), mle_tolerance=0.0)
+    partly = Online().then(folded.rated.take(np.arange(5)))  # of the first matches only: carried forward
+    assert_same(compute(folded, bootstrap=0, online=partly), compute(folded, bootstrap=0), mle_tolerance=0.0)
+
+
+def test_a_shard_of_earlier_matches_stops_the_rating_ahead_and_the_standings_are_the_same(tmp_path):
+    """A shard folded after one whose matches started later (two workers finished out of
+    order) cannot be rated on top of it: `online()` says so (None), and the first standings
+    rate every match in start order."""
+    store = sharded_store(tmp_path, [slice(6, None), slice(0, 6)])
+    index, ahead = HistoryIndex(store), RatedAhead()
+    index.follow(ahead)
+    folded = index.refresh().folded
+    assert ahead.online() is None
+    wrong = Online().then(folded.rated.take(np.arange(6, 12)))  # of other matches: recomputed from nothing
+    assert_same(compute(folded, bootstrap=0, online=wrong), compute(store.shard_table().to_pandas(), bootstrap=0),
+                mle_tolerance=0.0)
+
+
+def test_a_refreshers_first_standings_of_a_sharded_history_are_those_computed_from_nothing(tmp_path):
+    """The refresher rates ahead for its first standings only, then carries its own forward."""
+    store = sharded_store(tmp_path, [slice(0, 5), slice(5, None)])
+    refresher = StandingsRefresher(store, bootstrap=0)
+    first = refresher.refresh()
+    assert_same(first, compute(store.shard_table().to_pandas(), bootstrap=0), mle_tolerance=0.0)
+    for m in MATCHES[12:]:
+        store.record(m)
+    store.flush()
+    later = refresher.refresh()
+    assert later.trueskill == compute(store.shard_table().to_pandas(), bootstrap=0).trueskill and later.matches == 15
 
 
 @pytest.mark.slow

@@ -63,3 +63,21 @@ def test_a_players_opponents_are_the_other_rows_of_its_matches_in_every_chunk():
         assert len(around) < len(rows) and (player == "nobody") == around.empty
         pd.testing.assert_frame_equal(around.opponents(player), got)
         pd.testing.assert_frame_equal(around.of_player(player), rows.of_player(player))
+
+
+def test_many_batches_extend_the_rows_as_appending_them_one_by_one_would(monkeypatch):
+    """`TeamRows.extend` (a restart's whole history at once): runs of batches within the cap,
+    each copied once; the same rows, still narrow, the rows extended left as they were."""
+    from history.index import team_rows
+
+    monkeypatch.setattr(team_rows, "MAX_CHUNK_ROWS", 40)
+    parts = [batch(k * 3, 3) for k in range(20)]  # 12 rows each: runs of 3 batches
+    first = TeamRows.of(parts[0])
+    extended = first.extend(parts[1:])
+    one_by_one = first
+    for part in parts[1:]:
+        one_by_one = one_by_one.append(part)
+    pd.testing.assert_frame_equal(extended.frame(), one_by_one.frame())
+    assert (extended.frame().dtypes[["match_id", "player"]] == "category").all()
+    assert max(len(c) for c in extended.chunks) <= 40 and len(first) == 12
+    assert first.extend([]) is first and first.extend([batch(0, 0)]) is first

@@ -5,12 +5,12 @@ Each batch of whole matches (a shard of the dataset, the write-ahead log's match
 rows given to `leaderboard.standings.compute`) is folded on its own and merged into what
 was folded before, so that a million matches are read within 4 GB, no frame of every row
 ever built. Pure: the same batches give the same `Folded`, whatever their split
-(`tests/test_history_fold.py`).
+(`tests/test_history_index.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,17 +69,20 @@ class Folded:
         return fold(())
 
 
-def fold(batches: Iterable[pd.DataFrame], *, previous: Folded | None = None, checked: bool = True) -> Folded:
+def fold(batches: Iterable[pd.DataFrame], *, previous: Folded | None = None, checked: bool = True,
+         on_rated: Callable[[RatedTable], None] | None = None) -> Folded:
     """Fold batches of rows, each of whole matches, onto `previous` (nothing if None): per
     batch its rated results, tallies, match summaries and per-policy match lists, merged
-    (each equal to its computation over all the rows at once), and the rows appended to the
-    team rows in chunks.
+    (each equal to its computation over all the rows at once), and the rows of them all
+    appended to the team rows in chunks (`TeamRows.extend`: each row copied once).
 
     Args:
         batches: frames of the history's team rows (plain, or `narrow`), each of whole matches.
         previous: what earlier batches folded into.
         checked: refuse a match whose rows are in two batches (or in `previous` too); a
             caller that already keeps each match once (`HistoryIndex`) skips the check.
+        on_rated: called with each batch's rated results as soon as they are folded (a reader
+            rates them meanwhile: `HistoryIndex.follow`).
 
     Raises:
         `HistoryChangedError`: with `checked`, a match's rows are in more than one batch.
@@ -90,9 +93,13 @@ def fold(batches: Iterable[pd.DataFrame], *, previous: Folded | None = None, che
     summaries: list[pd.DataFrame] = [previous.summary] if previous is not None else []
     tallies: Tallies | None = previous.tallies if previous is not None else None
     matches: dict[str, list[np.ndarray]] = {p: [ids] for p, ids in (previous.policy_matches if previous else {}).items()}
+    kept: list[pd.DataFrame] = []
     for batch in _with_rows(batches, first=previous is None):
         rows = with_players(batch)
-        rated.append(rated_table(rows))
+        batch_rated = rated_table(rows)
+        if on_rated is not None:
+            on_rated(batch_rated)
+        rated.append(batch_rated)
         held = held_out_mask(rows)
         if held.any():
             held_out.append(rated_table(rows[held]))
@@ -100,8 +107,8 @@ def fold(batches: Iterable[pd.DataFrame], *, previous: Folded | None = None, che
         summaries.append(summarize_matches(rows))
         for policy, ids in policy_matches(rows).items():
             matches.setdefault(policy, []).append(ids)
-        kept = rows[[c for c in KEPT_COLUMNS if c in rows]]
-        teams = teams.append(kept) if len(kept) or teams.chunks else TeamRows((kept,))  # (nothing: still the columns)
+        kept.append(rows[[c for c in KEPT_COLUMNS if c in rows]])
+    teams = teams.extend(kept) if any(len(k) for k in kept) or teams.chunks else TeamRows(tuple(kept[:1]))  # (nothing: still the columns)
     summary = merge_summaries(summaries)
     if checked and len(summaries) > 1 and not summary["Match"].is_unique:
         repeated = summary["Match"][summary["Match"].duplicated()].iloc[0]

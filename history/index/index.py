@@ -76,6 +76,24 @@ class HistoryIndex:
         """The shards read (those still there)."""
         self._signature: object = None
         self._generation = 0
+        self._followers: list[Callable[[RatedTable], None]] = []
+
+    def follow(self, rated: Callable[[RatedTable], None]) -> None:
+        """Call `rated` with each batch's rated results as the index folds them, whoever
+        refreshes it (in the refreshing thread, under the index's lock: it must return at
+        once), until `unfollow`: a reader rates a long history while the rest is read
+        (`leaderboard.standings.RatedAhead`)."""
+        with self._lock:
+            self._followers.append(rated)
+
+    def unfollow(self, rated: Callable[[RatedTable], None]) -> None:
+        """Stop calling `rated` (see `follow`)."""
+        with self._lock:
+            self._followers = [f for f in self._followers if f is not rated]
+
+    def _rated(self, batch: RatedTable) -> None:
+        for follower in self._followers:
+            follower(batch)
 
     # -- folding -------------------------------------------------------------------------
     def refresh(self) -> Snapshot:
@@ -99,7 +117,7 @@ class HistoryIndex:
                         yield from frames([table])
 
             try:
-                folded = fold(batches(), previous=self._folded, checked=False)
+                folded = fold(batches(), previous=self._folded, checked=False, on_rated=self._rated)
             except BaseException:
                 self._forget()  # what was read half-way is read again, whole, next time
                 raise

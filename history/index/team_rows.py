@@ -30,19 +30,23 @@ MERGE_SHARE = 0.5
 MAX_CHUNK_ROWS = 1 << 21
 
 
-def concat(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """`old` then `new`, one frame; a column categorical in both stays categorical (its
-    categories the union), where `pd.concat` would widen it to Python objects."""
+def concat(*frames: pd.DataFrame) -> pd.DataFrame:
+    """The frames one after the other, one frame (one copy of their rows, however many they
+    are); a column categorical in every frame stays categorical (its categories the union),
+    where `pd.concat` would widen it to Python objects."""
     from pandas.api.types import union_categoricals
 
-    if not len(old.columns):
-        return new
-    both = pd.concat([old, new], ignore_index=True, copy=False)
-    for column in both.columns:
-        if (column in old and column in new and isinstance(old[column].dtype, pd.CategoricalDtype)
-                and isinstance(new[column].dtype, pd.CategoricalDtype) and both[column].dtype == object):
-            both[column] = pd.Categorical(union_categoricals([old[column], new[column]], ignore_order=True))
-    return both
+    frames = tuple(f for f in frames if len(f.columns))
+    if len(frames) <= 1:
+        return frames[0] if frames else pd.DataFrame()
+    categorical = [c for c in frames[0].columns
+                   if all(c in f and isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames)]
+    # the categoricals unioned on their own: through `pd.concat` they would first be made
+    # arrays of Python strings, a row each
+    whole = pd.concat([f.drop(columns=categorical) for f in frames], ignore_index=True, copy=False)
+    for column in categorical:
+        whole[column] = pd.Categorical(union_categoricals([f[column] for f in frames], ignore_order=True))
+    return whole[list(frames[0].columns) + [c for c in whole.columns if c not in frames[0].columns]]
 
 
 class TeamRows:
@@ -79,14 +83,28 @@ class TeamRows:
             chunks[-1] = concat(chunks[-1], last)
         return TeamRows(tuple(chunks))
 
+    def extend(self, frames: Sequence[pd.DataFrame]) -> TeamRows:
+        """These rows, then each of `frames` in order (a new object; this one is unchanged):
+        as `append` each in turn, but packed first into runs of at most `MAX_CHUNK_ROWS`
+        rows, each copied once (a restart folds a whole history's shards at once: appended
+        one by one, each row was copied about log2 of their number times, most of a fold)."""
+        runs: list[list[pd.DataFrame]] = [[]]
+        rows = 0
+        for frame in (f for f in frames if len(f)):
+            if runs[-1] and rows + len(frame) > MAX_CHUNK_ROWS:
+                runs.append([])
+                rows = 0
+            runs[-1].append(frame)
+            rows += len(frame)
+        extended = self
+        for run in runs:
+            if run:
+                extended = extended.append(concat(*run))
+        return extended
+
     def frame(self) -> pd.DataFrame:
         """Every row in one frame: a copy when there is more than one chunk."""
-        if not self.chunks:
-            return pd.DataFrame()
-        whole = self.chunks[0]
-        for chunk in self.chunks[1:]:
-            whole = concat(whole, chunk)
-        return whole
+        return concat(*self.chunks) if self.chunks else pd.DataFrame()
 
     def where(self, keep: Callable[[pd.DataFrame], np.ndarray], columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The rows where `keep(chunk)` is true, in one frame, strings as plain objects (a

@@ -17,6 +17,8 @@ however long the history grows (`bench/tables_scale.py`).
 - `fold`: `compute` and `update`, the ratings carried forward or recomputed.
 - `held_out`: the overfitting signal (PvE against held-out PvP).
 - `fits`: a writer's published Plackett-Luce fit, taken by a restored Space instead of fitting.
+- `online`: TrueSkill, Elo and the trajectories, carried forward (`Online`), and rated while
+  a long history is still being read (`RatedAhead`).
 """
 
 from history.index import HistoryChangedError
@@ -28,9 +30,10 @@ from leaderboard.standings.held_out import (
     far_threshold,
     overfitting,
 )
+from leaderboard.standings.online import Online, RatedAhead
 from leaderboard.standings.record import TRAJECTORY_POINTS, Source, Standings
 
 __all__ = [
-    "FAR_FIELD_SHARE", "FAR_MIN_RANKS", "OVERFITTING_COLUMNS", "TRAJECTORY_POINTS", "HistoryChangedError", "Source",
+    "FAR_FIELD_SHARE", "FAR_MIN_RANKS", "OVERFITTING_COLUMNS", "TRAJECTORY_POINTS", "HistoryChangedError", "Online", "RatedAhead", "Source",
     "Standings", "compute", "far_threshold", "overfitting", "update",
 ]

@@ -10,7 +10,6 @@ expensive part: rerun only when asked (`refresh_mle`), else the previous standin
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeAlias
@@ -18,19 +17,12 @@ from typing import TypeAlias
 import pandas as pd
 
 from arena.head_to_head import HeadToHead, head_to_head
-from arena.ratings import (
-    MLERating,
-    RatedTable,
-    TrueSkillState,
-    elo_ratings,
-    plackett_luce,
-    recomputed,
-    trueskill_trail,
-)
+from arena.ratings import MLERating, plackett_luce
 from history.index import Folded, HistoryChangedError, fold, pve_stages, pvp_players
 from leaderboard.standings.fits import PublishedFit, choose
 from leaderboard.standings.held_out import overfitting
-from leaderboard.standings.record import TRAJECTORY_POINTS, Source, Standings
+from leaderboard.standings.online import Online
+from leaderboard.standings.record import Source, Standings
 
 Rows: TypeAlias = "pd.DataFrame | Iterable[pd.DataFrame]"
 """The history's team rows: one frame, or frames of whole matches one after the other
@@ -46,6 +38,7 @@ def compute(
     source: Source | None = None,
     fits: Sequence[PublishedFit] = (),
     whole_history: bool = True,
+    online: Online | None = None,
 ) -> Standings:
     """The standings of the history's matches: folded already (`HistoryIndex.refresh().folded`),
     or as rows, folded here. Pure: the same matches give the same standings.
@@ -66,6 +59,8 @@ def compute(
         whole_history: False: without `previous` or a published fit, leave the whole-history
             columns out (`Standings.fitting`), for the caller to compute next with
             `refresh_mle` (what a Space shows first after reading a long history).
+        online: TrueSkill, Elo and the trajectories of the first of these matches, rated
+            already (`RatedAhead`), carried forward rather than `previous`'s.
 
     Raises:
         `HistoryChangedError`: rows of one match in more than one frame.
@@ -73,14 +68,10 @@ def compute(
     folded = history if isinstance(history, Folded) else fold([history] if isinstance(history, pd.DataFrame) else history)
     source = source or Source()
     rated = folded.rated
-    fresh = previous is None or recomputed(previous.trueskill, rated)
-    trajectory: dict[str, deque] = ({} if fresh or previous is None else
-                                    {p: deque(t, maxlen=TRAJECTORY_POINTS) for p, t in previous.trajectory.items()})
-    start = TrueSkillState() if fresh or previous is None else previous.trueskill
-    ts = _extend_trajectory(rated if fresh else rated.take(rated.after(start.last_key)), start, trajectory)
-    elo = elo_ratings(rated, state=previous.elo if previous is not None else None)
+    start = online if online is not None else previous.online if previous is not None else Online()
+    online = start.extended(rated)
     stages = pve_stages(folded.tallies.pve)
-    standings = Standings(trueskill=ts, elo=elo, mle={}, folded=folded, trajectory=trajectory,
+    standings = Standings(trueskill=online.trueskill, elo=online.elo, mle={}, folded=folded, trajectory=online.trajectory,
                           pvp_players=pvp_players(folded.tallies.pvp), pve_stages=stages, source=source)
     chosen = choose(fits, rated=rated, source=source, bootstrap=bootstrap) if fits else None
     if chosen is not None:
@@ -117,17 +108,6 @@ def update(
         raise HistoryChangedError(f"New rows repeat a match already counted: {exc}") from None
     return compute(folded, previous=previous, refresh_mle=refresh_mle, bootstrap=bootstrap,
                    source=source or previous.source)
-
-
-def _extend_trajectory(todo: RatedTable, start: TrueSkillState, trajectory: dict[str, deque]) -> TrueSkillState:
-    """TrueSkill over `todo` from `start`; each player's new ratings appended to `trajectory`."""
-    ts, trail = trueskill_trail(todo, state=start, keep=TRAJECTORY_POINTS)
-    started = todo.started
-    for player, points in trail.items():
-        rows_, mus, sigmas = zip(*points)
-        trajectory.setdefault(player, deque(maxlen=TRAJECTORY_POINTS)).extend(
-            zip(started[list(rows_)].tolist(), mus, sigmas))
-    return ts
 
 
 def _with_whole_history(standings: Standings, *, bootstrap: int, start: Mapping[str, MLERating] | None = None,

@@ -8,7 +8,6 @@ summaries); the standings add the ratings, computed by `compute` and carried for
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,10 +18,9 @@ from arena.head_to_head import HeadToHead
 from arena.ratings import EloState, MLERating, RatedTable, TrueSkillState
 from history.index import Folded, Tallies, TeamRows
 from leaderboard.standings.held_out import OVERFITTING_COLUMNS
+from leaderboard.standings.online import TRAJECTORY_POINTS, Online, Trajectory
 
-#: Ratings kept per player for the "rating over time" plot.
-TRAJECTORY_POINTS = 500
-
+__all__ = ["TRAJECTORY_POINTS", "Source", "Standings"]
 
 @dataclass(frozen=True)
 class Source:
@@ -58,8 +56,8 @@ class Standings:
     mle: Mapping[str, MLERating]
     folded: Folded = field(default_factory=Folded.empty)
     """The matches as the history index folds them: rows, rated results, tallies, summaries."""
-    trajectory: Mapping[str, deque[tuple[str, float, float]]] = field(default_factory=dict)
-    """Per player, its last TRAJECTORY_POINTS TrueSkill ratings: (start time, mu, sigma)."""
+    trajectory: Trajectory = field(default_factory=dict)
+    """Per player, its last `TRAJECTORY_POINTS` TrueSkill ratings: (start time, mu, sigma)."""
     pvp_players: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Per player: policy id, revision, PvP matches, mean Achievement and per-task points."""
     pve_stages: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -87,6 +85,11 @@ class Standings:
     bootstrap run (`leaderboard.refresher`) rather than after them."""
 
     # what the matches are, as the pages read them
+    @property
+    def online(self) -> Online:
+        """The ratings carried forward to the standings of more matches (`Online.extended`)."""
+        return Online(self.trueskill, self.elo, self.trajectory)
+
     @property
     def teams(self) -> TeamRows:
         """The team rows, their `history.index.KEPT_COLUMNS` with a `player` column, in chunks."""
