@@ -109,7 +109,12 @@ def cell_text(cell: Any) -> str:
         >>> cell_text("[sim-0000119](/?match=sim-0000119)")
         'sim-0000119'
     """
-    return re.sub(r"[\[\]]", "", re.sub(_LINK_TARGET, "]", str(cell)))
+    return re.sub(_BRACKETS, "", re.sub(_LINK_TARGET, "]", str(cell)))
+
+
+def cells_text(column: pd.Series) -> pd.Series:
+    """`cell_text` of every cell of `column`, at once (a search reads every row of a table)."""
+    return column.astype(str).str.replace(_LINK_TARGET, "]", regex=True).str.replace(_BRACKETS, "", regex=True)
 
 
 def linked(frame: pd.DataFrame, column: str, cell: Callable[[Any], str]) -> pd.DataFrame:
@@ -231,13 +236,15 @@ def search_rows(table: pd.DataFrame, text: str, columns: Iterable[str]) -> pd.Da
     needle = text.strip().lower()
     seen = pd.Series(False, index=table.index)
     for column in columns:
-        shown = table[column].astype(str).str.replace(_LINK_TARGET, "]", regex=True).str.lower()
+        shown = cells_text(table[column]).str.lower()
         seen |= shown.str.contains(needle, regex=False)
     return table[seen]
 
 
-#: A markdown link's address, `](...)`, left out of what a search reads.
+#: A Markdown link's address, `](...)`, and its text's brackets: left out of what a reader sees
+#: of a cell (`cell_text`).
 _LINK_TARGET = r"\]\([^)]*\)"
+_BRACKETS = r"[\[\]]"
 
 #: What the PvP table's settled filter offers ("" for every row).
 SETTLED_CHOICES = ("", "settled", "provisional")
@@ -312,7 +319,7 @@ def sorted_by(table: pd.DataFrame, sort: str) -> pd.DataFrame:
     column = table[name]
     key = pd.to_numeric(column, errors="coerce")
     if key.notna().sum() < column.replace("", None).notna().sum():  # not a number column: its text
-        key = column.map(cell_text).str.lower()
+        key = cells_text(column).str.lower()
         key = key.where(key != "")
     order = key.sort_values(ascending=not sort.startswith("-"), na_position="last", kind="stable").index
     return table.loc[order].reset_index(drop=True)

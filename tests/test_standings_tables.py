@@ -72,6 +72,8 @@ def test_the_pvp_table_is_best_first_with_anchors_and_searchable(standings):
     assert table["Policy"].iloc[0] == f"[alice/strong](http://hub/alice/strong)@[aaaaaaa](/?policy=alice/strong@{'a' * 40})"
     found = tables.pvp_table(standings, hub_url="http://hub", search="BOB")
     assert len(found) == 1 and "bob/weak" in found["Policy"].iloc[0]
+    seen = tables.pvp_table(standings, hub_url="http://hub", search="alice/strong@aaaa")  # as a reader sees the cell
+    assert list(seen["Author"]) == ["alice"] and tables.pvp_table(standings, hub_url="http://hub", search="](").empty
     only_latest = tables.pvp_table(standings, hub_url="http://hub", latest={"alice/strong@" + "a" * 40})
     assert set(only_latest["Author"]) == {"alice", "arena"}  # the anchors always stay
 
