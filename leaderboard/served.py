@@ -55,7 +55,10 @@ log = logging.getLogger(__name__)
 
 def servable(component: Any) -> bool:
     """Whether `component`'s value can be served in the page: a component whose value every
-    visitor shares (not a `gr.State`, whose value is each session's own)."""
+    visitor shares (not a `gr.State`, whose value is each session's own), or a row or column
+    (what a view sets of it, its visibility, is every visitor's)."""
+    if isinstance(component, (gr.Row, gr.Column)):
+        return True
     return isinstance(component, gr.components.Component) and not component.stateful
 
 

@@ -193,14 +193,18 @@ def view_controls(tab: str, columns: Sequence[Column], *, search_label: str, sta
 @dataclass(frozen=True)
 class Pager:
     """A paged table's order and page (`pager`): `view(frame, sort, page)` answers the page
-    to show, the line saying which rows it holds, and the page number if it had to move
-    (past the last page: the last; else `gr.skip()`)."""
+    to show, the line saying which rows it holds, the page number if it had to move (past
+    the last page: the last; else `gr.skip()`), and whether the row of them shows (only
+    for more than one page: a table of a few rows, or of none under its note, has nothing
+    to page through)."""
 
     sort: gr.Textbox
     """The column the table is ordered by (`-NAME`: descending; "" the table's own order), set
     by a click on a header (`leaderboard.pages.JS`)."""
     page: gr.Number
     line: gr.Markdown
+    bar: gr.Row
+    """The row of the page's controls and its line."""
 
     @property
     def inputs(self) -> list[Any]:
@@ -208,12 +212,13 @@ class Pager:
 
     @property
     def outputs(self) -> list[Any]:
-        return [self.line, self.page]
+        return [self.line, self.page, self.bar]
 
     @staticmethod
-    def view(frame: pd.DataFrame, sort: str, page: float | None) -> tuple[pd.DataFrame, str, Any]:
+    def view(frame: pd.DataFrame, sort: str, page: float | None) -> tuple[pd.DataFrame, str, Any, gr.Row]:
         rows, at, pages = tables.paged(tables.sorted_by(frame, sort or ""), page)
-        return rows, tables.page_line(at, pages, len(frame)), (at if at != int(page or 1) else gr.skip())
+        return (rows, tables.page_line(at, pages, len(frame)), (at if at != int(page or 1) else gr.skip()),
+                gr.Row(visible=pages > 1))
 
 
 #: In the browser, as a paged table's sort box changes (a header's click, or the Space setting
@@ -234,7 +239,7 @@ def pager(tab: str) -> Pager:
     and next, the page number (a reader may type one) and which rows are shown; and its
     hidden sort box, element ids `<tab>-prev`, `<tab>-page`, `<tab>-next`, `<tab>-rows`,
     `<tab>-sort`."""
-    with gr.Row(equal_height=True, elem_classes=["arena-pager"]):
+    with gr.Row(equal_height=True, elem_classes=["arena-pager"], visible=False) as bar:
         back = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id=f"{tab}-prev")
         page = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=0, min_width=90, elem_id=f"{tab}-page")
         forward = gr.Button("Next ▶", size="sm", scale=0, min_width=90, elem_id=f"{tab}-next")
@@ -243,7 +248,7 @@ def pager(tab: str) -> Pager:
     back.click(None, inputs=page, outputs=page, js="(page) => Math.max(1, (page || 1) - 1)")  # in the browser: the page's
     forward.click(None, inputs=page, outputs=page, js="(page) => (page || 1) + 1")  # change draws it
     sort.change(None, inputs=sort, js=ARROWS_JS.replace("TABLE", f"{tab}-table"))
-    return Pager(sort, page, line)
+    return Pager(sort, page, line, bar)
 
 
 def shown(frame: pd.DataFrame, columns: Sequence[Column]) -> gr.Dataframe:

@@ -145,10 +145,10 @@ def policy_tab(page: TabContext) -> PolicyTab:
             return tuple(gr.skip() for _ in range(len(head_outputs) + 1))
         return (*head_of(chosen), chosen)
 
-    def paged_view(drawn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+    def paged_view(drawn: Callable[..., tuple[Any, ...]], outputs: int) -> Callable[..., tuple[Any, ...]]:
         def view(player: str, sort: str, at: float | None) -> tuple[Any, ...]:
             chosen = viewed(player)
-            return (gr.skip(),) * 3 if chosen is None else drawn(chosen, sort, at)
+            return (gr.skip(),) * outputs if chosen is None else drawn(chosen, sort, at)
 
         return view
 
@@ -236,7 +236,8 @@ def policy_tab(page: TabContext) -> PolicyTab:
         their own order."""
         player = player or ""
         *head, heading = head_of(player)
-        return (*head, *rivals_of(player)[:2], 1, *opponents_of(player)[:2], 1, "", "", heading)
+        (rivals, rivals_line, _, rivals_bar), (opponents, opponents_line, _, opponents_bar) = rivals_of(player), opponents_of(player)
+        return (*head, rivals, rivals_line, 1, rivals_bar, opponents, opponents_line, 1, opponents_bar, "", "", heading)
 
     with gr.Tab("Policy", id="policy") as tab:
         chooser = gr.Dropdown(choices=[], value=None, label="Policy",
@@ -281,6 +282,6 @@ def policy_tab(page: TabContext) -> PolicyTab:
     # each paged table alone: a page or an order asked for draws only that table
     for drawn, paging, table_outputs in ((rivals_of, h2h_paging, rivals_outputs),
                                          (opponents_of, ledger.paging, opponents_outputs)):
-        page.follow(paged_view(drawn), inputs=[chooser, *paging.inputs], outputs=table_outputs,
+        page.follow(paged_view(drawn, len(table_outputs)), inputs=[chooser, *paging.inputs], outputs=table_outputs,
                     triggers=[c.change for c in paging.inputs], quiet=True)
     return PolicyTab(chooser, players)

@@ -133,13 +133,14 @@ def pvp_tab(page: TabContext) -> TableTab:
 
     def pvp_view(*values: Any) -> tuple[Any, ...]:
         """A page of the table as its filters, order and page ask, the note under it, which
-        rows it holds, the page number if it had to move, the line saying what it was computed from."""
+        rows it holds, the page number if it had to move, whether its pager shows, the line
+        saying what it was computed from."""
         view = controls.view(*values[:-4])
         older_too, at_least, sort, at = values[-4:]
         rows = pvp_table(view.search, older_too, at_least, view.owner, view.settled)
-        shown_rows, line, moved = paging.view(tables.viewed(rows, tables.TableView(columns=view.columns), ()), sort, at)
+        shown_rows, *paged = paging.view(tables.viewed(rows, tables.TableView(columns=view.columns), ()), sort, at)
         filtered = bool(view.search or view.owner or view.settled or at_least)
-        return (shown(shown_rows, tables.PVP_COLUMNS), page.note(EMPTY, shown_rows, filtered=filtered), line, moved,
+        return (shown(shown_rows, tables.PVP_COLUMNS), page.note(EMPTY, shown_rows, filtered=filtered), *paged,
                 tables.source_line(data.standings()))
 
     page.follow(pvp_view, inputs=filters, outputs=[pvp, pvp_empty, *paging.outputs, pvp_source],
