@@ -19,6 +19,7 @@ import pandas as pd
 from arena.errors import ArenaError
 from arena.ratings import RatedTable
 from arena.schema import TEAM_COLUMNS
+from history.index import team_rows
 from history.index.matches import merge_summaries, policy_matches, summarize_matches
 from history.index.rated import held_out_mask, rated_table
 from history.index.rows import POINT_COLUMNS, with_players
@@ -107,7 +108,12 @@ def fold(batches: Iterable[pd.DataFrame], *, previous: Folded | None = None, che
         summaries.append(summarize_matches(rows))
         for policy, ids in policy_matches(rows).items():
             matches.setdefault(policy, []).append(ids)
-        kept.append(rows[[c for c in KEPT_COLUMNS if c in rows]])
+        frame = rows[[c for c in KEPT_COLUMNS if c in rows]]
+        if len(frame) and sum(len(k) for k in kept) + len(frame) > team_rows.MAX_CHUNK_ROWS:
+            # a run's worth waiting: appended now, copied once, its parts let go (held to the
+            # end, a million matches' rows were held twice as they were appended)
+            teams, kept = teams.extend(kept), []
+        kept.append(frame)
     teams = teams.extend(kept) if any(len(k) for k in kept) or teams.chunks else TeamRows(tuple(kept[:1]))  # (nothing: still the columns)
     summary = merge_summaries(summaries)
     if checked and len(summaries) > 1 and not summary["Match"].is_unique:
